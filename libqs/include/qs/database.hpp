@@ -1,0 +1,107 @@
+// qs/database.hpp: a persistent heap opened from a store.
+//
+// A database is a handle on a store (an embedded Berkeley DB environment in a
+// directory) plus the machinery that makes its pages appear in memory: a
+// reservation of virtual address space cut into frames, a SIGSEGV handler that
+// faults pages in on first touch, and a bounded buffer pool. Persistent objects
+// are ordinary C++ objects at addresses inside the reservation.
+//
+// Invariants:
+//  * One process at a time opens an embedded database (a lock file enforces
+//    it); many clients share one through qs-pageserver.
+//  * One transaction at a time per database handle; persistent data is only
+//    touched inside it (see qs/transaction.hpp).
+//  * The page size is fixed when the database is created.
+//  * A database handle must outlive every transaction on it, and every
+//    pointer to its objects is invalid once it is closed.
+#pragma once
+
+#include <qs/error.hpp>
+#include <qs/schema.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <typeinfo>
+
+namespace qs {
+
+class transaction;
+
+namespace detail {
+class database_impl;
+}
+
+struct options {
+  // Page size for a new database: a power of two from 4 KiB to 64 KiB. An
+  // existing database keeps the page size it was created with.
+  std::uint32_t page_size = 8192;
+  // Client buffer pool, in pages.
+  std::uint32_t pool_pages = 4096;
+  // Durable commits (the log is flushed to disk before commit returns). A
+  // non-durable commit is atomic but may be lost in an operating-system crash.
+  bool durable = true;
+  // Size of the address reservation for this database's frames.
+  std::uint64_t reservation_bytes = std::uint64_t{64} << 30;
+  // Berkeley DB cache size.
+  std::uint64_t store_cache_bytes = std::uint64_t{64} << 20;
+};
+
+// Counters, cumulative since the database was opened.
+struct statistics {
+  std::uint64_t read_faults = 0;    // faults on non-resident pages
+  std::uint64_t write_faults = 0;   // first writes to a page in a transaction
+  std::uint64_t pages_fetched = 0;  // page records read from the store
+  std::uint64_t pages_written = 0;  // page records written (diffs or whole)
+  std::uint64_t evictions = 0;
+  std::uint64_t dirty_evictions = 0;
+  std::uint64_t log_bytes = 0;      // store log bytes written by commits
+  std::uint64_t diff_bytes = 0;     // bytes in the changed ranges logged
+  std::uint64_t commits = 0;
+  std::uint64_t aborts = 0;
+  std::uint64_t commit_ns = 0;      // time spent in commit
+};
+
+class database {
+ public:
+  // Opens (creating when absent) the embedded database in directory `path`,
+  // running Berkeley DB recovery.
+  static database open(const std::string& path, const options& opts = {});
+
+  database(database&&) noexcept;
+  database& operator=(database&&) noexcept;
+  ~database();
+
+  // A named root: a persistent cell holding a T, created zeroed when absent.
+  // T is a pointer, an arithmetic type, or a type with a schema. Needs an open
+  // transaction when the root is created.
+  template <class T>
+  T& root(std::string_view name) {
+    static_assert(!std::is_reference_v<T>);
+    return *static_cast<T*>(root_cell(name, detail::descriptor_of<T>(), sizeof(T), typeid(T)));
+  }
+  // Whether a root of that name exists.
+  bool has_root(std::string_view name);
+
+  std::uint32_t page_size() const;
+  // Whether a transaction is open on this handle.
+  bool in_transaction() const;
+  const std::string& path() const;
+  statistics stats() const;
+  // Whether `p` points into this database's persistent region.
+  bool contains(const void* p) const;
+
+  detail::database_impl& impl() { return *impl_; }
+
+ private:
+  explicit database(std::unique_ptr<detail::database_impl> impl);
+  void* root_cell(std::string_view name, const type_descriptor* d, std::size_t size,
+                  const std::type_info& t);
+
+  std::unique_ptr<detail::database_impl> impl_;
+};
+
+}  // namespace qs

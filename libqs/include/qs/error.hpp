@@ -1,0 +1,103 @@
+// qs/error.hpp: the exceptions qs throws.
+//
+// Every error qs reports is an exception derived from qs::error. Messages name
+// the database, page, type or field involved, so that a user can tell what went
+// wrong without a debugger. An error never loses committed data: a failed
+// commit aborts its transaction; a corrupt page is refused, not returned.
+//
+// Errors raised while a persistent page is being faulted in are thrown from the
+// SIGSEGV handler and unwind through the faulting instruction; that requires the
+// program to be compiled with -fnon-call-exceptions, which the qs CMake target
+// adds to everything that links it.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace qs {
+
+// Base of every qs exception.
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A page record read from the store failed its checksum.
+class corrupt_page : public error {
+ public:
+  corrupt_page(std::uint64_t page, const std::string& what) : error(what), page_(page) {}
+  std::uint64_t page() const noexcept { return page_; }
+
+ private:
+  std::uint64_t page_;
+};
+
+// The store (Berkeley DB, or the page server behind it) failed.
+class store_error : public error {
+ public:
+  using error::error;
+};
+
+// Another process holds the embedded database open.
+class database_in_use : public error {
+ public:
+  using error::error;
+};
+
+// Invalid options or arguments given to a qs call.
+class invalid_argument : public error {
+ public:
+  using error::error;
+};
+
+// Persistent data was touched, or allocated, with no transaction open.
+class no_transaction : public error {
+ public:
+  using error::error;
+};
+
+// A type has no schema, or a class was allocated through another class's
+// allocation functions.
+class schema_error : public error {
+ public:
+  using error::error;
+};
+
+// The stored layout of a type differs from the program's.
+class schema_mismatch : public schema_error {
+ public:
+  using schema_error::schema_error;
+};
+
+// At commit, a persistent object held a pointer to transient memory.
+class transient_pointer : public error {
+ public:
+  using error::error;
+};
+
+// The address reservation of a database has no free frame left.
+class reservation_full : public error {
+ public:
+  using error::error;
+};
+
+// A named root exists with another type than the one asked for.
+class root_type_mismatch : public error {
+ public:
+  using error::error;
+};
+
+// The transaction was chosen as a deadlock victim and aborted; retry it.
+class deadlock : public error {
+ public:
+  using error::error;
+};
+
+// The connection to the page server was lost; the transaction is aborted.
+class connection_lost : public error {
+ public:
+  using error::error;
+};
+
+}  // namespace qs

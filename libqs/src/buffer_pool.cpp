@@ -1,0 +1,42 @@
+#include "buffer_pool.hpp"
+
+#include "page_table.hpp"
+
+namespace qs::detail {
+
+buffer_pool::buffer_pool(std::uint32_t slots, std::uint32_t page_size)
+    : memory_(slots, page_size), owner_(slots, nullptr) {
+  free_.reserve(slots);
+  for (std::uint32_t i = slots; i-- > 0;) free_.push_back(i);
+}
+
+bool buffer_pool::take_free(page_desc* d, std::uint32_t& slot) {
+  if (free_.empty()) return false;
+  slot = free_.back();
+  free_.pop_back();
+  owner_[slot] = d;
+  return true;
+}
+
+page_desc* buffer_pool::victim() {
+  // Two sweeps clear every reference bit; a third finds nothing only when
+  // every page is pinned.
+  for (std::uint64_t steps = 0; steps < 3ull * owner_.size(); ++steps) {
+    page_desc* d = owner_[hand_];
+    hand_ = (hand_ + 1) % owner_.size();
+    if (!d || d->pins > 0) continue;
+    if (d->referenced) {
+      d->referenced = false;
+      continue;
+    }
+    return d;
+  }
+  return nullptr;
+}
+
+void buffer_pool::release(std::uint32_t slot) {
+  owner_[slot] = nullptr;
+  free_.push_back(slot);
+}
+
+}  // namespace qs::detail

@@ -1,0 +1,143 @@
+// Opening and closing a database: the store, the reservation, the pool, the
+// fault range; the list of open databases.
+#include "bdb_store.hpp"
+#include "database_impl.hpp"
+#include "keys.hpp"
+
+#include <qs/database.hpp>
+
+#include <mutex>
+
+namespace qs::detail {
+namespace {
+
+std::mutex open_mutex;
+std::vector<database_impl*> open_databases;
+thread_local int lock_depth = 0;
+
+// Where reservations go: 16 TiB up, well clear of the heap, of PIE
+// executables (0x55...) and of shared libraries (0x7f...).
+constexpr std::uintptr_t first_base = std::uintptr_t{0x1000} << 32;
+
+std::uint64_t number(store& s, const char* key) {
+  auto v = s.get(key);
+  if (!v) throw corrupt_page(0, "database " + s.name() + ": metadata record '" + key + "' is missing");
+  return std::stoull(*v);
+}
+
+}  // namespace
+
+lock_scope::lock_scope(const database_impl& db) : lock_(db.mutex_) { ++lock_depth; }
+lock_scope::~lock_scope() { --lock_depth; }
+bool lock_scope::held() noexcept { return lock_depth > 0; }
+
+database_impl* database_of(const void* p) noexcept {
+  std::lock_guard<std::mutex> g(open_mutex);
+  for (database_impl* d : open_databases)
+    if (d->contains(p)) return d;
+  return nullptr;
+}
+
+database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
+    : store_(std::move(s)), page_size_(opts.page_size), durable_(opts.durable), schema_(*store_, store_->name()) {
+  load_or_create(opts);
+  pool_ = std::make_unique<buffer_pool>(opts.pool_pages, page_size_);
+  zero_page_ = std::make_unique<std::byte[]>(page_size_);
+  schema_.load();
+  load_free_space();
+  register_fault_range(frames_->base(), frames_->end(), this);
+  std::lock_guard<std::mutex> g(open_mutex);
+  open_databases.push_back(this);
+}
+
+database_impl::~database_impl() {
+  {
+    std::lock_guard<std::mutex> g(open_mutex);
+    std::erase(open_databases, this);
+  }
+  unregister_fault_range(this);
+  if (txn_open_) {
+    try {
+      abort_locked();
+    } catch (...) {
+    }
+  }
+}
+
+void database_impl::load_or_create(const options& opts) {
+  if (auto ps = store_->get("page_size")) {
+    page_size_ = static_cast<std::uint32_t>(std::stoul(*ps));
+    store_->set_page_size(page_size_);
+    std::uintptr_t base = number(*store_, "base");
+    std::uint64_t reservation = number(*store_, "reservation");
+    next_page_ = number(*store_, "next_page");
+    next_frame_ = number(*store_, "next_frame");
+    try {
+      frames_ = std::make_unique<frame_space>(base, reservation, page_size_, true);
+    } catch (const error& e) {
+      throw error("database " + name() + ": its address range is taken in this process (" + e.what() +
+                  "); relocating a database is not supported yet");
+    }
+    return;
+  }
+  // A new database: find a free place for its reservation.
+  std::uint64_t step = (opts.reservation_bytes + (std::uint64_t{1} << 40) - 1) & ~((std::uint64_t{1} << 40) - 1);
+  for (int k = 0; k < 64 && !frames_; ++k) {
+    try {
+      frames_ = std::make_unique<frame_space>(first_base + k * step, opts.reservation_bytes, page_size_, true);
+    } catch (const error&) {
+    }
+  }
+  if (!frames_) throw error("database " + name() + ": no free address range for its reservation");
+  store_->begin();
+  try {
+    store_->put("format", "qs 1");
+    store_->put("page_size", std::to_string(page_size_));
+    store_->put("base", std::to_string(reinterpret_cast<std::uintptr_t>(frames_->base())));
+    store_->put("reservation", std::to_string(opts.reservation_bytes));
+    store_->put("next_page", "1");
+    store_->put("next_frame", "0");
+    store_->commit(true);
+  } catch (...) {
+    store_->abort();
+    throw;
+  }
+  next_page_ = 1;
+  next_frame_ = 0;
+}
+
+}  // namespace qs::detail
+
+namespace qs {
+
+database database::open(const std::string& path, const options& opts) {
+  if (opts.page_size < 4096 || opts.page_size > 65536 || (opts.page_size & (opts.page_size - 1)))
+    throw invalid_argument("database " + path + ": page size " + std::to_string(opts.page_size) +
+                           " is not a power of two from 4096 to 65536");
+  if (opts.pool_pages < 16)
+    throw invalid_argument("database " + path + ": a buffer pool needs at least 16 pages, not " +
+                           std::to_string(opts.pool_pages));
+  if (opts.reservation_bytes < std::uint64_t{opts.page_size} * 16 || opts.reservation_bytes % opts.page_size)
+    throw invalid_argument("database " + path + ": the reservation must be a multiple of the page size, at least 16 pages");
+  detail::check_map_budget(opts.pool_pages);
+  auto s = std::make_unique<detail::bdb_store>(path, detail::bdb_options{opts.page_size, opts.store_cache_bytes});
+  return database(std::make_unique<detail::database_impl>(std::move(s), opts));
+}
+
+database::database(std::unique_ptr<detail::database_impl> impl) : impl_(std::move(impl)) {}
+database::database(database&&) noexcept = default;
+database& database::operator=(database&&) noexcept = default;
+database::~database() = default;
+
+void* database::root_cell(std::string_view name, const type_descriptor* d, std::size_t size,
+                          const std::type_info& t) {
+  return impl_->root_cell(name, d, size, t);
+}
+bool database::has_root(std::string_view name) { return impl_->has_root(name); }
+bool database::in_transaction() const { return impl_->in_transaction(); }
+std::uint32_t database::page_size() const { return impl_->page_size(); }
+const std::string& database::path() const { return impl_->name(); }
+statistics database::stats() const { return impl_->stats(); }
+bool database::contains(const void* p) const { return impl_->contains(p); }
+
+}  // namespace qs

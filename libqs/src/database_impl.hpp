@@ -1,0 +1,204 @@
+// database_impl.hpp: the state of one open database, and the operations the
+// mechanisms in paging.cpp, allocator.cpp, transaction.cpp and roots.cpp
+// perform on it.
+//
+// One mutex guards everything here. Entry points (the fault handler, the
+// allocation functions, transaction begin/commit/abort, roots) take it; the
+// functions they call assume it is held. While holding it, the runtime reads
+// and writes pages only through the buffer pool's addresses, never through
+// their frames, so it cannot fault on its own lock.
+//
+// Invariants (beyond those of the parts):
+//  * txn_open_ <=> the store has a transaction open.
+//  * written_ lists every page made writable in the open transaction that is
+//    still resident; a page evicted while writable has had its changes
+//    written to the store transaction.
+//  * next_page_/next_frame_ are the persistent counters plus what the open
+//    transaction has taken; they go back to txn_next_* on abort.
+#pragma once
+
+#include "buffer_pool.hpp"
+#include "os/fault_signal.hpp"
+#include "os/frames.hpp"
+#include "page_heap.hpp"
+#include "page_table.hpp"
+#include "schema_registry.hpp"
+#include "store.hpp"
+
+#include <qs/database.hpp>
+#include <qs/error.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace qs::detail {
+
+class database_impl final : public fault_target {
+ public:
+  database_impl(std::unique_ptr<store> s, const options& opts);
+  ~database_impl();
+
+  // fault_target
+  void on_fault(void* address, bool write) override;
+
+  // Transactions (transaction.cpp)
+  void begin();
+  void commit();
+  void abort();
+  void abort_locked();
+  bool in_transaction() const { return txn_open_; }
+
+  // Allocation (allocator.cpp)
+  void* allocate(const type_descriptor* d, std::size_t bytes, const void* near_object);
+  void* allocate_locked(const type_descriptor* d, std::size_t bytes, const void* near_object);
+  void deallocate(void* p);
+
+  // Roots (roots.cpp)
+  void* root_cell(std::string_view name, const type_descriptor* d, std::size_t size, const std::type_info& t);
+  bool has_root(std::string_view name);
+
+  bool contains(const void* p) const { return frames_->contains(p); }
+  std::uint32_t page_size() const { return page_size_; }
+  const std::string& name() const { return store_->name(); }
+  statistics stats() const {
+    std::lock_guard<std::mutex> g(mutex_);
+    return stats_;
+  }
+  store& backing_store() { return *store_; }
+
+ private:
+  friend class lock_scope;
+  // paging.cpp
+  page_desc* find_frame(std::uint64_t frame);
+  page_desc* find_page_of(const void* p);
+  void page_in(page_desc* d);
+  void make_writable(page_desc* d);
+  void evict(page_desc* d);
+  // Forgets a resident page's image without writing it.
+  void evict_clean(page_desc* d);
+  std::uint32_t take_slot(page_desc* d);
+  void drop(page_desc* d);
+  void write_back(page_desc* d);
+  void fix_vptrs(page_desc* d, std::byte* image);
+  std::byte* image(const page_desc* d) const { return pool_->data(static_cast<std::uint32_t>(d->slot)); }
+  std::byte* frame_address(const page_desc* d) const { return frames_->frame_address(d->frame); }
+  template <class F>
+  void for_each_word(const page_desc* d, const std::byte* img, F f);
+
+  // allocator.cpp
+  page_desc* new_page(page_kind kind);
+  void* allocate_small(std::uint32_t type, std::uint32_t payload, std::uint32_t align, const void* near_object);
+  void* allocate_large(std::uint32_t type, std::uint64_t payload);
+  void* try_allocate_on(page_desc* d, std::uint32_t type, std::uint32_t payload, std::uint32_t align);
+  void note_free_space(page_desc* d);
+  void load_free_space();
+
+  // transaction.cpp
+  // Checks that every pointer word on d is null or persistent. Throws
+  // qs::transient_pointer, or returns false when `throw_on_violation` is off.
+  bool check_pointers(page_desc* d, bool throw_on_violation);
+  void require_transaction(const char* what) const;
+
+  void load_or_create(const options& opts);
+  void put_counter(const char* key, std::uint64_t v);
+
+  std::unique_ptr<store> store_;
+  std::uint32_t page_size_;
+  bool durable_;
+  mutable std::mutex mutex_;
+  std::unique_ptr<frame_space> frames_;
+  std::unique_ptr<buffer_pool> pool_;
+  page_table table_;
+  schema_registry schema_;
+  statistics stats_;
+
+  bool txn_open_ = false;
+  std::vector<page_desc*> written_;
+  std::vector<page_desc*> created_;  // pages created by the open transaction
+  std::set<page_desc*> logged_;      // pages written to the store transaction
+  std::set<page_desc*> suspect_;     // evicted holding a non-persistent pointer
+  std::uint64_t next_page_ = 1, next_frame_ = 0;
+  std::uint64_t txn_next_page_ = 1, txn_next_frame_ = 0;
+  std::uint64_t txn_log_start_ = 0;
+
+  // Allocator state: the page new objects go to, and pages with room.
+  std::uint64_t current_page_ = 0;
+  struct room_entry {
+    std::uint64_t frame;
+    std::uint32_t room;  // bytes available
+  };
+  std::map<std::uint64_t, room_entry> free_space_;            // by page
+  std::set<std::pair<std::uint32_t, std::uint64_t>> by_room_;  // (bytes, page)
+  std::set<std::uint64_t> free_space_dirty_;
+  std::unordered_map<std::string, std::pair<void*, std::string>> roots_;  // address, type
+  std::unique_ptr<std::byte[]> zero_page_;
+};
+
+// Holds a database's mutex and marks the thread as inside the runtime.
+class lock_scope {
+ public:
+  explicit lock_scope(const database_impl& db);
+  ~lock_scope();
+  static bool held() noexcept;
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+};
+
+database_impl* database_of(const void* p) noexcept;
+
+// Calls f(page_offset, is_vptr, layout, which) for every pointer word and
+// vptr on the page image `img` of d (`which` indexes layout.pointers or
+// layout.vptrs).
+template <class F>
+void database_impl::for_each_word(const page_desc* d, const std::byte* img, F f) {
+  auto visit = [&](const type_layout& l, std::uint64_t obj_begin, std::uint64_t elems, std::uint64_t lo,
+                   std::uint64_t hi, std::int64_t shift) {
+    // Words of elements [0, elems) of an object at obj_begin whose object
+    // offset lies in [lo, hi); page offset = object offset + shift.
+    if (l.pointers.empty() && l.vptrs.empty()) return;
+    std::uint64_t first = lo / l.size, last = std::min<std::uint64_t>(elems, (hi + l.size - 1) / l.size);
+    for (std::uint64_t e = first; e < last; ++e) {
+      std::uint64_t base = obj_begin + e * l.size;
+      for (std::uint32_t i = 0; i < l.pointers.size(); ++i) {
+        std::uint64_t w = base + l.pointers[i];
+        if (w >= lo && w < hi) f(static_cast<std::uint32_t>(w + shift), false, l, i);
+      }
+      for (std::uint32_t i = 0; i < l.vptrs.size(); ++i) {
+        std::uint64_t w = base + l.vptrs[i];
+        if (w >= lo && w < hi) f(static_cast<std::uint32_t>(w + shift), true, l, i);
+      }
+    }
+  };
+  auto layout_or_throw = [&](std::uint32_t type) -> const type_layout& {
+    const type_layout* l = schema_.layout(type);
+    if (!l)
+      throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) +
+                                      " holds an object of unknown type index " + std::to_string(type));
+    return *l;
+  };
+  if (d->hdr.kind == page_kind::small) {
+    heap_for_each(img, [&](std::uint32_t payload, const object_header& oh) {
+      const type_layout& l = layout_or_throw(oh.type);
+      visit(l, 0, oh.size / l.size, 0, oh.size, payload);
+    });
+    return;
+  }
+  // A page of a large object: object bytes [lo, hi) are on this page.
+  const type_layout& l = layout_or_throw(d->hdr.type);
+  constexpr std::uint64_t start = sizeof(page_header) + sizeof(object_header);
+  std::uint64_t page_begin = std::uint64_t{d->hdr.index} * page_size_;
+  std::uint64_t lo = page_begin > start ? page_begin - start : 0;
+  std::uint64_t hi = std::min<std::uint64_t>(d->hdr.size, page_begin + page_size_ - start);
+  if (lo >= hi) return;
+  visit(l, 0, d->hdr.size / l.size, lo, hi, static_cast<std::int64_t>(start) - static_cast<std::int64_t>(page_begin));
+}
+
+}  // namespace qs::detail

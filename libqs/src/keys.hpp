@@ -1,0 +1,33 @@
+// keys.hpp: the metadata records of a database, and their encodings.
+//
+//   "format"        "qs 1"
+//   "page_size"     page size in bytes (decimal)
+//   "base"          preferred base address of the reservation (decimal)
+//   "reservation"   size of the reservation in bytes (decimal)
+//   "next_page"     persistent page counter (decimal)
+//   "next_frame"    persistent frame counter (decimal)
+//   "f:" + frame    the page at a frame (frame big-endian; value decimal)
+//   "s:" + page     a small-object page with room: "frame bytes"
+//   "t:" + name     a stored type layout (schema_registry.cpp)
+//   "r:" + name     a named root: "address mangled-type-name"
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace qs::detail {
+
+inline std::string be64(std::uint64_t v) {
+  std::string s(8, '\0');
+  for (int i = 7; i >= 0; --i, v >>= 8) s[i] = static_cast<char>(v & 0xff);
+  return s;
+}
+inline std::uint64_t from_be64(std::string_view s) {
+  std::uint64_t v = 0;
+  for (unsigned char c : s.substr(0, 8)) v = (v << 8) | c;
+  return v;
+}
+inline std::string frame_key(std::uint64_t frame) { return "f:" + be64(frame); }
+inline std::string space_key(std::uint64_t page) { return "s:" + be64(page); }
+
+}  // namespace qs::detail

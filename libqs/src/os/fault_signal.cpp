@@ -1,0 +1,163 @@
+#include "os/fault_signal.hpp"
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include <signal.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cxxabi.h>
+#include <mutex>
+
+namespace qs::detail {
+namespace {
+
+struct range {
+  std::atomic<const void*> begin{nullptr};
+  std::atomic<const void*> end{nullptr};
+  std::atomic<fault_target*> target{nullptr};
+};
+
+constexpr int max_ranges = 64;
+range ranges[max_ranges];
+std::mutex install_mutex;
+bool installed = false;
+struct sigaction previous;
+thread_local bool in_fault = false;
+
+void say(const char* s) noexcept {
+  ssize_t r = ::write(2, s, std::strlen(s));
+  (void)r;
+}
+
+fault_target* find_target(const void* a) noexcept {
+  for (auto& r : ranges) {
+    fault_target* t = r.target.load(std::memory_order_acquire);
+    if (t && a >= r.begin.load(std::memory_order_relaxed) && a < r.end.load(std::memory_order_relaxed)) return t;
+  }
+  return nullptr;
+}
+
+void chain(int sig, siginfo_t* info, void* ctx) {
+  if (previous.sa_flags & SA_SIGINFO) {
+    if (previous.sa_sigaction) {
+      previous.sa_sigaction(sig, info, ctx);
+      return;
+    }
+  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(sig);
+    return;
+  }
+  // The default action: say where it happened, then let the faulting
+  // instruction run again under SIG_DFL, which kills the process as usual.
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "qs: segmentation fault at address %p (not persistent memory)\n", info->si_addr);
+  say(buf);
+  print_backtrace();
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGSEGV, &dfl, nullptr);
+}
+
+void handler(int sig, siginfo_t* info, void* ctx) {
+  void* addr = info->si_addr;
+  fault_target* t = find_target(addr);
+  if (!t || info->si_code == SI_USER || info->si_code == SI_TKILL) {
+    chain(sig, info, ctx);
+    return;
+  }
+  if (in_fault) invalid_persistent_pointer(addr, "fault while a fault was being handled (qs runtime bug)");
+  auto* uc = static_cast<ucontext_t*>(ctx);
+  bool write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+  in_fault = true;
+  try {
+    t->on_fault(addr, write);
+  } catch (...) {
+    in_fault = false;
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGSEGV);
+    pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
+    throw;
+  }
+  in_fault = false;
+}
+
+void install() {
+  struct sigaction sa {};
+  sa.sa_sigaction = handler;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGSEGV, &sa, &previous) != 0) {
+    say("qs: cannot install the SIGSEGV handler\n");
+    std::abort();
+  }
+}
+
+}  // namespace
+
+void register_fault_range(const void* begin, const void* end, fault_target* target) {
+  std::lock_guard<std::mutex> g(install_mutex);
+  if (!installed) {
+    install();
+    installed = true;
+  }
+  for (auto& r : ranges) {
+    if (r.target.load() == nullptr) {
+      r.begin.store(begin);
+      r.end.store(end);
+      r.target.store(target, std::memory_order_release);
+      return;
+    }
+  }
+  say("qs: too many databases open in one process\n");
+  std::abort();
+}
+
+void unregister_fault_range(fault_target* target) {
+  std::lock_guard<std::mutex> g(install_mutex);
+  for (auto& r : ranges)
+    if (r.target.load() == target) r.target.store(nullptr, std::memory_order_release);
+}
+
+void print_backtrace() noexcept {
+  unw_context_t uc;
+  unw_cursor_t cur;
+  if (unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0) {
+    say("qs: (no backtrace)\n");
+    return;
+  }
+  say("qs: backtrace:\n");
+  for (int depth = 0; depth < 64 && unw_step(&cur) > 0; ++depth) {
+    unw_word_t ip = 0, off = 0;
+    unw_get_reg(&cur, UNW_REG_IP, &ip);
+    char name[512];
+    char line[768];
+    if (unw_get_proc_name(&cur, name, sizeof name, &off) == 0) {
+      int status = 0;
+      char* dem = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+      std::snprintf(line, sizeof line, "  #%-2d %#lx %s+%#lx\n", depth, static_cast<unsigned long>(ip),
+                    status == 0 && dem ? dem : name, static_cast<unsigned long>(off));
+      std::free(dem);
+    } else {
+      std::snprintf(line, sizeof line, "  #%-2d %#lx ?\n", depth, static_cast<unsigned long>(ip));
+    }
+    say(line);
+  }
+}
+
+void invalid_persistent_pointer(const void* address, const char* why) noexcept {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "qs: invalid persistent pointer %p: %s\n", address, why);
+  say(buf);
+  print_backtrace();
+  std::abort();
+}
+
+}  // namespace qs::detail

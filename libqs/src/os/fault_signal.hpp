@@ -1,0 +1,42 @@
+// os/fault_signal.hpp: the SIGSEGV handler that faults persistent pages in.
+//
+// One process-wide handler serves every open database. Each database
+// registers the address range of its reservation with a fault_target; a fault
+// inside a registered range is handed to that target with the faulting
+// address and whether it was a write (bit 1 of the x86-64 page-fault error
+// code). A fault anywhere else goes to the handler that was installed before
+// qs's (or, if that was the default action, is reported with a backtrace and
+// then kills the process with SIGSEGV as usual).
+//
+// A target may throw from on_fault: the exception leaves the handler and
+// unwinds through the faulting instruction (the program is compiled with
+// -fnon-call-exceptions). SIGSEGV is unblocked before it leaves.
+//
+// Invariants:
+//  * The handler is installed when the first range is registered and stays.
+//  * A fault taken while the same thread is already inside on_fault is a
+//    runtime bug: it is reported with a backtrace and the process aborts.
+#pragma once
+
+#include <cstddef>
+
+namespace qs::detail {
+
+class fault_target {
+ public:
+  virtual void on_fault(void* address, bool write) = 0;
+
+ protected:
+  ~fault_target() = default;
+};
+
+void register_fault_range(const void* begin, const void* end, fault_target* target);
+void unregister_fault_range(fault_target* target);
+
+// Writes a backtrace of the calling thread to stderr.
+void print_backtrace() noexcept;
+// Reports a touch of persistent address space that belongs to no object and
+// aborts the process.
+[[noreturn]] void invalid_persistent_pointer(const void* address, const char* why) noexcept;
+
+}  // namespace qs::detail

@@ -1,0 +1,97 @@
+#include "os/frames.hpp"
+
+#include <qs/error.hpp>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+namespace qs::detail {
+namespace {
+
+[[noreturn]] void fail(const std::string& what) {
+  throw error(what + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+pool_memory::pool_memory(std::uint32_t slots, std::uint32_t page_size)
+    : bytes_(std::size_t{slots} * page_size), page_size_(page_size) {
+  fd_ = ::memfd_create("qs-buffer-pool", MFD_CLOEXEC);
+  if (fd_ < 0) fail("qs: memfd_create for the buffer pool");
+  if (::ftruncate(fd_, static_cast<off_t>(bytes_)) != 0) {
+    ::close(fd_);
+    fail("qs: sizing the buffer pool to " + std::to_string(bytes_) + " bytes");
+  }
+  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) {
+    ::close(fd_);
+    fail("qs: mapping the buffer pool");
+  }
+  base_ = static_cast<std::byte*>(p);
+}
+
+pool_memory::~pool_memory() {
+  ::munmap(base_, bytes_);
+  ::close(fd_);
+}
+
+void pool_memory::discard(std::uint32_t i) {
+  ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(std::size_t{i} * page_size_),
+              page_size_);
+}
+
+frame_space::frame_space(std::uintptr_t preferred, std::uint64_t bytes, std::uint32_t page_size, bool exact)
+    : bytes_(bytes), page_size_(page_size) {
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+  void* p = ::mmap(reinterpret_cast<void*>(preferred), bytes, PROT_NONE,
+                   flags | (exact ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+  if (p == MAP_FAILED) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%#lx", static_cast<unsigned long>(preferred));
+    fail(std::string("qs: reserving ") + std::to_string(bytes >> 20) + " MiB of address space at " + buf);
+  }
+  base_ = static_cast<std::byte*>(p);
+}
+
+frame_space::~frame_space() { ::munmap(base_, bytes_); }
+
+void frame_space::map(std::uint64_t f, const pool_memory& pool, std::uint32_t slot, bool writable) {
+  void* want = frame_address(f);
+  void* p = ::mmap(want, page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED | MAP_FIXED,
+                   pool.fd(), static_cast<off_t>(std::size_t{slot} * page_size_));
+  if (p == MAP_FAILED) fail("qs: mapping frame " + std::to_string(f));
+}
+
+void frame_space::protect(std::uint64_t f, bool writable) {
+  if (::mprotect(frame_address(f), page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ) != 0)
+    fail("qs: protecting frame " + std::to_string(f));
+}
+
+void frame_space::unmap(std::uint64_t f) {
+  void* p = ::mmap(frame_address(f), page_size_, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  if (p == MAP_FAILED) fail("qs: releasing frame " + std::to_string(f));
+}
+
+void check_map_budget(std::uint32_t slots) {
+  long limit = 65530;
+  std::ifstream in("/proc/sys/vm/max_map_count");
+  if (in) in >> limit;
+  // Each resident page can split the reservation twice; keep a margin for the
+  // rest of the process (libraries, heap, thread stacks).
+  long need = 2L * slots + 4096;
+  if (need > limit)
+    throw invalid_argument("qs: a buffer pool of " + std::to_string(slots) + " pages may need up to " +
+                           std::to_string(need) + " memory mappings, but vm.max_map_count is " +
+                           std::to_string(limit) + "; raise it (sysctl -w vm.max_map_count=" +
+                           std::to_string(need * 2) + ") or use a smaller pool");
+}
+
+}  // namespace qs::detail

@@ -1,0 +1,78 @@
+// page_table.hpp: what the runtime knows about each page it has seen.
+//
+// A page_desc exists for every page this process has faulted in, created or
+// looked up since the database was opened. It is found by page number or by
+// frame. Its state says how the page's frame is mapped:
+//   absent    the frame is reserved; touching it faults the page in
+//   readable  resident in a pool slot, mapped read-only
+//   writable  resident, mapped read-write; written in the current transaction
+//             (its before-image is kept, unless the page is new)
+//
+// Invariants:
+//  * state != absent  <=>  slot >= 0.
+//  * state == writable  =>  the page is listed in the transaction's written
+//    set, and `before` holds its image as of its first write, unless is_new.
+//  * is_new: the page has no record in the store yet (created in this
+//    transaction and never evicted); `materialized` says whether its image has
+//    been built in a slot.
+#pragma once
+
+#include "page_format.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
+namespace qs::detail {
+
+enum class page_state : std::uint8_t { absent, readable, writable };
+
+struct page_desc {
+  std::uint64_t page = 0;
+  std::uint64_t frame = 0;
+  std::int32_t slot = -1;
+  page_state state = page_state::absent;
+  bool referenced = false;
+  bool is_new = false;
+  bool materialized = false;
+  bool created_in_txn = false;  // created by the open transaction
+  bool rewritten = false;       // changed on fault-in (vptrs): commit writes it whole
+  int pins = 0;
+  record_header hdr{};
+  std::unique_ptr<std::byte[]> before;
+};
+
+class page_table {
+ public:
+  page_desc* by_page(std::uint64_t page) const {
+    auto it = pages_.find(page);
+    return it == pages_.end() ? nullptr : it->second.get();
+  }
+  page_desc* by_frame(std::uint64_t frame) const {
+    auto it = frames_.find(frame);
+    return it == frames_.end() ? nullptr : it->second;
+  }
+  page_desc* add(std::uint64_t page, std::uint64_t frame) {
+    auto d = std::make_unique<page_desc>();
+    d->page = page;
+    d->frame = frame;
+    page_desc* p = d.get();
+    pages_[page] = std::move(d);
+    frames_[frame] = p;
+    return p;
+  }
+  void erase(page_desc* d) {
+    frames_.erase(d->frame);
+    pages_.erase(d->page);
+  }
+  template <class F>
+  void for_each(F f) {
+    for (auto& [k, d] : pages_) f(d.get());
+  }
+
+ private:
+  std::unordered_map<std::uint64_t, std::unique_ptr<page_desc>> pages_;
+  std::unordered_map<std::uint64_t, page_desc*> frames_;
+};
+
+}  // namespace qs::detail

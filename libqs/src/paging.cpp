@@ -1,0 +1,207 @@
+// Paging: faults, fetching pages into the buffer pool, write enabling,
+// eviction and write-back.
+#include "database_impl.hpp"
+#include "diff.hpp"
+#include "keys.hpp"
+#include "page_heap.hpp"
+
+#include <qs/error.hpp>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace qs::detail {
+namespace {
+
+std::string hex(std::uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%#" PRIx64, v);
+  return buf;
+}
+
+}  // namespace
+
+void database_impl::on_fault(void* address, bool write) {
+  if (lock_scope::held())
+    invalid_persistent_pointer(address, "the qs runtime touched a protected frame while holding its lock");
+  lock_scope g(*this);
+  std::uint64_t frame = frames_->frame_of(address);
+  page_desc* d = table_.by_frame(frame);
+  if (d && (d->state == page_state::writable || (d->state == page_state::readable && !write))) return;
+  if (!d) d = find_frame(frame);
+  if (!d) invalid_persistent_pointer(address, ("no page of database " + name() + " is at this address").c_str());
+  if (!txn_open_)
+    throw no_transaction("persistent object at " + hex(reinterpret_cast<std::uintptr_t>(address)) + " (page " +
+                         std::to_string(d->page) + " of database " + name() +
+                         ") touched outside a transaction");
+  if (d->state == page_state::absent) {
+    ++stats_.read_faults;
+    page_in(d);
+  }
+  if (write && d->state != page_state::writable) {
+    ++stats_.write_faults;
+    make_writable(d);
+  }
+  d->referenced = true;
+}
+
+page_desc* database_impl::find_frame(std::uint64_t frame) {
+  if (page_desc* d = table_.by_frame(frame)) return d;
+  auto v = store_->get(frame_key(frame));
+  if (!v) return nullptr;
+  return table_.add(std::stoull(*v), frame);
+}
+
+page_desc* database_impl::find_page_of(const void* p) {
+  if (!frames_->contains(p)) return nullptr;
+  return find_frame(frames_->frame_of(p));
+}
+
+std::uint32_t database_impl::take_slot(page_desc* d) {
+  std::uint32_t slot;
+  while (!pool_->take_free(d, slot)) {
+    page_desc* v = pool_->victim();
+    if (!v)
+      throw error("database " + name() + ": every page of the buffer pool (" + std::to_string(pool_->size()) +
+                  " pages) is pinned");
+    evict(v);
+  }
+  return slot;
+}
+
+void database_impl::page_in(page_desc* d) {
+  std::uint32_t slot = take_slot(d);
+  std::byte* img = pool_->data(slot);
+  if (d->is_new) {
+    // A page created in this transaction that has never been built.
+    std::memset(img, 0, page_size_);
+    if (d->hdr.kind == page_kind::small) {
+      init_small_page(img, page_size_);
+    } else if (d->hdr.kind == page_kind::large_head) {
+      *reinterpret_cast<page_header*>(img) = {page_magic, page_size_, 0, 0};
+      *reinterpret_cast<object_header*>(img + sizeof(page_header)) = {d->hdr.type, d->hdr.size};
+    }
+    d->materialized = true;
+    d->slot = static_cast<std::int32_t>(slot);
+    frames_->map(d->frame, pool_->memory(), slot, true);
+    d->state = page_state::writable;
+    written_.push_back(d);
+    return;
+  }
+  record_header h;
+  try {
+    if (!store_->read_page(d->page, h, img))
+      throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) + " at frame " +
+                                      std::to_string(d->frame) + " has no record in the store");
+    if (h.magic != record_magic)
+      throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) +
+                                      " has a damaged record header");
+    std::uint32_t sum = record_checksum(h, img, page_size_);
+    if (sum != h.checksum)
+      throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) +
+                                      " failed its checksum (stored " + hex(h.checksum) + ", computed " +
+                                      hex(sum) + "); the page is not used");
+    if (h.frame != d->frame)
+      throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) + " says frame " +
+                                      std::to_string(h.frame) + " but was found at frame " +
+                                      std::to_string(d->frame));
+    d->hdr = h;
+    fix_vptrs(d, img);
+  } catch (...) {
+    pool_->release(slot);
+    throw;
+  }
+  ++stats_.pages_fetched;
+  d->slot = static_cast<std::int32_t>(slot);
+  frames_->map(d->frame, pool_->memory(), slot, false);
+  d->state = page_state::readable;
+}
+
+void database_impl::make_writable(page_desc* d) {
+  store_->lock_for_write(d->page);
+  d->before = std::make_unique<std::byte[]>(page_size_);
+  std::memcpy(d->before.get(), image(d), page_size_);
+  frames_->protect(d->frame, true);
+  d->state = page_state::writable;
+  written_.push_back(d);
+}
+
+void database_impl::write_back(page_desc* d) {
+  std::byte* img = image(d);
+  if (d->hdr.kind == page_kind::small && free_space_dirty_.count(d->page)) note_free_space(d);
+  d->hdr.magic = record_magic;
+  d->hdr.frame = d->frame;
+  if (d->is_new || d->rewritten || !d->before) {
+    d->hdr.checksum = record_checksum(d->hdr, img, page_size_);
+    store_->put_page(d->page, d->hdr, img);
+    stats_.diff_bytes += page_size_;
+  } else {
+    std::vector<byte_range> ranges;
+    diff_pages(d->before.get(), img, page_size_, ranges);
+    if (ranges.empty()) return;
+    d->hdr.checksum = record_checksum(d->hdr, img, page_size_);
+    store_->patch_page(d->page, d->hdr, img, ranges);
+    for (auto& r : ranges) stats_.diff_bytes += r.length;
+  }
+  ++stats_.pages_written;
+  d->is_new = false;
+  d->rewritten = false;
+  logged_.insert(d);
+}
+
+void database_impl::evict(page_desc* d) {
+  ++stats_.evictions;
+  if (d->state == page_state::writable) {
+    ++stats_.dirty_evictions;
+    if (!check_pointers(d, false)) suspect_.insert(d);
+    write_back(d);
+    d->before.reset();
+    written_.erase(std::find(written_.begin(), written_.end(), d));
+  }
+  frames_->unmap(d->frame);
+  pool_->release(static_cast<std::uint32_t>(d->slot));
+  d->slot = -1;
+  d->state = page_state::absent;
+}
+
+void database_impl::evict_clean(page_desc* d) {
+  frames_->unmap(d->frame);
+  pool_->release(static_cast<std::uint32_t>(d->slot));
+  d->slot = -1;
+  d->state = page_state::absent;
+  d->before.reset();
+}
+
+void database_impl::drop(page_desc* d) {
+  if (d->state != page_state::absent) {
+    frames_->unmap(d->frame);
+    pool_->release(static_cast<std::uint32_t>(d->slot));
+    if (d->state == page_state::writable) {
+      auto it = std::find(written_.begin(), written_.end(), d);
+      if (it != written_.end()) written_.erase(it);
+    }
+  }
+  logged_.erase(d);
+  suspect_.erase(d);
+  free_space_dirty_.erase(d->page);
+  table_.erase(d);
+}
+
+void database_impl::fix_vptrs(page_desc* d, std::byte* img) {
+  for_each_word(d, img, [&](std::uint32_t off, bool is_vptr, const type_layout& l, std::uint32_t which) {
+    if (!is_vptr || !l.program || which >= l.program->vptr_count) return;
+    const vptr_entry& e = l.program->vptrs[which];
+    if (!e.vtable) return;
+    auto want = reinterpret_cast<std::uintptr_t>(static_cast<const char*>(e.vtable) + e.address_point);
+    std::uintptr_t have;
+    std::memcpy(&have, img + off, sizeof have);
+    if (have != want) {
+      std::memcpy(img + off, &want, sizeof want);
+      d->rewritten = true;
+    }
+  });
+}
+
+}  // namespace qs::detail

@@ -1,0 +1,205 @@
+#include "schema_registry.hpp"
+
+#include <qs/error.hpp>
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+
+namespace qs::detail {
+namespace {
+
+constexpr std::uint32_t pointer_offsets[] = {0};
+const type_descriptor pointer_desc{"qs::pointer", 8, 8, pointer_offsets, 1, nullptr, 0, "0 8 value pointer"};
+const type_descriptor raw_desc{"qs::raw", 1, 1, nullptr, 0, nullptr, 0, ""};
+
+std::mutex program_types_mutex;
+std::vector<const type_descriptor*>& program_types() {
+  static std::vector<const type_descriptor*> v;
+  return v;
+}
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) out.push_back(l);
+  return out;
+}
+
+std::string join(const std::vector<std::uint32_t>& v) {
+  std::string s;
+  for (auto x : v) s += (s.empty() ? "" : " ") + std::to_string(x);
+  return s;
+}
+
+type_layout parse(const std::string& v, std::uint32_t& index, const std::string& name) {
+  type_layout l;
+  l.name = name;
+  std::istringstream in(v);
+  std::string line, word;
+  std::getline(in, line);  // "qs-type 1"
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    ls >> word;
+    if (word == "index") ls >> index;
+    else if (word == "size") ls >> l.size;
+    else if (word == "align") ls >> l.align;
+    else if (word == "pointers") for (std::uint32_t x; ls >> x;) l.pointers.push_back(x);
+    else if (word == "vptrs") for (std::uint32_t x; ls >> x;) l.vptrs.push_back(x);
+    else if (word == "members") {
+      std::string rest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      l.members = rest;
+      break;
+    }
+  }
+  return l;
+}
+
+}  // namespace
+
+const type_descriptor* pointer_descriptor() noexcept { return &pointer_desc; }
+const type_descriptor* raw_descriptor() noexcept { return &raw_desc; }
+
+void throw_no_schema(const std::type_info& t) {
+  int status = 0;
+  char* dem = abi::__cxa_demangle(t.name(), nullptr, nullptr, &status);
+  std::string name = status == 0 && dem ? dem : t.name();
+  std::free(dem);
+  throw schema_error("type " + name +
+                     " has no schema: build the program with qs_add_schema(<target>) so that schema-gen "
+                     "describes it, or register a descriptor with qs::register_type");
+}
+
+void note_registered(const type_descriptor* d) {
+  std::lock_guard<std::mutex> g(program_types_mutex);
+  auto& v = program_types();
+  if (std::find(v.begin(), v.end(), d) == v.end()) v.push_back(d);
+}
+
+type_layout layout_of(const type_descriptor* d) {
+  type_layout l;
+  l.name = d->name;
+  l.size = d->size;
+  l.align = d->align;
+  l.pointers.assign(d->pointers, d->pointers + d->pointer_count);
+  for (std::uint32_t i = 0; i < d->vptr_count; ++i) l.vptrs.push_back(d->vptrs[i].offset);
+  l.members = d->members ? d->members : "";
+  l.program = d;
+  return l;
+}
+
+std::string serialize(const type_layout& l, std::uint32_t index) {
+  std::string s = "qs-type 1\nindex " + std::to_string(index) + "\nsize " + std::to_string(l.size) +
+                  "\nalign " + std::to_string(l.align) + "\npointers " + join(l.pointers) + "\nvptrs " +
+                  join(l.vptrs) + "\nmembers\n" + l.members;
+  return s;
+}
+
+schema_registry::schema_registry(store& s, const std::string& db_name) : store_(s), db_name_(db_name) {
+  layouts_.resize(first_stored_type);
+  layouts_[pointer_type] = layout_of(&pointer_desc);
+  layouts_[raw_type] = layout_of(&raw_desc);
+  by_desc_[&pointer_desc] = pointer_type;
+  by_desc_[&raw_desc] = raw_type;
+}
+
+void schema_registry::load() {
+  store_.scan("t:", [&](std::string_view key, std::string_view value) {
+    std::string name(key.substr(2));
+    std::uint32_t index = 0;
+    type_layout l = parse(std::string(value), index, name);
+    if (index < first_stored_type)
+      throw corrupt_page(0, "database " + db_name_ + ": schema record of type " + name + " is damaged");
+    if (layouts_.size() <= index) layouts_.resize(index + 1);
+    layouts_[index] = std::move(l);
+    by_name_[name] = index;
+  });
+  std::vector<const type_descriptor*> mine;
+  {
+    std::lock_guard<std::mutex> g(program_types_mutex);
+    mine = program_types();
+  }
+  for (const type_descriptor* d : mine) {
+    auto it = by_name_.find(d->name);
+    if (it == by_name_.end()) continue;
+    check(layouts_[it->second], d);
+    layouts_[it->second].program = d;
+    by_desc_[d] = it->second;
+  }
+}
+
+void schema_registry::check(const type_layout& stored, const type_descriptor* d) const {
+  type_layout now = layout_of(d);
+  if (stored.size == now.size && stored.align == now.align && stored.pointers == now.pointers &&
+      stored.vptrs == now.vptrs && stored.members == now.members)
+    return;
+  std::string msg = "schema mismatch in database " + db_name_ + ": type " + stored.name +
+                    " is stored with a layout that differs from the program's";
+  auto a = lines(stored.members), b = lines(now.members);
+  std::size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  if (i < a.size() || i < b.size()) {
+    msg += "; first differing member: stored '" + (i < a.size() ? a[i] : std::string("(none)")) +
+           "', program '" + (i < b.size() ? b[i] : std::string("(none)")) + "'";
+  }
+  if (stored.size != now.size)
+    msg += "; size " + std::to_string(stored.size) + " stored, " + std::to_string(now.size) + " in the program";
+  else if (stored.pointers != now.pointers)
+    msg += "; pointer offsets [" + join(stored.pointers) + "] stored, [" + join(now.pointers) + "] in the program";
+  throw schema_mismatch(msg);
+}
+
+std::uint32_t schema_registry::index_of(const type_descriptor* d) {
+  auto it = by_desc_.find(d);
+  if (it != by_desc_.end()) return it->second;
+  auto n = by_name_.find(d->name);
+  if (n != by_name_.end()) {
+    check(layouts_[n->second], d);
+    layouts_[n->second].program = d;
+    by_desc_[d] = n->second;
+    return n->second;
+  }
+  return add(d);
+}
+
+std::uint32_t schema_registry::add(const type_descriptor* d) {
+  if (!store_.in_transaction())
+    throw no_transaction(std::string("allocating an object of type ") + d->name + " needs a transaction");
+  std::uint32_t index = static_cast<std::uint32_t>(std::max<std::size_t>(layouts_.size(), first_stored_type));
+  type_layout l = layout_of(d);
+  store_.put(std::string("t:") + d->name, serialize(l, index));
+  layouts_.resize(index + 1);
+  layouts_[index] = std::move(l);
+  by_name_[d->name] = index;
+  by_desc_[d] = index;
+  added_.push_back(index);
+  return index;
+}
+
+void schema_registry::abort() {
+  for (std::uint32_t index : added_) {
+    by_name_.erase(layouts_[index].name);
+    for (auto it = by_desc_.begin(); it != by_desc_.end();)
+      it = it->second == index ? by_desc_.erase(it) : std::next(it);
+    layouts_[index] = type_layout{};
+  }
+  while (layouts_.size() > first_stored_type && layouts_.back().name.empty()) layouts_.pop_back();
+  added_.clear();
+}
+
+std::string member_name(const type_layout& l, std::uint32_t offset) {
+  std::string off = std::to_string(offset);
+  for (const std::string& line : lines(l.members)) {
+    std::istringstream ls(line);
+    std::string o, size, name;
+    ls >> o >> size >> name;
+    if (o == off) return l.name + "::" + name;
+  }
+  return l.name + " (member at offset " + off + ")";
+}
+
+}  // namespace qs::detail

@@ -1,0 +1,69 @@
+// store.hpp: where pages and metadata live.
+//
+// The runtime talks to its store only through this interface. It has two
+// implementations: bdb_store (an embedded Berkeley DB environment) and the
+// client of qs-pageserver. The transaction, fault and allocator code do not
+// know which one they talk to.
+//
+// A store holds page records (record_header + page image, keyed by page
+// number) and small metadata records (keyed by strings). Every read and write
+// made between begin() and commit()/abort() belongs to one store transaction:
+// it commits atomically or not at all. Calls made with no transaction open are
+// reads, or writes that commit on their own.
+#pragma once
+
+#include "page_format.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace qs::detail {
+
+struct byte_range {
+  std::uint32_t offset;
+  std::uint32_t length;
+};
+
+class store {
+ public:
+  virtual ~store() = default;
+
+  // The page size of the records; fixed once the database exists.
+  virtual void set_page_size(std::uint32_t page_size) = 0;
+
+  virtual void begin() = 0;
+  virtual void commit(bool durable) = 0;
+  virtual void abort() = 0;
+  virtual bool in_transaction() const = 0;
+
+  // Reads page `page` into `h` and `image` (page-size bytes). False if the
+  // page has no record.
+  virtual bool read_page(std::uint64_t page, record_header& h, std::byte* image) = 0;
+  // Writes a whole record.
+  virtual void put_page(std::uint64_t page, const record_header& h, const std::byte* image) = 0;
+  // Writes the header and the given ranges of the image of an existing record.
+  virtual void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                          std::span<const byte_range> ranges) = 0;
+  virtual void delete_page(std::uint64_t page) = 0;
+  // Takes the page's exclusive lock ahead of a write (a no-op where the store
+  // has a single client).
+  virtual void lock_for_write(std::uint64_t page) = 0;
+
+  virtual std::optional<std::string> get(std::string_view key) = 0;
+  virtual void put(std::string_view key, std::string_view value) = 0;
+  virtual void del(std::string_view key) = 0;
+  // Calls f for every metadata record whose key starts with `prefix`, in key order.
+  virtual void scan(std::string_view prefix,
+                    const std::function<void(std::string_view, std::string_view)>& f) = 0;
+
+  // Position of the end of the store's log, in bytes: the difference between
+  // two calls is what was logged in between.
+  virtual std::uint64_t log_position() = 0;
+  virtual const std::string& name() const = 0;
+};
+
+}  // namespace qs::detail

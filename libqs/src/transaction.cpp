@@ -1,0 +1,187 @@
+// Transactions: begin, commit (pointer check, diff, log) and abort (restore
+// before-images), and the qs::transaction object.
+#include "database_impl.hpp"
+#include "keys.hpp"
+
+#include <qs/pause_point.hpp>
+#include <qs/transaction.hpp>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace qs::detail {
+
+void database_impl::require_transaction(const char* what) const {
+  if (!txn_open_) throw no_transaction(std::string(what) + " in database " + name() + " needs a transaction");
+}
+
+void database_impl::begin() {
+  lock_scope g(*this);
+  if (txn_open_) throw error("database " + name() + ": a transaction is already open on this handle");
+  store_->begin();
+  txn_open_ = true;
+  txn_next_page_ = next_page_;
+  txn_next_frame_ = next_frame_;
+  txn_log_start_ = store_->log_position();
+}
+
+bool database_impl::check_pointers(page_desc* d, bool throw_on_violation) {
+  const std::byte* img = image(d);
+  bool ok = true;
+  for_each_word(d, img, [&](std::uint32_t off, bool is_vptr, const type_layout& l, std::uint32_t which) {
+    if (is_vptr || !ok) return;
+    std::uintptr_t v;
+    std::memcpy(&v, img + off, sizeof v);
+    if (v == 0 || frames_->contains(reinterpret_cast<const void*>(v))) return;
+    ok = false;
+    if (!throw_on_violation) return;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, " at %p (page %" PRIu64 ") points to %p, outside the persistent region",
+                  static_cast<void*>(frame_address(d) + off), d->page, reinterpret_cast<void*>(v));
+    throw transient_pointer("database " + name() + ": commit refused: " + member_name(l, l.pointers[which]) +
+                            buf + "; the transaction is aborted");
+  });
+  return ok;
+}
+
+void database_impl::commit() {
+  lock_scope g(*this);
+  require_transaction("commit");
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    for (page_desc* d : written_) check_pointers(d, true);
+    for (page_desc* d : std::vector<page_desc*>(suspect_.begin(), suspect_.end())) {
+      // Evicted holding a non-persistent pointer: look again.
+      if (d->state == page_state::absent) page_in(d);
+      check_pointers(d, true);
+    }
+    for (std::size_t i = 0; i < written_.size(); ++i) {
+      if (i == written_.size() / 2) pause_point("commit.half_written");
+      write_back(written_[i]);
+    }
+    // Pages of large objects nobody touched still need their records.
+    for (page_desc* d : created_) {
+      if (d->is_new && !d->materialized) {
+        d->hdr.magic = record_magic;
+        d->hdr.checksum = record_checksum(d->hdr, zero_page_.get(), page_size_);
+        store_->put_page(d->page, d->hdr, zero_page_.get());
+        d->is_new = false;
+        ++stats_.pages_written;
+      }
+    }
+    if (next_page_ != txn_next_page_) put_counter("next_page", next_page_);
+    if (next_frame_ != txn_next_frame_) put_counter("next_frame", next_frame_);
+    pause_point("commit.before_store_commit");
+    store_->commit(durable_);
+    pause_point("commit.after_store_commit");
+  } catch (...) {
+    abort_locked();
+    throw;
+  }
+  for (page_desc* d : written_) {
+    frames_->protect(d->frame, false);
+    d->state = page_state::readable;
+    d->before.reset();
+  }
+  for (page_desc* d : created_) d->created_in_txn = false;
+  written_.clear();
+  created_.clear();
+  logged_.clear();
+  suspect_.clear();
+  free_space_dirty_.clear();
+  schema_.commit();
+  txn_open_ = false;
+  ++stats_.commits;
+  stats_.log_bytes += store_->log_position() - txn_log_start_;
+  stats_.commit_ns += static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
+
+void database_impl::abort() {
+  lock_scope g(*this);
+  if (txn_open_) abort_locked();
+}
+
+void database_impl::abort_locked() {
+  // Pages created by this transaction disappear.
+  for (page_desc* d : std::vector<page_desc*>(created_)) drop(d);
+  created_.clear();
+  for (page_desc* d : std::vector<page_desc*>(written_)) {
+    if (logged_.count(d)) {
+      // Its resident image came back from the store transaction: forget it.
+      evict_clean(d);
+      continue;
+    }
+    std::memcpy(image(d), d->before.get(), page_size_);
+    frames_->protect(d->frame, false);
+    d->state = page_state::readable;
+    d->before.reset();
+  }
+  written_.clear();
+  for (page_desc* d : logged_)
+    if (d->state != page_state::absent) evict_clean(d);
+  logged_.clear();
+  suspect_.clear();
+  free_space_dirty_.clear();
+  txn_open_ = false;
+  next_page_ = txn_next_page_;
+  next_frame_ = txn_next_frame_;
+  current_page_ = 0;
+  roots_.clear();
+  schema_.abort();
+  ++stats_.aborts;
+  store_->abort();
+  load_free_space();
+}
+
+void database_impl::put_counter(const char* key, std::uint64_t v) { store_->put(key, std::to_string(v)); }
+
+namespace {
+std::atomic<transaction*> current_txn{nullptr};
+}
+
+database& current_database() {
+  transaction* t = current_txn.load();
+  if (!t) throw no_transaction("qs::allocator needs a transaction: none is open");
+  return t->db();
+}
+
+}  // namespace qs::detail
+
+namespace qs {
+
+transaction::transaction(database& db) : db_(&db) {
+  db.impl().begin();
+  previous_ = detail::current_txn.exchange(this);
+}
+
+transaction::~transaction() {
+  if (!active_) return;
+  try {
+    abort();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qs: abort of database %s failed: %s\n", db_->path().c_str(), e.what());
+  }
+}
+
+void transaction::commit() {
+  if (!active_) throw error("database " + db_->path() + ": commit of a finished transaction");
+  active_ = false;
+  transaction* self = this;
+  detail::current_txn.compare_exchange_strong(self, previous_);
+  db_->impl().commit();
+}
+
+void transaction::abort() {
+  if (!active_) return;
+  active_ = false;
+  transaction* self = this;
+  detail::current_txn.compare_exchange_strong(self, previous_);
+  db_->impl().abort();
+}
+
+transaction* transaction::current() noexcept { return detail::current_txn.load(); }
+
+}  // namespace qs

@@ -1,0 +1,144 @@
+// The allocator: large objects, delete and reuse, clustering, and the
+// allocation errors a user can make.
+#include <catch2/catch.hpp>
+
+#include "support.hpp"
+#include "types.hpp"
+
+#include <set>
+
+using namespace qs_test;
+
+namespace {
+struct Unregistered {
+  QS_PERSISTENT(Unregistered)
+  int x;
+};
+}  // namespace
+
+TEST_CASE("an object larger than a page spans contiguous frames and faults in page by page") {
+  test_dir dir;
+  auto opts = small_options(16);  // the object alone is 40 pages
+  {
+    auto db = qs::database::open(dir.path(), opts);
+    qs::transaction tx(db);
+    Blob* b = new (db) Blob;
+    for (std::uint64_t i = 0; i < 40000; ++i) b->words[i] = i * 7;
+    b->self = b;
+    db.root<Blob*>("blob") = b;
+    tx.commit();
+  }
+  auto db = qs::database::open(dir.path(), opts);
+  qs::transaction tx(db);
+  Blob* b = db.root<Blob*>("blob");
+  CHECK(b->self == b);
+  for (std::uint64_t i = 0; i < 40000; ++i) REQUIRE(b->words[i] == i * 7);
+  CHECK(db.stats().read_faults >= 40);
+  b->words[39999] = 1;  // the last page
+  tx.commit();
+}
+
+TEST_CASE("delete frees persistent space and new objects reuse it") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  std::vector<Node*> nodes;
+  {
+    qs::transaction tx(db);
+    for (int i = 0; i < 2000; ++i) nodes.push_back(new (db) Node{i, nullptr});
+    db.root<Node*>("first") = nodes.front();
+    tx.commit();
+  }
+  std::set<Node*> freed;
+  {
+    qs::transaction tx(db);
+    for (std::size_t i = 1; i < nodes.size(); i += 2) {
+      freed.insert(nodes[i]);
+      delete nodes[i];
+    }
+    tx.commit();
+  }
+  // A new process finds the room through the persistent free-space list.
+  db = qs::database::open(dir.sub("elsewhere"), small_options());
+  db = qs::database::open(dir.path(), small_options());
+  qs::transaction tx(db);
+  int reused = 0;
+  for (int i = 0; i < 1000; ++i) {
+    Node* n = new (db) Node{-i, nullptr};
+    reused += freed.count(n);
+  }
+  CHECK(reused == 1000);
+  CHECK(db.root<Node*>("first")->value == 0);
+  tx.commit();
+}
+
+TEST_CASE("deleting a large object frees its pages") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  qs::transaction tx(db);
+  Blob* b = new (db) Blob;
+  b->words[0] = 5;
+  tx.commit();
+  qs::transaction tx2(db);
+  delete b;
+  Node* n = new (db) Node{1, nullptr};
+  db.root<Node*>("n") = n;
+  tx2.commit();
+  qs::transaction tx3(db);
+  CHECK(db.root<Node*>("n")->value == 1);
+  tx3.commit();
+}
+
+TEST_CASE("new (qs::near(p)) puts the object on p's page while it fits") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  const std::uintptr_t ps = db.page_size();
+  qs::transaction tx(db);
+  Node* a = new (db) Node{1, nullptr};
+  for (int i = 0; i < 100; ++i) new (db) Pair{};  // the current page moves on
+  Blob* spacer = new (db) Blob;                    // and a large object in between
+  (void)spacer;
+  Node* b = new (qs::near(a)) Node{2, a};
+  CHECK(reinterpret_cast<std::uintptr_t>(b) / ps == reinterpret_cast<std::uintptr_t>(a) / ps);
+  int same = 0;
+  for (int i = 0; i < 1000; ++i) {
+    Node* c = new (qs::near(a)) Node{3, a};
+    same += reinterpret_cast<std::uintptr_t>(c) / ps == reinterpret_cast<std::uintptr_t>(a) / ps;
+  }
+  CHECK(same > 100);
+  CHECK(same < 1000);  // the page filled up and later objects went elsewhere
+  tx.commit();
+}
+
+TEST_CASE("allocation mistakes get clear errors") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  SECTION("no transaction") { CHECK_THROWS_AS((new (db) Node{1, nullptr}), qs::no_transaction); }
+  SECTION("a derived class allocated through its base's QS_PERSISTENT") {
+    qs::transaction tx(db);
+    CHECK_THROWS_WITH(new (db) Derived{}, Catch::Contains("derived from Base") &&
+                                              Catch::Contains("QS_PERSISTENT"));
+  }
+  SECTION("a type without a schema") {
+    qs::transaction tx(db);
+    CHECK_THROWS_WITH(new (db) Unregistered{1}, Catch::Contains("Unregistered") && Catch::Contains("schema"));
+  }
+}
+
+TEST_CASE("plain new and delete stay transient; make and destroy work for any type") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  Node* t = new Node{1, nullptr};
+  CHECK_FALSE(db.contains(t));
+  delete t;
+  qs::transaction tx(db);
+  std::int64_t* x = qs::make<std::int64_t>(db, 77);
+  CHECK(db.contains(x));
+  CHECK(*x == 77);
+  qs::destroy(x);
+  {
+    std::vector<Node*, qs::allocator<Node*>> v;  // a transient vector whose buffer is persistent
+    v.push_back(nullptr);
+    CHECK(db.contains(v.data()));
+  }
+  tx.commit();
+}

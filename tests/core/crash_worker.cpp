@@ -1,0 +1,119 @@
+// qs_crash_worker: the processes the crash and fault tests start, kill and
+// check. Usage:
+//   qs_crash_worker DIR grow TXNS NODES POOL   run TXNS transactions; each adds
+//                  NODES nodes to the list and rewrites every node's value
+//   qs_crash_worker DIR check NODES            exit 0 when DIR holds the state
+//                  after some whole number of `grow` transactions
+//   qs_crash_worker DIR badptr | segv | chain  fault outside any object
+#include <qs/pause_point.hpp>
+#include <qs/qs.hpp>
+
+#include "types.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+using qs_test::Node;
+
+namespace {
+
+constexpr std::int64_t scale = 1000000;
+
+qs::options worker_options(std::uint32_t pool) {
+  qs::options o;
+  o.pool_pages = pool;
+  o.durable = true;
+  o.reservation_bytes = std::uint64_t{1} << 30;
+  o.store_cache_bytes = 16u << 20;
+  return o;
+}
+
+int grow(const std::string& dir, int txns, int nodes, std::uint32_t pool) {
+  auto db = qs::database::open(dir, worker_options(pool));
+  for (int t = 1; t <= txns; ++t) {
+    qs::transaction tx(db);
+    auto& count = db.root<std::int64_t>("count");
+    auto& list = db.root<Node*>("list");
+    for (Node* n = list; n; n = n->next) n->value = t * scale + n->value % scale;
+    for (int i = 0; i < nodes; ++i) list = new (db) Node{t * scale + t, list};
+    count = t;
+    qs::pause_point("worker.mid");
+    tx.commit();
+  }
+  return 0;
+}
+
+int check(const std::string& dir, int nodes) {
+  auto db = qs::database::open(dir, worker_options(64));
+  qs::transaction tx(db);
+  std::int64_t count = db.has_root("count") ? db.root<std::int64_t>("count") : 0;
+  std::int64_t seen = 0;
+  std::int64_t expect_txn = count;
+  Node* n = db.has_root("list") ? db.root<Node*>("list") : nullptr;
+  for (; n; n = n->next, ++seen) {
+    std::int64_t created = count - seen / nodes;
+    if (n->value / scale != count || n->value % scale != created) {
+      std::fprintf(stderr, "node %lld: value %lld, expected %lld\n", static_cast<long long>(seen),
+                   static_cast<long long>(n->value), static_cast<long long>(count * scale + created));
+      return 1;
+    }
+    expect_txn = created;
+  }
+  (void)expect_txn;
+  if (seen != count * nodes) {
+    std::fprintf(stderr, "%lld nodes for %lld transactions of %d\n", static_cast<long long>(seen),
+                 static_cast<long long>(count), nodes);
+    return 1;
+  }
+  std::printf("count=%lld\n", static_cast<long long>(count));
+  return static_cast<int>(count) + 10;  // the test reads the count from the status
+}
+
+int badptr(const std::string& dir) {
+  auto db = qs::database::open(dir, worker_options(64));
+  qs::transaction tx(db);
+  auto& list = db.root<Node*>("list");
+  list = new (db) Node{1, nullptr};
+  // A frame far beyond any page of this database.
+  auto* bogus = reinterpret_cast<volatile std::int64_t*>(reinterpret_cast<char*>(list) + (std::size_t{1} << 28));
+  return static_cast<int>(*bogus);
+}
+
+int segv(const std::string& dir, bool own_handler) {
+  if (own_handler) {
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { _exit(42); };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, nullptr);
+  }
+  auto db = qs::database::open(dir, worker_options(64));
+  volatile int* null = nullptr;
+  return *null;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s DIR MODE ...\n", argv[0]);
+    return 2;
+  }
+  std::string dir = argv[1], mode = argv[2];
+  try {
+    if (mode == "grow" && argc == 6) return grow(dir, std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]));
+    if (mode == "check" && argc == 4) return check(dir, std::atoi(argv[3]));
+    if (mode == "badptr") return badptr(dir);
+    if (mode == "segv") return segv(dir, false);
+    if (mode == "chain") return segv(dir, true);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qs_crash_worker: %s\n", e.what());
+    return 3;
+  }
+  std::fprintf(stderr, "qs_crash_worker: bad arguments\n");
+  return 2;
+}

@@ -1,0 +1,144 @@
+// Faults: pages come in on first touch, writes are detected and logged as
+// diffs, and touches outside any object or transaction are reported.
+#include <catch2/catch.hpp>
+
+#include "support.hpp"
+#include "types.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+
+using namespace qs_test;
+
+TEST_CASE("a page is faulted in on first touch, once") {
+  test_dir dir;
+  {
+    auto db = qs::database::open(dir.path(), small_options());
+    qs::transaction tx(db);
+    db.root<Node*>("head") = new (db) Node{42, nullptr};
+    tx.commit();
+  }
+  auto db = qs::database::open(dir.path(), small_options());
+  qs::transaction tx(db);
+  Node* head = db.root<Node*>("head");  // the root cell's page comes in here
+  auto before = db.stats();
+  CHECK(head->value == 42);
+  auto after = db.stats();
+  CHECK(after.read_faults + before.read_faults >= 1);
+  CHECK(head->value == 42);
+  CHECK(db.stats().read_faults == after.read_faults);
+  CHECK(db.stats().write_faults == 0);
+  tx.commit();
+}
+
+TEST_CASE("writes are detected by write faults and logged as diffs") {
+  test_dir dir;
+  auto opts = small_options();
+  constexpr int n = 20000;  // about 50 pages of nodes
+  {
+    auto db = qs::database::open(dir.path(), opts);
+    qs::transaction tx(db);
+    auto& head = db.root<Node*>("head");
+    for (int i = 0; i < n; ++i) head = new (db) Node{i, head};
+    tx.commit();
+  }
+  auto db = qs::database::open(dir.path(), opts);
+  const std::uint32_t ps = db.page_size();
+  // Collect one node on each of ten distinct pages.
+  std::vector<Node*> picks;
+  {
+    qs::transaction tx(db);
+    std::uintptr_t last_page = 0;
+    for (Node* p = db.root<Node*>("head"); p && picks.size() < 10; p = p->next) {
+      auto page = reinterpret_cast<std::uintptr_t>(p) / ps;
+      if (page != last_page) picks.push_back(p), last_page = page;
+    }
+    tx.commit();
+  }
+  REQUIRE(picks.size() == 10);
+
+  auto s0 = db.stats();
+  {
+    qs::transaction tx(db);
+    for (Node* p : picks) p->value = -p->value - 1;  // 8 bytes on each of 10 pages
+    tx.commit();
+  }
+  auto s1 = db.stats();
+  CHECK(s1.write_faults - s0.write_faults == 10);
+  CHECK(s1.pages_written - s0.pages_written == 10);
+  CHECK(s1.diff_bytes - s0.diff_bytes == 80);
+  const std::uint64_t small_log = s1.log_bytes - s0.log_bytes;
+
+  // The same ten pages rewritten whole: the log must grow by the page size.
+  {
+    qs::transaction tx(db);
+    for (Node* h = db.root<Node*>("head"); h; h = h->next) {
+      if (std::find_if(picks.begin(), picks.end(), [&](Node* p) {
+            return reinterpret_cast<std::uintptr_t>(p) / ps == reinterpret_cast<std::uintptr_t>(h) / ps;
+          }) != picks.end())
+        h->value ^= 0x5555555555555555;
+    }
+    tx.commit();
+  }
+  auto s2 = db.stats();
+  const std::uint64_t big_log = s2.log_bytes - s1.log_bytes;
+  INFO("log bytes for 80 changed bytes: " << small_log << ", for ten pages rewritten: " << big_log);
+  CHECK(big_log > 10u * ps / 2);
+  CHECK(small_log < 10u * ps / 8);  // close to the bytes changed, far from the page size
+  CHECK(small_log < big_log / 8);
+}
+
+TEST_CASE("a persistent object touched outside a transaction raises qs::no_transaction") {
+  test_dir dir;
+  {
+    auto db = qs::database::open(dir.path(), small_options());
+    qs::transaction tx(db);
+    db.root<Node*>("head") = new (db) Node{7, nullptr};
+    tx.commit();
+  }
+  Node* head;
+  {
+    auto db = qs::database::open(dir.path(), small_options());
+    qs::transaction tx(db);
+    head = db.root<Node*>("head");
+    tx.commit();
+  }
+  // A new process: the page is not resident, so the read faults. (A page
+  // already resident stays readable between transactions; writes always
+  // fault, pages being write-protected at commit.)
+  auto db = qs::database::open(dir.path(), small_options());
+  REQUIRE_THROWS_AS(touch(head->value), qs::no_transaction);
+  {
+    qs::transaction tx(db);
+    CHECK(head->value == 7);
+    tx.commit();
+  }
+  REQUIRE_THROWS_WITH(head->value = 8, Catch::Contains("outside a transaction") && Catch::Contains(dir.path()));
+  qs::transaction tx(db);
+  CHECK(head->value == 7);
+}
+
+TEST_CASE("a touch of a frame that belongs to no page is reported and aborts") {
+  test_dir dir;
+  std::string err = dir.sub("stderr");
+  auto c = spawn_worker({dir.sub("db"), "badptr"}, "", err);
+  CHECK(c.wait() == -SIGABRT);
+  std::string text = read_file(err);
+  CHECK_THAT(text, Catch::Contains("invalid persistent pointer"));
+  CHECK_THAT(text, Catch::Contains("backtrace"));
+}
+
+TEST_CASE("a fault outside persistent memory keeps its usual meaning") {
+  test_dir dir;
+  SECTION("the default action: a diagnostic, then death by SIGSEGV") {
+    std::string err = dir.sub("stderr");
+    auto c = spawn_worker({dir.sub("db"), "segv"}, "", err);
+    CHECK(c.wait() == -SIGSEGV);
+    CHECK_THAT(read_file(err), Catch::Contains("not persistent memory"));
+  }
+  SECTION("a handler installed before qs's is still called") {
+    auto c = spawn_worker({dir.sub("db"), "chain"});
+    CHECK(c.wait() == 42);
+  }
+}

@@ -1,0 +1,156 @@
+// Transactions: abort restores, commit refuses transient pointers, several
+// threads in one transaction, one transaction per handle, one process per
+// embedded database.
+#include <catch2/catch.hpp>
+
+#include "support.hpp"
+#include "types.hpp"
+
+#include <thread>
+#include <vector>
+
+using namespace qs_test;
+
+namespace {
+
+std::vector<std::int64_t> values(qs::database& db) {
+  std::vector<std::int64_t> v;
+  qs::transaction tx(db);
+  for (Node* n = db.root<Node*>("head"); n; n = n->next) v.push_back(n->value);
+  tx.commit();
+  return v;
+}
+
+void make_list(qs::database& db, int n) {
+  qs::transaction tx(db);
+  auto& head = db.root<Node*>("head");
+  for (int i = 0; i < n; ++i) head = new (db) Node{i, head};
+  tx.commit();
+}
+
+}  // namespace
+
+TEST_CASE("abort restores every byte the transaction changed") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  make_list(db, 3000);
+  auto original = values(db);
+  auto pages_before = db.stats();
+  {
+    qs::transaction tx(db);
+    auto& head = db.root<Node*>("head");
+    for (Node* n = head; n; n = n->next) n->value *= 3;
+    for (int i = 0; i < 1000; ++i) head = new (db) Node{-1, head};
+    Node* second = head->next;
+    head->next = second->next;
+    delete second;
+    SECTION("by abort()") { tx.abort(); }
+    SECTION("by the destructor") {}
+  }
+  CHECK(values(db) == original);
+  CHECK(db.stats().aborts == pages_before.aborts + 1);
+  db = qs::database::open(dir.sub("other"), small_options());  // closes the first
+  auto again = qs::database::open(dir.path(), small_options());
+  CHECK(values(again) == original);
+}
+
+TEST_CASE("a commit that would store a pointer to transient memory is refused and aborted") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  make_list(db, 10);
+  Node on_stack{99, nullptr};
+  qs::transaction tx(db);
+  Node* head = db.root<Node*>("head");
+  head->value = 1234;
+  head->next = &on_stack;
+  try {
+    tx.commit();
+    FAIL("commit accepted a transient pointer");
+  } catch (const qs::transient_pointer& e) {
+    CHECK_THAT(e.what(), Catch::Contains("qs_test::Node::next"));
+    CHECK_THAT(e.what(), Catch::Contains(dir.path()));
+  }
+  CHECK_FALSE(db.in_transaction());
+  auto v = values(db);
+  REQUIRE(v.size() == 10);
+  CHECK(v[0] == 9);
+}
+
+TEST_CASE("several threads touch persistent objects inside one transaction") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options(32));
+  constexpr int lists = 4, per_list = 5000;
+  {
+    qs::transaction tx(db);
+    for (int l = 0; l < lists; ++l) {
+      auto& head = db.root<Node*>("list" + std::to_string(l));
+      for (int i = 0; i < per_list; ++i) head = new (db) Node{i, head};
+    }
+    tx.commit();
+  }
+  db = qs::database::open(dir.sub("x"), small_options());
+  db = qs::database::open(dir.path(), small_options(32));  // cold, small pool: faults race with evictions
+  {
+    qs::transaction tx(db);
+    std::vector<Node*> heads;
+    for (int l = 0; l < lists; ++l) heads.push_back(db.root<Node*>("list" + std::to_string(l)));
+    std::vector<std::thread> threads;
+    for (int l = 0; l < lists; ++l)
+      threads.emplace_back([&, l] {
+        for (int round = 0; round < 3; ++round)
+          for (Node* n = heads[l]; n; n = n->next) n->value += 1;
+      });
+    for (auto& t : threads) t.join();
+    tx.commit();
+  }
+  qs::transaction tx(db);
+  for (int l = 0; l < lists; ++l) {
+    std::int64_t expect = per_list - 1 + 3, count = 0;
+    for (Node* n = db.root<Node*>("list" + std::to_string(l)); n; n = n->next, --expect, ++count)
+      REQUIRE(n->value == expect);
+    CHECK(count == per_list);
+  }
+  tx.commit();
+}
+
+TEST_CASE("one transaction at a time per database handle") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  qs::transaction tx(db);
+  CHECK_THROWS_AS(qs::transaction(db), qs::error);
+  CHECK(qs::transaction::current() == &tx);
+}
+
+TEST_CASE("an embedded database has one process at a time") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  CHECK_THROWS_AS(qs::database::open(dir.path(), small_options()), qs::database_in_use);
+}
+
+TEST_CASE("options are checked") {
+  test_dir dir;
+  qs::options o = small_options();
+  o.page_size = 3000;
+  CHECK_THROWS_AS(qs::database::open(dir.path(), o), qs::invalid_argument);
+  o = small_options(1 << 20);
+  CHECK_THROWS_WITH(qs::database::open(dir.path(), o), Catch::Contains("vm.max_map_count"));
+}
+
+TEST_CASE("every supported page size works, and a database keeps its own") {
+  for (std::uint32_t ps : {4096u, 16384u, 65536u}) {
+    test_dir dir;
+    qs::options o = small_options();
+    o.page_size = ps;
+    {
+      auto db = qs::database::open(dir.path(), o);
+      make_list(db, 5000);
+    }
+    o.page_size = 8192;
+    auto db = qs::database::open(dir.path(), o);
+    CHECK(db.page_size() == ps);
+    auto v = values(db);
+    REQUIRE(v.size() == 5000);
+    CHECK(v.front() == 4999);
+    CHECK(v.back() == 0);
+  }
+}

@@ -1,0 +1,126 @@
+#include "support.hpp"
+
+#include <db_cxx.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace qs_test {
+
+test_dir::test_dir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/qs-test-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = buf.data();
+}
+
+test_dir::~test_dir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+qs::options small_options(std::uint32_t pool_pages) {
+  qs::options o;
+  o.pool_pages = pool_pages;
+  o.durable = false;
+  o.reservation_bytes = std::uint64_t{1} << 30;
+  o.store_cache_bytes = 16u << 20;
+  return o;
+}
+
+void child::kill9() {
+  if (pid > 0) ::kill(pid, SIGKILL);
+}
+
+int child::wait() {
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  pid = -1;
+  status = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+  return status;
+}
+
+std::string read_file(const std::string& path) {
+  std::string s;
+  if (FILE* f = std::fopen(path.c_str(), "r")) {
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+    std::fclose(f);
+  }
+  return s;
+}
+
+child spawn_worker(const std::vector<std::string>& args, const std::string& pause_at,
+                   const std::string& stderr_path) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "QS_PAUSE_", 9) != 0) env_strings.push_back(*e);
+  // The worker reports that it has paused on descriptor 100.
+  constexpr int pause_fd = 100;
+  if (!pause_at.empty()) {
+    env_strings.push_back("QS_PAUSE_AT=" + pause_at);
+    env_strings.push_back("QS_PAUSE_FD=" + std::to_string(pause_fd));
+  }
+  std::vector<char*> envp, argv;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string prog = QS_CRASH_WORKER;
+  argv.push_back(prog.data());
+  std::vector<std::string> copy(args);
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], pause_fd);  // dup2 clears close-on-exec
+  if (!stderr_path.empty())
+    posix_spawn_file_actions_addopen(&fa, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  child c;
+  if (posix_spawn(&c.pid, prog.c_str(), &fa, nullptr, argv.data(), envp.data()) != 0)
+    throw std::runtime_error("cannot start " + prog);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fds[1]);
+  if (!pause_at.empty()) {
+    char b;
+    ssize_t n = ::read(fds[0], &b, 1);  // returns when the worker pauses, or 0 when it exits
+    (void)n;
+  }
+  ::close(fds[0]);
+  return c;
+}
+
+void corrupt_stored_page(const std::string& dir, std::uint64_t page, std::uint32_t offset) {
+  DbEnv env(0);
+  env.open(dir.c_str(), DB_CREATE | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL | DB_PRIVATE, 0600);
+  {
+    Db db(&env, 0);
+    db.open(nullptr, "pages.db", nullptr, DB_BTREE, DB_AUTO_COMMIT, 0);
+    unsigned char k[8];
+    for (int i = 7; i >= 0; --i, page >>= 8) k[i] = static_cast<unsigned char>(page);
+    Dbt key(k, 8), data;
+    data.set_flags(DB_DBT_MALLOC);
+    if (db.get(nullptr, &key, &data, 0) != 0) throw std::runtime_error("no such page");
+    auto* bytes = static_cast<unsigned char*>(data.get_data());
+    bytes[32 + offset] ^= 0x5a;  // past the 32-byte record header
+    db.put(nullptr, &key, &data, DB_AUTO_COMMIT);
+    std::free(data.get_data());
+    db.close(0);
+  }
+  env.txn_checkpoint(0, 0, 0);
+  env.close(0);
+}
+
+}  // namespace qs_test

@@ -1,0 +1,56 @@
+// support.hpp: what the qs tests share: temporary database directories,
+// child processes, and direct access to stored page records.
+//
+// Every test database lives in a fresh directory under $TMPDIR that is
+// removed when the test_dir goes out of scope.
+#pragma once
+
+#include <qs/qs.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qs_test {
+
+// Reads x so that the compiler cannot drop the read: tests that expect a
+// fault (and an exception from it) read through this.
+template <class T>
+T touch(const T& x) {
+  return *static_cast<const volatile T*>(&x);
+}
+
+class test_dir {
+ public:
+  test_dir();
+  ~test_dir();
+  test_dir(const test_dir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Options for small test databases: a small pool and reservation, fast
+// non-durable commits unless a test is about durability.
+qs::options small_options(std::uint32_t pool_pages = 64);
+
+// Runs the crash worker with `args`; returns its pid. With `pause_at` set,
+// the worker stops there (QS_PAUSE_AT) and the call returns once it has.
+struct child {
+  int pid = -1;
+  int status = 0;
+  void kill9();
+  int wait();  // returns the exit status, or -signal
+};
+// With `stderr_path` set, the worker's standard error goes to that file.
+child spawn_worker(const std::vector<std::string>& args, const std::string& pause_at = "",
+                   const std::string& stderr_path = "");
+std::string read_file(const std::string& path);
+
+// Flips one byte of the stored image of `page` in the database at `dir`,
+// through Berkeley DB directly (the database must be closed).
+void corrupt_stored_page(const std::string& dir, std::uint64_t page, std::uint32_t offset);
+
+}  // namespace qs_test
