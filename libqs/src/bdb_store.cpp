@@ -164,9 +164,20 @@ void bdb_store::patch_page(std::uint64_t page, const record_header& h, const std
     data.set_dlen(len);
     check_page(pages_->put(txn_, &key, &data, 0), "write", page);
   };
-  put_part(0, &h, sizeof h);
-  for (const byte_range& r : ranges)
-    put_part(static_cast<std::uint32_t>(sizeof h) + r.offset, image + r.offset, r.length);
+  // The header changes at every write (its checksum does). When the first
+  // range starts near the image's start, one put covers both.
+  std::size_t first = 0;
+  if (!ranges.empty() && ranges[0].offset < 64) {
+    std::uint32_t len = static_cast<std::uint32_t>(sizeof h) + ranges[0].offset + ranges[0].length;
+    std::memcpy(scratch_.get(), &h, sizeof h);
+    std::memcpy(scratch_.get() + sizeof h, image, ranges[0].offset + ranges[0].length);
+    put_part(0, scratch_.get(), len);
+    first = 1;
+  } else {
+    put_part(0, &h, sizeof h);
+  }
+  for (std::size_t i = first; i < ranges.size(); ++i)
+    put_part(static_cast<std::uint32_t>(sizeof h) + ranges[i].offset, image + ranges[i].offset, ranges[i].length);
 }
 
 void bdb_store::delete_page(std::uint64_t page) {

@@ -27,6 +27,8 @@ class buffer_pool {
 
   std::uint32_t size() const { return static_cast<std::uint32_t>(owner_.size()); }
   std::byte* data(std::uint32_t slot) const { return memory_.slot(slot); }
+  // Where the before-image of the page in `slot` is kept.
+  std::byte* before(std::uint32_t slot) const { return memory_.shadow(slot); }
   const pool_memory& memory() const { return memory_; }
 
   // A free slot now owned by `d`, or false when every slot is in use.

@@ -134,6 +134,7 @@ void* database::root_cell(std::string_view name, const type_descriptor* d, std::
   return impl_->root_cell(name, d, size, t);
 }
 bool database::has_root(std::string_view name) { return impl_->has_root(name); }
+void database::release_cache() { impl_->release_cache(); }
 bool database::in_transaction() const { return impl_->in_transaction(); }
 std::uint32_t database::page_size() const { return impl_->page_size(); }
 const std::string& database::path() const { return impl_->name(); }

@@ -64,6 +64,7 @@ class database_impl final : public fault_target {
   void* root_cell(std::string_view name, const type_descriptor* d, std::size_t size, const std::type_info& t);
   bool has_root(std::string_view name);
 
+  void release_cache();
   bool contains(const void* p) const { return frames_->contains(p); }
   std::uint32_t page_size() const { return page_size_; }
   const std::string& name() const { return store_->name(); }
@@ -88,6 +89,7 @@ class database_impl final : public fault_target {
   void write_back(page_desc* d);
   void fix_vptrs(page_desc* d, std::byte* image);
   std::byte* image(const page_desc* d) const { return pool_->data(static_cast<std::uint32_t>(d->slot)); }
+  std::byte* before_image(const page_desc* d) const { return pool_->before(static_cast<std::uint32_t>(d->slot)); }
   std::byte* frame_address(const page_desc* d) const { return frames_->frame_address(d->frame); }
   template <class F>
   void for_each_word(const page_desc* d, const std::byte* img, F f);
@@ -139,6 +141,7 @@ class database_impl final : public fault_target {
   std::set<std::uint64_t> free_space_dirty_;
   std::unordered_map<std::string, std::pair<void*, std::string>> roots_;  // address, type
   std::unique_ptr<std::byte[]> zero_page_;
+
 };
 
 // Holds a database's mutex and marks the thread as inside the runtime.

@@ -11,7 +11,8 @@
 // Invariants:
 //  * state != absent  <=>  slot >= 0.
 //  * state == writable  =>  the page is listed in the transaction's written
-//    set, and `before` holds its image as of its first write, unless is_new.
+//    set, and has_before says that the pool's before-image of its slot holds
+//    its image as of its first write (never for a new page).
 //  * is_new: the page has no record in the store yet (created in this
 //    transaction and never evicted); `materialized` says whether its image has
 //    been built in a slot.
@@ -39,7 +40,7 @@ struct page_desc {
   bool rewritten = false;       // changed on fault-in (vptrs): commit writes it whole
   int pins = 0;
   record_header hdr{};
-  std::unique_ptr<std::byte[]> before;
+  bool has_before = false;
 };
 
 class page_table {

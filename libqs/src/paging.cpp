@@ -121,8 +121,8 @@ void database_impl::page_in(page_desc* d) {
 
 void database_impl::make_writable(page_desc* d) {
   store_->lock_for_write(d->page);
-  d->before = std::make_unique<std::byte[]>(page_size_);
-  std::memcpy(d->before.get(), image(d), page_size_);
+  std::memcpy(before_image(d), image(d), page_size_);
+  d->has_before = true;
   frames_->protect(d->frame, true);
   d->state = page_state::writable;
   written_.push_back(d);
@@ -133,13 +133,13 @@ void database_impl::write_back(page_desc* d) {
   if (d->hdr.kind == page_kind::small && free_space_dirty_.count(d->page)) note_free_space(d);
   d->hdr.magic = record_magic;
   d->hdr.frame = d->frame;
-  if (d->is_new || d->rewritten || !d->before) {
+  if (d->is_new || d->rewritten || !d->has_before) {
     d->hdr.checksum = record_checksum(d->hdr, img, page_size_);
     store_->put_page(d->page, d->hdr, img);
     stats_.diff_bytes += page_size_;
   } else {
     std::vector<byte_range> ranges;
-    diff_pages(d->before.get(), img, page_size_, ranges);
+    diff_pages(before_image(d), img, page_size_, ranges);
     if (ranges.empty()) return;
     d->hdr.checksum = record_checksum(d->hdr, img, page_size_);
     store_->patch_page(d->page, d->hdr, img, ranges);
@@ -157,7 +157,7 @@ void database_impl::evict(page_desc* d) {
     ++stats_.dirty_evictions;
     if (!check_pointers(d, false)) suspect_.insert(d);
     write_back(d);
-    d->before.reset();
+    d->has_before = false;
     written_.erase(std::find(written_.begin(), written_.end(), d));
   }
   frames_->unmap(d->frame);
@@ -171,7 +171,7 @@ void database_impl::evict_clean(page_desc* d) {
   pool_->release(static_cast<std::uint32_t>(d->slot));
   d->slot = -1;
   d->state = page_state::absent;
-  d->before.reset();
+  d->has_before = false;
 }
 
 void database_impl::drop(page_desc* d) {
@@ -187,6 +187,14 @@ void database_impl::drop(page_desc* d) {
   suspect_.erase(d);
   free_space_dirty_.erase(d->page);
   table_.erase(d);
+}
+
+void database_impl::release_cache() {
+  lock_scope g(*this);
+  if (txn_open_) throw error("database " + name() + ": release_cache inside a transaction");
+  table_.for_each([&](page_desc* d) {
+    if (d->state != page_state::absent) evict_clean(d);
+  });
 }
 
 void database_impl::fix_vptrs(page_desc* d, std::byte* img) {

@@ -83,7 +83,7 @@ void database_impl::commit() {
   for (page_desc* d : written_) {
     frames_->protect(d->frame, false);
     d->state = page_state::readable;
-    d->before.reset();
+    d->has_before = false;
   }
   for (page_desc* d : created_) d->created_in_txn = false;
   written_.clear();
@@ -114,10 +114,10 @@ void database_impl::abort_locked() {
       evict_clean(d);
       continue;
     }
-    std::memcpy(image(d), d->before.get(), page_size_);
+    std::memcpy(image(d), before_image(d), page_size_);
     frames_->protect(d->frame, false);
     d->state = page_state::readable;
-    d->before.reset();
+    d->has_before = false;
   }
   written_.clear();
   for (page_desc* d : logged_)

@@ -86,6 +86,10 @@ class database {
   // Whether a root of that name exists.
   bool has_root(std::string_view name);
 
+  // Drops every page from the buffer pool, so that the next touch of each
+  // faults it in again (for cold measurements). Not inside a transaction.
+  void release_cache();
+
   std::uint32_t page_size() const;
   // Whether a transaction is open on this handle.
   bool in_transaction() const;

@@ -35,9 +35,17 @@ pool_memory::pool_memory(std::uint32_t slots, std::uint32_t page_size)
     fail("qs: mapping the buffer pool");
   }
   base_ = static_cast<std::byte*>(p);
+  p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    ::munmap(base_, bytes_);
+    ::close(fd_);
+    fail("qs: mapping the buffer pool's before-images");
+  }
+  shadow_ = static_cast<std::byte*>(p);
 }
 
 pool_memory::~pool_memory() {
+  ::munmap(shadow_, bytes_);
   ::munmap(base_, bytes_);
   ::close(fd_);
 }

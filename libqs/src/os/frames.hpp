@@ -5,7 +5,10 @@
 // memory: a memfd of `slots` pages, mapped once read-write for the runtime.
 // A resident page's frame is a second, shared mapping of its pool slot, with
 // the protection the page's state allows, so the runtime reads and writes
-// pages through its own mapping and never touches a protected frame.
+// pages through its own mapping and never touches a protected frame. Each
+// slot also has a shadow page (private memory) that holds the before-image
+// of the page in the slot while it is being written: no allocation, and no
+// first-touch fault after the first use of a slot.
 //
 // Invariants:
 //  * A frame is either reserved (PROT_NONE, no memory) or maps exactly one
@@ -31,6 +34,7 @@ class pool_memory {
   pool_memory& operator=(const pool_memory&) = delete;
 
   std::byte* slot(std::uint32_t i) const { return base_ + std::size_t{i} * page_size_; }
+  std::byte* shadow(std::uint32_t i) const { return shadow_ + std::size_t{i} * page_size_; }
   int fd() const { return fd_; }
   // Gives a slot's memory back to the kernel.
   void discard(std::uint32_t i);
@@ -38,6 +42,7 @@ class pool_memory {
  private:
   int fd_ = -1;
   std::byte* base_ = nullptr;
+  std::byte* shadow_ = nullptr;
   std::size_t bytes_;
   std::uint32_t page_size_;
 };

@@ -1,0 +1,299 @@
+// qs_fault_bench: what a fault, a write fault and a dirtied page cost in qs,
+// beside the bare operations they are made of, measured in the same run.
+//
+//   qs_fault_bench [--pages N] [--dir DIR]
+//
+// Each qs figure is the time of a pass over N pages (one object filling each
+// 8 KiB page) divided by N:
+//   read fault     first touch of a page whose record is in Berkeley DB's
+//                  cache: SIGSEGV, lookup, get, checksum, copy, mmap
+//   write fault    first write in a transaction to a resident page: SIGSEGV,
+//                  before-image copy, mprotect
+//   commit/page    commit of N pages with 8 changed bytes each: diff,
+//                  checksum, partial put, mprotect (non-durable commit, so
+//                  that the disk's flush time does not hide the CPU cost)
+// The floor: SIGSEGV delivery plus mprotect, SIGSEGV plus an mmap of a memfd
+// page, an mprotect, an 8 KiB memcpy, a CRC-32C of 8 KiB, a cached Berkeley
+// DB get of an 8 KiB record and a 40-byte partial put, in an environment
+// configured as qs configures its own.
+#include <qs/qs.hpp>
+
+#include <db_cxx.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "page_format.hpp"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+constexpr std::uint32_t page_size = 8192;
+
+double ns_since(clock_type::time_point t0) {
+  return std::chrono::duration<double, std::nano>(clock_type::now() - t0).count();
+}
+
+struct Slab {
+  QS_PERSISTENT(Slab)
+  std::uint64_t words[(page_size - 24) / 8];
+};
+const qs::type_descriptor slab_desc{"Slab", sizeof(Slab), alignof(Slab), nullptr, 0, nullptr, 0,
+                                    "0 8168 words unsigned long[1021]\n"};
+
+// --- the floor -------------------------------------------------------------
+
+char* bare_region;
+int bare_fd = -1;
+bool bare_use_mmap = false;
+
+void bare_handler(int, siginfo_t* si, void*) {
+  auto addr = reinterpret_cast<std::uintptr_t>(si->si_addr) & ~std::uintptr_t{page_size - 1};
+  if (bare_use_mmap) {
+    off_t off = static_cast<off_t>(addr - reinterpret_cast<std::uintptr_t>(bare_region));
+    mmap(reinterpret_cast<void*>(addr), page_size, PROT_READ, MAP_SHARED | MAP_FIXED, bare_fd, off);
+  } else {
+    mprotect(reinterpret_cast<void*>(addr), page_size, PROT_READ | PROT_WRITE);
+  }
+}
+
+double bare_fault_ns(int n, bool use_mmap) {
+  struct sigaction sa {}, old {};
+  sa.sa_sigaction = bare_handler;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &old);
+  std::size_t bytes = std::size_t{page_size} * n;
+  bare_region = static_cast<char*>(mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+  bare_use_mmap = use_mmap;
+  if (use_mmap) {
+    bare_fd = memfd_create("bench", 0);
+    if (ftruncate(bare_fd, static_cast<off_t>(bytes)) != 0) std::abort();
+    // Populate the memfd, as a buffer pool in use is.
+    void* all = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bare_fd, 0);
+    std::memset(all, 1, bytes);
+    munmap(all, bytes);
+  } else {
+    mprotect(bare_region, bytes, PROT_READ);  // touch memory first so that page allocation is not timed
+    for (std::size_t i = 0; i < bytes; i += page_size) (void)*static_cast<volatile char*>(bare_region + i);
+    mprotect(bare_region, bytes, PROT_NONE);
+  }
+  auto t0 = clock_type::now();
+  std::uint64_t sum = 0;
+  for (int i = 0; i < n; ++i) sum += *reinterpret_cast<volatile char*>(bare_region + std::size_t{page_size} * i);
+  double ns = ns_since(t0) / n;
+  munmap(bare_region, bytes);
+  if (bare_fd >= 0) close(bare_fd), bare_fd = -1;
+  sigaction(SIGSEGV, &old, nullptr);
+  (void)sum;
+  return ns;
+}
+
+double memcpy_ns(int n) {
+  std::vector<char> a(page_size * 64, 1), b(page_size * 64, 2);
+  auto t0 = clock_type::now();
+  for (int i = 0; i < n; ++i) {
+    std::size_t off = std::size_t{page_size} * (i % 64);
+    std::memcpy(b.data() + off, a.data() + off, page_size);
+    asm volatile("" ::: "memory");
+  }
+  return ns_since(t0) / n;
+}
+
+double crc_ns(int n) {
+  std::vector<std::byte> a(page_size, std::byte{7});
+  std::uint32_t c = 0;
+  auto t0 = clock_type::now();
+  for (int i = 0; i < n; ++i) c = qs::detail::crc32c(c, a.data(), page_size);
+  double ns = ns_since(t0) / n;
+  if (c == 42) std::puts("");
+  return ns;
+}
+
+double mprotect_ns(int n) {
+  std::size_t bytes = std::size_t{page_size} * 64;
+  char* p = static_cast<char*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  std::memset(p, 1, bytes);
+  auto t0 = clock_type::now();
+  for (int i = 0; i < n; ++i) mprotect(p + std::size_t{page_size} * (i % 64), page_size, (i / 64) % 2 ? PROT_READ | PROT_WRITE : PROT_READ);
+  double ns = ns_since(t0) / n;
+  munmap(p, bytes);
+  return ns;
+}
+
+struct bdb_costs {
+  double get, partial_put;
+};
+
+bdb_costs bdb_ns(const std::string& dir, int n) {
+  std::filesystem::create_directories(dir);
+  DbEnv env(0);
+  env.set_cachesize(0, 64u << 20, 1);
+  env.open(dir.c_str(), DB_CREATE | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL | DB_PRIVATE | DB_THREAD, 0600);
+  bdb_costs c{};
+  {
+    Db db(&env, 0);
+    db.set_pagesize(65536);
+    db.open(nullptr, "pages.db", nullptr, DB_BTREE, DB_CREATE | DB_AUTO_COMMIT | DB_THREAD, 0600);
+    std::vector<char> rec(page_size + 32, 'x');
+    auto key_of = [](std::uint64_t k, unsigned char* b) {
+      for (int i = 7; i >= 0; --i, k >>= 8) b[i] = static_cast<unsigned char>(k);
+    };
+    for (int i = 0; i < n; ++i) {
+      unsigned char k[8];
+      key_of(i, k);
+      Dbt key(k, 8), data(rec.data(), static_cast<std::uint32_t>(rec.size()));
+      db.put(nullptr, &key, &data, DB_AUTO_COMMIT);
+    }
+    std::vector<char> out(page_size + 32);
+    auto get_all = [&] {
+      for (int i = 0; i < n; ++i) {
+        unsigned char k[8];
+        key_of(i, k);
+        Dbt key(k, 8), data;
+        data.set_data(out.data());
+        data.set_ulen(static_cast<std::uint32_t>(out.size()));
+        data.set_flags(DB_DBT_USERMEM);
+        DbTxn* txn;
+        env.txn_begin(nullptr, &txn, 0);
+        db.get(txn, &key, &data, 0);
+        txn->commit(DB_TXN_NOSYNC);
+      }
+    };
+    get_all();
+    auto t0 = clock_type::now();
+    get_all();
+    c.get = ns_since(t0) / n;
+    // A commit's work per page: a 40-byte partial put, in one transaction.
+    t0 = clock_type::now();
+    DbTxn* txn;
+    env.txn_begin(nullptr, &txn, 0);
+    for (int i = 0; i < n; ++i) {
+      unsigned char k[8];
+      key_of(i, k);
+      Dbt key(k, 8), data(rec.data(), 40);
+      data.set_flags(DB_DBT_PARTIAL);
+      data.set_doff(0);
+      data.set_dlen(40);
+      db.put(txn, &key, &data, 0);
+    }
+    txn->commit(DB_TXN_WRITE_NOSYNC);
+    c.partial_put = ns_since(t0) / n;
+    db.close(0);
+  }
+  env.close(0);
+  return c;
+}
+
+// --- qs --------------------------------------------------------------------
+
+struct qs_costs {
+  double read_fault, write_fault, commit_per_page, log_bytes_per_page;
+};
+
+qs_costs measure_qs(const std::string& dir, int n) {
+  qs::options o;
+  o.pool_pages = static_cast<std::uint32_t>(n + 64);
+  o.durable = false;
+  o.reservation_bytes = std::uint64_t{1} << 32;
+  auto db = qs::database::open(dir, o);
+  std::vector<Slab*> slabs;
+  {
+    qs::transaction tx(db);
+    for (int i = 0; i < n; ++i) slabs.push_back(new (db) Slab);
+    tx.commit();
+  }
+  qs_costs c{};
+  std::uint64_t sum = 0;
+  // Warm Berkeley DB's cache with one pass, then drop qs's pool.
+  db.release_cache();
+  {
+    qs::transaction tx(db);
+    for (Slab* s : slabs) sum += *static_cast<volatile std::uint64_t*>(&s->words[0]);
+    tx.commit();
+  }
+  db.release_cache();
+  {
+    qs::transaction tx(db);
+    auto t0 = clock_type::now();
+    for (Slab* s : slabs) sum += *static_cast<volatile std::uint64_t*>(&s->words[0]);
+    c.read_fault = ns_since(t0) / n;
+    for (Slab* s : slabs) s->words[1] += 1;  // a first write transaction warms the before-image memory
+    tx.commit();
+  }
+  {
+    qs::transaction tx(db);
+    auto t0 = clock_type::now();
+    for (Slab* s : slabs) s->words[1] += 1;
+    c.write_fault = ns_since(t0) / n;
+    auto before = db.stats();
+    t0 = clock_type::now();
+    tx.commit();
+    c.commit_per_page = ns_since(t0) / n;
+    c.log_bytes_per_page = double(db.stats().log_bytes - before.log_bytes) / n;
+  }
+  if (sum == 42) std::puts("");
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int n = 4000;
+  std::string dir;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--pages" && i + 1 < argc) n = std::atoi(argv[++i]);
+    else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--pages N] [--dir DIR]\n", argv[0]);
+      return 2;
+    }
+  }
+  bool own_dir = dir.empty();
+  if (own_dir) {
+    char tmpl[] = "/tmp/qs-bench-XXXXXX";
+    dir = mkdtemp(tmpl);
+  }
+  qs::register_type<Slab>(slab_desc);
+
+  double sig_mprotect = bare_fault_ns(n, false);
+  double sig_mmap = bare_fault_ns(n, true);
+  double copy = memcpy_ns(n * 10);
+  double crc = crc_ns(n * 10);
+  double protect = mprotect_ns(n);
+  bdb_costs bdb = bdb_ns(dir + "/bare", n);
+  double get = bdb.get;
+  qs_costs q = measure_qs(dir + "/qs", n);
+  if (own_dir) std::filesystem::remove_all(dir);
+
+  std::printf("qs fault costs, %d pages of %u bytes, one run\n\n", n, page_size);
+  std::printf("floor                                   ns/op\n");
+  std::printf("  SIGSEGV + mprotect                 %8.0f\n", sig_mprotect);
+  std::printf("  SIGSEGV + mmap of a memfd page     %8.0f\n", sig_mmap);
+  std::printf("  memcpy 8 KiB                       %8.0f\n", copy);
+  std::printf("  CRC-32C 8 KiB                      %8.0f\n", crc);
+  std::printf("  mprotect of one page               %8.0f\n", protect);
+  std::printf("  Berkeley DB get, cached, 8 KiB     %8.0f\n", get);
+  std::printf("  Berkeley DB partial put, 40 bytes  %8.0f   (n in one transaction)\n", bdb.partial_put);
+  double read_floor = sig_mmap + get + copy;
+  double write_floor = sig_mprotect + copy;
+  std::printf("\nqs                                      ns/op   floor   ratio\n");
+  std::printf("  read fault (page in BDB cache)     %8.0f %7.0f %7.2f   floor: SIGSEGV+mmap, get, memcpy\n",
+              q.read_fault, read_floor, q.read_fault / read_floor);
+  std::printf("  write fault (resident page)        %8.0f %7.0f %7.2f   floor: SIGSEGV+mprotect, memcpy\n",
+              q.write_fault, write_floor, q.write_fault / write_floor);
+  double commit_floor = crc + bdb.partial_put + protect;
+  std::printf("  commit per dirtied page            %8.0f %7.0f %7.2f   floor: CRC-32C, partial put, mprotect\n",
+              q.commit_per_page, commit_floor, q.commit_per_page / commit_floor);
+  std::printf("  log bytes per dirtied page (8 changed) %6.0f\n", q.log_bytes_per_page);
+  return 0;
+}
