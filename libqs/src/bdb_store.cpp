@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -93,6 +94,7 @@ bdb_store::bdb_store(const std::string& dir, const bdb_options& o)
 
 bdb_store::~bdb_store() {
   if (txn_) txn_->abort();
+  for (auto& i : indexes_) i.db->close(0);
   meta_->close(0);
   pages_->close(0);
   env_->txn_checkpoint(0, 0, 0);
@@ -237,6 +239,95 @@ void bdb_store::scan(std::string_view prefix,
   cursor->close();
   if (rc != 0 && rc != DB_NOTFOUND) check(rc, "scan metadata");
   for (auto& [k, v] : found) f(k, v);
+}
+
+std::uint32_t bdb_store::open_index(const std::string& name, bool unique) {
+  for (std::uint32_t i = 0; i < indexes_.size(); ++i)
+    if (indexes_[i].name == name) {
+      if (indexes_[i].unique != unique)
+        throw invalid_argument("database " + dir_ + ": index " + name + " was opened " +
+                               (indexes_[i].unique ? "unique" : "non-unique") + " before");
+      return i;
+    }
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-')
+      throw invalid_argument("database " + dir_ + ": index name '" + name + "' may hold letters, digits, _ and - only");
+  auto db = std::make_unique<Db>(env_.get(), DB_CXX_NO_EXCEPTIONS);
+  if (!unique) check(db->set_flags(DB_DUP | DB_DUPSORT), "set_flags");
+  std::string file = "index." + name + ".db";
+  // An index created inside a transaction exists only if it commits; opened
+  // outside, it is created in a transaction of its own.
+  int rc = db->open(txn_, file.c_str(), nullptr, DB_BTREE, DB_CREATE | DB_THREAD | (txn_ ? 0 : DB_AUTO_COMMIT), 0600);
+  if (rc == EINVAL) {
+    db->close(0);
+    throw invalid_argument("database " + dir_ + ": index " + name + " exists " + (unique ? "with" : "without") +
+                           " duplicate keys");
+  }
+  check(rc, ("open index " + name).c_str());
+  indexes_.push_back({name, unique, std::move(db)});
+  return static_cast<std::uint32_t>(indexes_.size() - 1);
+}
+
+bool bdb_store::index_insert(std::uint32_t index, std::string_view k, std::string_view v) {
+  auto& ix = indexes_.at(index);
+  Dbt key(const_cast<char*>(k.data()), static_cast<std::uint32_t>(k.size()));
+  Dbt data(const_cast<char*>(v.data()), static_cast<std::uint32_t>(v.size()));
+  int rc = ix.db->put(txn_, &key, &data, ix.unique ? DB_NOOVERWRITE : DB_NODUPDATA);
+  if (rc == DB_KEYEXIST) return !ix.unique;  // a non-unique index already had this exact entry
+  check(rc, ("insert into index " + ix.name).c_str());
+  return true;
+}
+
+bool bdb_store::index_erase(std::uint32_t index, std::string_view k, std::string_view v) {
+  auto& ix = indexes_.at(index);
+  Dbc* cursor = nullptr;
+  check(ix.db->cursor(txn_, &cursor, 0), "open cursor");
+  Dbt key(const_cast<char*>(k.data()), static_cast<std::uint32_t>(k.size()));
+  Dbt data(const_cast<char*>(v.data()), static_cast<std::uint32_t>(v.size()));
+  int rc = cursor->get(&key, &data, DB_GET_BOTH);
+  if (rc == 0) rc = cursor->del(0);
+  cursor->close();
+  if (rc == DB_NOTFOUND) return false;
+  check(rc, ("erase from index " + ix.name).c_str());
+  return true;
+}
+
+void bdb_store::index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
+                           const std::function<bool(std::string_view, std::string_view)>& f) {
+  auto& ix = indexes_.at(index);
+  Dbc* cursor = nullptr;
+  check(ix.db->cursor(txn_, &cursor, 0), "open cursor");
+  Dbt key, data;
+  key.set_flags(DB_DBT_REALLOC);
+  data.set_flags(DB_DBT_REALLOC);
+  key.set_data(std::malloc(lo.size() ? lo.size() : 1));
+  std::memcpy(key.get_data(), lo.data(), lo.size());
+  key.set_size(static_cast<std::uint32_t>(lo.size()));
+  std::vector<std::pair<std::string, std::string>> found;
+  int rc = cursor->get(&key, &data, DB_SET_RANGE);
+  // Entries are collected first, then handed out: f may use the store.
+  while (rc == 0) {
+    std::string_view k(static_cast<const char*>(key.get_data()), key.get_size());
+    if (k > hi) break;
+    found.emplace_back(std::string(k), std::string(static_cast<const char*>(data.get_data()), data.get_size()));
+    if (found.size() >= 4096) {
+      bool more = true;
+      for (auto& [a, b] : found)
+        if (!(more = f(a, b))) break;
+      found.clear();
+      if (!more) {
+        rc = DB_NOTFOUND;
+        break;
+      }
+    }
+    rc = cursor->get(&key, &data, DB_NEXT);
+  }
+  std::free(key.get_data());
+  std::free(data.get_data());
+  cursor->close();
+  if (rc != 0 && rc != DB_NOTFOUND) check(rc, ("scan index " + ix.name).c_str());
+  for (auto& [a, b] : found)
+    if (!f(a, b)) break;
 }
 
 std::uint64_t bdb_store::log_position() {

@@ -12,6 +12,9 @@
 // grows by the bytes a transaction changed, not by the page size, as long as
 // a record fits on a B-tree page (page records up to 8 KiB + header do; see
 // README for larger pages).
+//
+// Each index is a B-tree of its own, `index.<name>.db`, with sorted
+// duplicates unless it is unique.
 #pragma once
 
 #include "store.hpp"
@@ -19,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 class DbEnv;
 class Db;
@@ -55,6 +59,12 @@ class bdb_store final : public store {
   void scan(std::string_view prefix,
             const std::function<void(std::string_view, std::string_view)>& f) override;
 
+  std::uint32_t open_index(const std::string& name, bool unique) override;
+  bool index_insert(std::uint32_t index, std::string_view key, std::string_view value) override;
+  bool index_erase(std::uint32_t index, std::string_view key, std::string_view value) override;
+  void index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
+                  const std::function<bool(std::string_view, std::string_view)>& f) override;
+
   std::uint64_t log_position() override;
   const std::string& name() const override { return dir_; }
 
@@ -71,6 +81,12 @@ class bdb_store final : public store {
   std::unique_ptr<DbEnv> env_;
   std::unique_ptr<Db> pages_;
   std::unique_ptr<Db> meta_;
+  struct index_db {
+    std::string name;
+    bool unique;
+    std::unique_ptr<Db> db;
+  };
+  std::vector<index_db> indexes_;
   DbTxn* txn_ = nullptr;
   std::unique_ptr<std::byte[]> scratch_;
   std::uint32_t log_file_max_ = 0;

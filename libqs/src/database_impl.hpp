@@ -40,6 +40,8 @@
 
 namespace qs::detail {
 
+struct index_entry;
+
 class database_impl final : public fault_target {
  public:
   database_impl(std::unique_ptr<store> s, const options& opts);
@@ -59,6 +61,12 @@ class database_impl final : public fault_target {
   void* allocate(const type_descriptor* d, std::size_t bytes, const void* near_object);
   void* allocate_locked(const type_descriptor* d, std::size_t bytes, const void* near_object);
   void deallocate(void* p);
+
+  // Indexes (index.cpp)
+  std::uint32_t open_index(const std::string& name, bool unique);
+  void index_insert(std::uint32_t ix, const std::string& name, std::string_view key, std::string_view value);
+  bool index_erase(std::uint32_t ix, std::string_view key, std::string_view value);
+  std::vector<index_entry> index_scan(std::uint32_t ix, std::string_view lo, std::string_view hi, std::size_t limit);
 
   // Roots (roots.cpp)
   void* root_cell(std::string_view name, const type_descriptor* d, std::size_t size, const std::type_info& t);

@@ -60,6 +60,20 @@ class store {
   virtual void scan(std::string_view prefix,
                     const std::function<void(std::string_view, std::string_view)>& f) = 0;
 
+  // Indexes: B-trees from byte-string keys to byte-string values (an
+  // encoded persistent reference), updated in the store transaction. A unique
+  // index refuses a second value for a key; a non-unique one keeps duplicate
+  // keys, ordered by value.
+  virtual std::uint32_t open_index(const std::string& name, bool unique) = 0;
+  // False when a unique index already has the key.
+  virtual bool index_insert(std::uint32_t index, std::string_view key, std::string_view value) = 0;
+  // Removes one (key, value) entry; false when there is none.
+  virtual bool index_erase(std::uint32_t index, std::string_view key, std::string_view value) = 0;
+  // Calls f(key, value) for the entries with lo <= key <= hi in key order
+  // until f returns false.
+  virtual void index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
+                          const std::function<bool(std::string_view, std::string_view)>& f) = 0;
+
   // Position of the end of the store's log, in bytes: the difference between
   // two calls is what was logged in between.
   virtual std::uint64_t log_position() = 0;

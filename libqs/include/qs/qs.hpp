@@ -7,6 +7,7 @@
 
 #include <qs/database.hpp>
 #include <qs/error.hpp>
+#include <qs/index.hpp>
 #include <qs/persistent.hpp>
 #include <qs/schema.hpp>
 #include <qs/transaction.hpp>

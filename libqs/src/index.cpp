@@ -1,0 +1,53 @@
+// Indexes: qs::index's calls into the store, under the runtime's lock.
+#include "database_impl.hpp"
+
+#include <qs/index.hpp>
+
+namespace qs::detail {
+
+std::uint32_t database_impl::open_index(const std::string& name, bool unique) {
+  lock_scope g(*this);
+  return store_->open_index(name, unique);
+}
+
+void database_impl::index_insert(std::uint32_t ix, const std::string& name, std::string_view key,
+                                 std::string_view value) {
+  lock_scope g(*this);
+  require_transaction(("updating index " + name).c_str());
+  if (!store_->index_insert(ix, key, value))
+    throw duplicate_key("database " + this->name() + ": the unique index " + name + " already has that key");
+}
+
+bool database_impl::index_erase(std::uint32_t ix, std::string_view key, std::string_view value) {
+  lock_scope g(*this);
+  require_transaction("updating an index");
+  return store_->index_erase(ix, key, value);
+}
+
+std::vector<index_entry> database_impl::index_scan(std::uint32_t ix, std::string_view lo, std::string_view hi,
+                                                   std::size_t limit) {
+  lock_scope g(*this);
+  std::vector<index_entry> out;
+  store_->index_scan(ix, lo, hi, [&](std::string_view k, std::string_view v) {
+    out.push_back({std::string(k), std::string(v)});
+    return limit == 0 || out.size() < limit;
+  });
+  return out;
+}
+
+std::uint32_t index_open(database& db, const std::string& name, bool unique) {
+  return db.impl().open_index(name, unique);
+}
+void index_insert(database& db, std::uint32_t ix, const std::string& name, std::string_view key,
+                  std::string_view value) {
+  db.impl().index_insert(ix, name, key, value);
+}
+bool index_erase(database& db, std::uint32_t ix, std::string_view key, std::string_view value) {
+  return db.impl().index_erase(ix, key, value);
+}
+std::vector<index_entry> index_scan(database& db, std::uint32_t ix, std::string_view lo, std::string_view hi,
+                                    std::size_t limit) {
+  return db.impl().index_scan(ix, lo, hi, limit);
+}
+
+}  // namespace qs::detail
