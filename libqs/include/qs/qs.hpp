@@ -9,5 +9,6 @@
 #include <qs/error.hpp>
 #include <qs/index.hpp>
 #include <qs/persistent.hpp>
+#include <qs/ref.hpp>
 #include <qs/schema.hpp>
 #include <qs/transaction.hpp>
