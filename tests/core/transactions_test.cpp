@@ -44,8 +44,11 @@ TEST_CASE("abort restores every byte the transaction changed") {
     Node* second = head->next;
     head->next = second->next;
     delete second;
-    SECTION("by abort()") { tx.abort(); }
-    SECTION("by the destructor") {}
+    SECTION("by abort()") {
+      tx.abort();
+      CHECK_FALSE(db.in_transaction());
+    }
+    SECTION("by the destructor") { CHECK(tx.active()); }
   }
   CHECK(values(db) == original);
   CHECK(db.stats().aborts == pages_before.aborts + 1);
