@@ -1,0 +1,158 @@
+# QsSchema.cmake: qs_add_schema(<target>) gives a program the schema of its
+# persistent types (see schema-gen/README.md).
+#
+#   add_executable(app main.cpp graph.cpp)
+#   target_link_libraries(app PRIVATE qs)    # before or after, both work
+#   qs_add_schema(app)
+#
+# What it does, at the end of the calling directory (cmake_language(DEFER)),
+# when the target's sources, properties and links are final:
+#  * moves the target's sources into an OBJECT library <target>_qs_objects
+#    that is compiled exactly like the target would be (its include dirs,
+#    definitions, options and features, through $<TARGET_PROPERTY:...>, which
+#    includes the usage requirements of everything it links), plus -g;
+#  * runs qs_schema_gen.py over those objects into <target>_qs_schema.cpp;
+#  * compiles that file into the target and links the objects into it.
+# Any change to an object re-runs the generator; the generated file is only
+# rewritten (and recompiled) when a type's schema changed.
+#
+# Supported targets: executables, shared libraries and modules (a static
+# library's registration object would be dropped by the linker). Call it in
+# the directory that created the target, once per target. Link-time
+# optimisation (INTERPROCEDURAL_OPTIMIZATION) is refused: objects must carry
+# DWARF.
+include_guard(GLOBAL)
+
+get_filename_component(_QS_SCHEMA_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+set(QS_SCHEMA_GEN_SCRIPT "${_QS_SCHEMA_DIR}/qs_schema_gen.py")
+get_filename_component(_QS_SCHEMA_INCLUDE_DIR "${_QS_SCHEMA_DIR}/../libqs/include" ABSOLUTE)
+
+# The Python that runs the generator must have pyelftools. /usr/bin/python3
+# first (Debian's python3-pyelftools installs there), then the PATH's.
+function(_qs_schema_python_ok python result)
+  execute_process(COMMAND "${python}" -c "import elftools.elf.elffile, elftools.dwarf"
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+  if(rc EQUAL 0)
+    set(${result} TRUE PARENT_SCOPE)
+  else()
+    set(${result} FALSE PARENT_SCOPE)
+  endif()
+endfunction()
+
+if(QS_SCHEMA_PYTHON)
+  _qs_schema_python_ok("${QS_SCHEMA_PYTHON}" _qs_ok)
+  if(NOT _qs_ok)
+    message(FATAL_ERROR "QS_SCHEMA_PYTHON=${QS_SCHEMA_PYTHON} cannot import pyelftools. "
+                        "Install the Debian package python3-pyelftools "
+                        "(apt-get install python3-pyelftools) or point QS_SCHEMA_PYTHON at "
+                        "a Python that has it.")
+  endif()
+else()
+  set(_qs_candidates /usr/bin/python3)
+  find_program(_QS_PATH_PYTHON3 NAMES python3 NO_CACHE)
+  if(_QS_PATH_PYTHON3)
+    list(APPEND _qs_candidates "${_QS_PATH_PYTHON3}")
+  endif()
+  foreach(_qs_py IN LISTS _qs_candidates)
+    if(EXISTS "${_qs_py}")
+      _qs_schema_python_ok("${_qs_py}" _qs_ok)
+      if(_qs_ok)
+        set(QS_SCHEMA_PYTHON "${_qs_py}" CACHE FILEPATH
+            "Python interpreter with pyelftools that runs qs schema-gen")
+        break()
+      endif()
+    endif()
+  endforeach()
+  if(NOT QS_SCHEMA_PYTHON)
+    message(FATAL_ERROR "qs schema-gen needs a Python 3 with pyelftools; none of "
+                        "[${_qs_candidates}] has it. Install the Debian package "
+                        "python3-pyelftools (apt-get install python3-pyelftools), or set "
+                        "QS_SCHEMA_PYTHON to an interpreter that has it.")
+  endif()
+  message(STATUS "qs schema-gen: Python with pyelftools: ${QS_SCHEMA_PYTHON}")
+endif()
+
+function(qs_add_schema target)
+  if(NOT TARGET "${target}")
+    message(FATAL_ERROR "qs_add_schema(${target}): no such target")
+  endif()
+  get_target_property(_type "${target}" TYPE)
+  if(NOT _type MATCHES "^(EXECUTABLE|SHARED_LIBRARY|MODULE_LIBRARY)$")
+    message(FATAL_ERROR "qs_add_schema(${target}): ${target} is a ${_type}; call it on the "
+                        "executable or shared library whose sources allocate persistent objects")
+  endif()
+  get_target_property(_imported "${target}" IMPORTED)
+  get_target_property(_dir "${target}" SOURCE_DIR)
+  if(_imported OR NOT _dir STREQUAL CMAKE_CURRENT_SOURCE_DIR)
+    message(FATAL_ERROR "qs_add_schema(${target}): call it in the directory that created "
+                        "${target} (${_dir})")
+  endif()
+  get_target_property(_done "${target}" QS_SCHEMA)
+  if(_done)
+    message(FATAL_ERROR "qs_add_schema(${target}) called twice")
+  endif()
+  set_property(TARGET "${target}" PROPERTY QS_SCHEMA ON)
+  # DEFER evaluates its arguments when the call runs: bake the name in now.
+  cmake_language(EVAL CODE "cmake_language(DEFER CALL _qs_add_schema_now [[${target}]])")
+endfunction()
+
+# Runs at the end of the directory that called qs_add_schema.
+function(_qs_add_schema_now target)
+  set(objs "${target}_qs_objects")
+  set(gen "${CMAKE_CURRENT_BINARY_DIR}/${target}_qs_schema.cpp")
+  get_target_property(_type "${target}" TYPE)
+
+  get_target_property(_ipo "${target}" INTERPROCEDURAL_OPTIMIZATION)
+  if(_ipo)
+    message(FATAL_ERROR "qs_add_schema(${target}): INTERPROCEDURAL_OPTIMIZATION (LTO) is on; "
+                        "schema-gen reads DWARF from ordinary object files, turn it off")
+  endif()
+
+  # Sources to move: everything but objects and $<TARGET_OBJECTS:...>.
+  get_target_property(_sources "${target}" SOURCES)
+  set(_move "")
+  set(_keep "")
+  foreach(_s IN LISTS _sources)
+    if(_s MATCHES "^\\$<TARGET_OBJECTS:" OR _s MATCHES "\\.(o|obj)$")
+      list(APPEND _keep "${_s}")
+    else()
+      list(APPEND _move "${_s}")
+    endif()
+  endforeach()
+  if(NOT _move)
+    message(FATAL_ERROR "qs_add_schema(${target}): ${target} has no sources")
+  endif()
+
+  add_library("${objs}" OBJECT ${_move})
+  # Compiled exactly as the target would compile them. -g comes first so that
+  # the target's own -gdwarf-N (or -g3) still decides.
+  target_compile_options("${objs}" PRIVATE -g "$<TARGET_PROPERTY:${target},COMPILE_OPTIONS>")
+  target_include_directories("${objs}" PRIVATE "$<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>")
+  target_compile_definitions("${objs}" PRIVATE "$<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>")
+  target_compile_features("${objs}" PRIVATE "$<TARGET_PROPERTY:${target},COMPILE_FEATURES>")
+  foreach(_p CXX_STANDARD CXX_STANDARD_REQUIRED CXX_EXTENSIONS C_STANDARD C_STANDARD_REQUIRED
+             C_EXTENSIONS CXX_VISIBILITY_PRESET C_VISIBILITY_PRESET VISIBILITY_INLINES_HIDDEN
+             COMPILE_FLAGS POSITION_INDEPENDENT_CODE PRECOMPILE_HEADERS
+             CXX_COMPILER_LAUNCHER C_COMPILER_LAUNCHER)
+    get_target_property(_v "${target}" ${_p})
+    if(NOT _v STREQUAL "_v-NOTFOUND")
+      set_property(TARGET "${objs}" PROPERTY ${_p} "${_v}")
+    endif()
+  endforeach()
+  if(_type MATCHES "LIBRARY")
+    set_property(TARGET "${objs}" PROPERTY POSITION_INDEPENDENT_CODE ON)
+  endif()
+
+  add_custom_command(
+    OUTPUT "${gen}"
+    COMMAND "${QS_SCHEMA_PYTHON}" "${QS_SCHEMA_GEN_SCRIPT}" -o "${gen}" "$<TARGET_OBJECTS:${objs}>"
+    DEPENDS "$<TARGET_OBJECTS:${objs}>" "${objs}" "${QS_SCHEMA_GEN_SCRIPT}"
+    COMMENT "qs schema-gen: persistent types of ${target}"
+    COMMAND_EXPAND_LISTS VERBATIM)
+  # The generated file needs only <qs/schema.hpp>.
+  set_source_files_properties("${gen}" PROPERTIES
+    GENERATED ON INCLUDE_DIRECTORIES "${_QS_SCHEMA_INCLUDE_DIR}")
+
+  set_property(TARGET "${target}" PROPERTY SOURCES ${_keep})
+  target_sources("${target}" PRIVATE "${gen}" "$<TARGET_OBJECTS:${objs}>")
+endfunction()
