@@ -1,0 +1,56 @@
+// The pieces of relocation: free frames, mapping objects, relocators.
+#include <catch2/catch.hpp>
+
+#include "frame_map.hpp"
+#include "mapping.hpp"
+
+using namespace qs::detail;
+
+TEST_CASE("frame_map hands out free runs and merges what comes back") {
+  frame_map f(100);
+  CHECK(f.take(10, 5));
+  CHECK_FALSE(f.take(12, 1));
+  CHECK_FALSE(f.is_free(9, 2));
+  CHECK(f.is_free(15, 85));
+  CHECK_FALSE(f.is_free(15, 86));
+  CHECK(f.find(10, 5) == 15u);  // [5, 10) is too short for 10 frames
+  CHECK(f.find(5, 5) == 5u);
+  CHECK(f.find(6, 5) == 15u);
+  CHECK(f.find(11, 95) == 15u);  // wraps around to the first run that fits
+  CHECK(f.free_frames() == 95);
+  f.give_back(10, 5);
+  CHECK(f.is_free(0, 100));
+  CHECK(f.take(0, 100));
+  CHECK_FALSE(f.find(1).has_value());
+  f.reset();
+  CHECK(f.free_frames() == 100);
+}
+
+TEST_CASE("mapping objects encode, decode and find runs") {
+  const std::uint32_t ps = 8192;
+  mapping_builder b;
+  b.add(0x100000 + 5 * ps, 7, 1);
+  b.add(0x100000, 3, 4);  // a large object of four pages
+  b.add(0x100000 + 5 * ps, 7, 1);
+  mapping m = b.finish();
+  REQUIRE(m.size() == 2);
+  CHECK(m[0].page == 3);
+  auto back = decode_mapping(encode_mapping(m), ps);
+  REQUIRE(back);
+  CHECK(*back == m);
+  CHECK(find_run(m, 0x100000 + 3 * ps + 17, ps)->page == 3);
+  CHECK(find_run(m, 0x100000 + 4 * ps, ps) == nullptr);
+  CHECK(find_run(m, 0x100000 + 5 * ps + 8, ps)->page == 7);
+  CHECK_FALSE(decode_mapping("abc", ps));
+  mapping overlapping{{0x100000, 1, 2}, {0x100000 + ps, 2, 1}};
+  CHECK_FALSE(decode_mapping(encode_mapping(overlapping), ps));
+}
+
+TEST_CASE("a relocator rewrites pointers into moved runs only") {
+  relocator r({{0x2000, 0x9000, 0x2000}, {0x100, 0x500, 0x100}});
+  CHECK(r.moved(0x2010) == 0x9010u);
+  CHECK(r.moved(0x3fff) == 0xafffu);
+  CHECK_FALSE(r.moved(0x4000));
+  CHECK(r.moved(0x100) == 0x500u);
+  CHECK_FALSE(r.moved(0x50));
+}
