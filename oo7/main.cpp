@@ -1,0 +1,268 @@
+// The OO7 programs oo7-qs and oo7-mem (one source, see mode.hpp): database
+// generation and the benchmark driver of OO7-SPEC 5.
+//
+//   oo7-qs gen   SIZE DIR                      generate (SIZE: tiny little small medium large, or a config file)
+//   oo7-qs bench SIZE DIR COUNT OP one|many    run OP COUNT times (OO7-SPEC 5.3)
+//   oo7-qs ops                                 list the operations
+// options: --work N (T1WW's gettimeofday calls per DoNothing), --pool PAGES
+// (qs buffer pool), --no-durable, --warm-os (keep the OS page cache of the
+// store's files), --quiet.
+//
+// In qs mode, bench is a cold run: before opening the database it flushes
+// and drops every file of the store directory from the OS page cache
+// (posix_fadvise DONTNEED), and the new process starts with an empty qs pool
+// and an empty Berkeley DB cache. Iteration 0 is cold, 1..COUNT-2 are hot.
+// In mem mode, bench generates the database in memory first (DIR is
+// ignored) and times the same iterations.
+//
+// The last line of bench is machine-readable: `RESULT key=value ...`.
+#include "oo7.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using clk = std::chrono::steady_clock;
+
+[[noreturn]] void usage() {
+  std::fprintf(stderr,
+               "usage: oo7-%s gen SIZE DIR [options]\n"
+               "       oo7-%s bench SIZE DIR COUNT OP one|many [options]\n"
+               "       oo7-%s ops\n"
+               "SIZE: tiny little small medium large, or a config file (OO7-SPEC 2.1)\n"
+               "options: --work N  --pool PAGES  --no-durable  --warm-os  --quiet\n",
+               oo7::mode_name, oo7::mode_name, oo7::mode_name);
+  std::exit(2);
+}
+
+struct Options {
+  int work = 0;
+  std::uint32_t pool = 0;
+  bool durable = true, warm_os = false, quiet = false;
+};
+
+#ifdef OO7_MODE_QS
+std::uint64_t dir_bytes(const std::string& dir, bool data_only) {
+  std::uint64_t total = 0;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n == "." || n == "..") continue;
+      if (data_only && (n.rfind("log.", 0) == 0 || n.rfind("__db", 0) == 0)) continue;
+      struct stat st{};
+      if (::stat((dir + "/" + n).c_str(), &st) == 0 && S_ISREG(st.st_mode)) total += static_cast<std::uint64_t>(st.st_size);
+    }
+    ::closedir(d);
+  }
+  return total;
+}
+
+// Flushes and drops every file of the store from the OS page cache.
+void drop_os_cache(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) throw oo7::error("cannot open directory " + dir);
+  while (dirent* e = ::readdir(d)) {
+    std::string p = dir + "/" + e->d_name;
+    struct stat st{};
+    if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    int fd = ::open(p.c_str(), O_RDONLY);
+    if (fd < 0) continue;
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+  ::closedir(d);
+}
+#endif
+
+double cpu_user() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec) + static_cast<double>(u.ru_utime.tv_usec) / 1e6;
+}
+double cpu_sys() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_stime.tv_sec) + static_cast<double>(u.ru_stime.tv_usec) / 1e6;
+}
+
+#ifdef OO7_MODE_QS
+qs::options store_options(const Options& o, std::uint32_t default_pool) {
+  qs::options q;
+  q.pool_pages = o.pool ? o.pool : default_pool;
+  q.durable = o.durable;
+  return q;
+}
+// A pool that holds the whole database with room to spare, up to 30,000
+// pages (240 MiB): qs refuses pools that could need more memory mappings
+// than vm.max_map_count (65530 by default) allows. Use --pool beyond that.
+std::uint32_t pool_for(std::uint64_t bytes) {
+  std::uint64_t pages = bytes / 8192 * 5 / 4 + 1024;
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(pages, 4096, 30000));
+}
+// What a generated database will take, roughly (for the generation pool).
+std::uint64_t estimate_bytes(const oo7::Config& c) {
+  return static_cast<std::uint64_t>(c.totalAtomicParts()) * 400 +
+         static_cast<std::uint64_t>(c.totalCompParts()) * (c.DocumentSize + 600) +
+         static_cast<std::uint64_t>(c.TotalModules) * (c.ManualSize + c.basesPerModule() * 300);
+}
+#endif
+
+int cmd_gen(const std::string& size, const std::string& dir, const Options& o) {
+  oo7::Config cfg = oo7::config_named(size);
+  oo7::Db db;
+#ifdef OO7_MODE_QS
+  {
+    auto h = qs::database::open(dir, store_options(o, pool_for(estimate_bytes(cfg))));
+    db.st.db = &h;
+    oo7::generate(db, cfg, o.quiet);
+    auto s = h.stats();
+    if (!o.quiet)
+      std::printf("  %" PRIu64 " pages written, %" PRIu64 " log bytes, commit %.1f ms\n", s.pages_written, s.log_bytes,
+                  static_cast<double>(s.commit_ns) / 1e6);
+  }  // closed: the store's files are complete
+  if (!o.quiet)
+    std::printf("Database size on disk: %.2f MB of data files (%.2f MB with the log)\n",
+                static_cast<double>(dir_bytes(dir, true)) / 1e6, static_cast<double>(dir_bytes(dir, false)) / 1e6);
+#else
+  (void)dir;
+  oo7::generate(db, cfg, o.quiet);
+#endif
+  return 0;
+}
+
+int cmd_bench(const std::string& size, const std::string& dir, int count, const std::string& op, bool many,
+              const Options& o) {
+  if (count < 1) throw oo7::error("COUNT must be at least 1");
+  auto names = oo7::op_names();
+  if (std::find(names.begin(), names.end(), op) == names.end()) throw oo7::error("unknown operation '" + op + "'");
+  oo7::Db db;
+  db.workAmount = o.work;
+  db.quiet = o.quiet;
+#ifdef OO7_MODE_QS
+  (void)size;
+  if (!o.warm_os) drop_os_cache(dir);
+  auto h = qs::database::open(dir, store_options(o, pool_for(dir_bytes(dir, true))));
+  db.st.db = &h;
+  {
+    oo7::txn setup(db.st);  // OO7-SPEC 5.2: open in a short transaction
+    db.attach();
+    setup.commit();
+  }
+#else
+  (void)dir;
+  oo7::generate(db, oo7::config_named(size), true);
+  if (op == "d") {
+    // Delete removes what Insert added in an earlier process (OO7-SPEC 4.3).
+    // A fresh in-memory database has nothing to delete: insert, untimed, as
+    // many parts as the iterations will delete.
+    oo7::txn t(db.st);
+    for (int i = 0; i < count; ++i) oo7::op_insert(db);
+    t.commit();
+  }
+  {
+    oo7::txn setup(db.st);
+    db.attach();
+    setup.commit();
+  }
+#endif
+  oo7::txn tx(db.st, false);
+  double cold_ms = 0, last_ms = 0;
+  clk::time_point hot_start{};
+  double hot_ms = -1;
+  oo7::stats_t s0 = oo7::stats_now(db.st), cold_end{};
+  long result = 0;
+  for (int i = 0; i < count; ++i) {
+    if (!o.quiet) std::printf("RUNNING OO7 BENCHMARK OPERATION %s, iteration = %d.\n", op.c_str(), i);
+    double u0 = cpu_user(), sy0 = cpu_sys();
+    auto t0 = clk::now();
+    if (i == 1) hot_start = t0;
+    if (!tx.open()) tx.begin();
+    oo7::OpResult res = oo7::run_op(db, op);
+    if (i == 0) result = res.count;
+    if (i == count - 1 || many) tx.commit();
+    auto t1 = clk::now();
+    double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    if (i == 0) {
+      cold_ms = ms;
+      cold_end = oo7::stats_now(db.st);
+    }
+    last_ms = ms;
+    double u = cpu_user() - u0, sy = cpu_sys() - sy0;
+    if (!o.quiet) {
+      std::printf("%s operation= %s, iteration= %d, elapsedTime= %.6f seconds\n", i == 0 ? "Cold" : "Hot", op.c_str(),
+                  i, ms / 1e3);
+      std::printf("%s\n", res.line.c_str());
+      std::printf("CPU time: %.6f seconds.\n(%.6f seconds user, %.6f seconds system.)\n", u + sy, u, sy);
+    }
+    if (count > 2 && i == count - 2) {
+      hot_ms = std::chrono::duration<double, std::milli>(t1 - hot_start).count() / (count - 2);
+      if (!o.quiet) std::printf("Average hot time for %d iterations: %.6f seconds\n", count - 2, hot_ms / 1e3);
+    }
+  }
+  oo7::stats_t s1 = oo7::stats_now(db.st);
+  std::printf(
+      "RESULT mode=%s op=%s count=%d xacts=%s result=%ld cold_ms=%.3f hot_ms=%.4f last_ms=%.3f "
+      "cold_read_faults=%" PRIu64 " cold_write_faults=%" PRIu64 " cold_pages_fetched=%" PRIu64
+      " read_faults=%" PRIu64 " write_faults=%" PRIu64 " pages_fetched=%" PRIu64 " pages_written=%" PRIu64
+      " evictions=%" PRIu64 " log_bytes=%" PRIu64 " commit_ms=%.3f\n",
+      oo7::mode_name, op.c_str(), count, many ? "many" : "one", result, cold_ms, hot_ms, last_ms,
+      cold_end.read_faults - s0.read_faults, cold_end.write_faults - s0.write_faults,
+      cold_end.pages_fetched - s0.pages_fetched, s1.read_faults - s0.read_faults, s1.write_faults - s0.write_faults,
+      s1.pages_fetched - s0.pages_fetched, s1.pages_written - s0.pages_written, s1.evictions - s0.evictions,
+      s1.log_bytes - s0.log_bytes, static_cast<double>(s1.commit_ns - s0.commit_ns) / 1e6);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args;
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> long {
+      if (i + 1 >= argc) usage();
+      char* end = nullptr;
+      long v = std::strtol(argv[++i], &end, 10);
+      if (!end || *end || v < 0) usage();
+      return v;
+    };
+    if (a == "--work") o.work = static_cast<int>(value());
+    else if (a == "--pool") o.pool = static_cast<std::uint32_t>(value());
+    else if (a == "--no-durable") o.durable = false;
+    else if (a == "--warm-os") o.warm_os = true;
+    else if (a == "--quiet") o.quiet = true;
+    else if (a.rfind("--", 0) == 0) usage();
+    else args.push_back(a);
+  }
+  if (args.empty()) usage();
+  try {
+    if (args[0] == "ops" && args.size() == 1) {
+      for (auto& n : oo7::op_names()) std::printf("%s\n", n.c_str());
+      return 0;
+    }
+    if (args[0] == "gen" && args.size() == 3) return cmd_gen(args[1], args[2], o);
+    if (args[0] == "bench" && args.size() == 6) {
+      if (args[5] != "one" && args[5] != "single" && args[5] != "many") usage();
+      return cmd_bench(args[1], args[2], std::atoi(args[3].c_str()), args[4], args[5] == "many", o);
+    }
+    usage();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "oo7-%s: %s\n", oo7::mode_name, e.what());
+    return 1;
+  }
+}

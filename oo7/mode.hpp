@@ -1,0 +1,279 @@
+// oo7/mode.hpp: the one place where the OO7 code meets its storage.
+//
+// The OO7 sources build in two configurations from the same files:
+//
+//   OO7_MODE_QS   persistent objects in a qs database: `new (db) T`,
+//                 `new (qs::near(p)) T`, qs::index B-trees, ACID transactions.
+//   OO7_MODE_MEM  the floor: plain new/delete, std::multimap indexes,
+//                 transactions that do nothing, no database at all.
+//
+// Everything else in oo7/ is written in the vocabulary of qs/ref.hpp and uses
+// only what this header declares:
+//
+//  * oo7::ref<T> for every persistent reference (a field or a variable), and
+//    oo7::write(r)->field = v for every update of a persistent object;
+//  * OO7_PERSISTENT(T) as a persistent class's first line;
+//  * oo7::make<T>(store, ...) to start a cluster, oo7::make_near<T>(r, ...)
+//    to place an object on r's page(s), oo7::destroy(r), oo7::make_text;
+//  * oo7::index<Key, T>, oo7::txn, oo7::root_ref<T>, oo7::stats_now.
+//
+// Invariants:
+//  * Exactly one of OO7_MODE_QS and OO7_MODE_MEM is defined.
+//  * Nothing outside this header converts between a ref and a raw address,
+//    so a software-swizzling qs::ref (a 16-byte object identifier) only needs
+//    this header adapted.
+//  * In mem mode, a store and every index opened on it live for the process;
+//    the "database" is gone when the process ends.
+#pragma once
+
+#if defined(OO7_MODE_QS) == defined(OO7_MODE_MEM)
+#error "define exactly one of OO7_MODE_QS and OO7_MODE_MEM"
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <memory_resource>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#ifdef OO7_MODE_QS
+#include <qs/qs.hpp>
+#endif
+
+namespace oo7 {
+
+// An error of the benchmark itself (bad configuration, a missing object).
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+#ifdef OO7_MODE_QS
+
+inline constexpr const char* mode_name = "qs";
+template <class T>
+using ref = qs::ref<T>;
+using qs::write;
+#define OO7_PERSISTENT(T) QS_PERSISTENT(T)
+
+// Where persistent objects go: an open qs database.
+struct store {
+  qs::database* db = nullptr;
+};
+
+template <class T, class... A>
+ref<T> make(store& s, A&&... a) {
+  return new (*s.db) T(std::forward<A>(a)...);
+}
+template <class T, class U, class... A>
+ref<T> make_near(ref<U> near, A&&... a) {
+  return new (qs::near(near)) T(std::forward<A>(a)...);
+}
+template <class T>
+void destroy(ref<T> r) {
+  delete r;
+}
+// A reference to a base class object known to be a T.
+template <class T, class U>
+ref<T> downcast(ref<U> r) {
+  return static_cast<T*>(r);
+}
+// A T object followed by `extra` more bytes, placed near `near` (or anywhere
+// when near is null). T must be trivially constructible: the object is a
+// header whose last member is a char array that the extra bytes extend. The
+// runtime sees an array of T (sizes are rounded up to a multiple of sizeof T).
+template <class T, class U>
+ref<T> make_extended(store& s, ref<U> near, std::size_t extra) {
+  static_assert(std::is_trivially_default_constructible_v<T>);
+  std::size_t n = (sizeof(T) + extra + sizeof(T) - 1) / sizeof(T);
+  const qs::type_descriptor* d = qs::detail::descriptor_of<T>();
+  void* p = near ? qs::detail::allocate_near(near, d, n * sizeof(T))
+                 : qs::detail::allocate(*s.db, d, n * sizeof(T));
+  std::memset(p, 0, n * sizeof(T));
+  return static_cast<T*>(p);
+}
+template <class T>
+void destroy_extended(ref<T> r) {
+  qs::destroy(static_cast<T*>(r));
+}
+
+// The persistent cell of a named root holding a ref<T>.
+template <class T>
+ref<T>& root_ref(store& s, const char* name) {
+  return s.db->root<ref<T>>(name);
+}
+
+// Which page an object starts on (for the layout report).
+template <class T>
+std::uint64_t page_of(ref<T> r, const store& s) {
+  return reinterpret_cast<std::uintptr_t>(static_cast<const void*>(r)) / s.db->page_size();
+}
+
+// One transaction, begun by begin() (or the constructor) and ended by
+// commit(); destroying an open one aborts it.
+class txn {
+ public:
+  explicit txn(store& s, bool begin_now = true) : s_(&s) {
+    if (begin_now) begin();
+  }
+  void begin() { t_.emplace(*s_->db); }
+  void commit() {
+    t_->commit();
+    t_.reset();
+  }
+  bool open() const { return t_.has_value(); }
+
+ private:
+  store* s_;
+  std::optional<qs::transaction> t_;
+};
+
+using stats_t = qs::statistics;
+inline stats_t stats_now(const store& s) { return s.db->stats(); }
+
+enum index_kind { unique = qs::unique, duplicates = qs::duplicates };
+
+// A B-tree index from Key (an integer or std::string) to objects of T.
+template <class Key, class T>
+class index {
+ public:
+  index(store& s, const std::string& name, index_kind kind)
+      : ix_(*s.db, name, static_cast<qs::index_kind>(kind)) {}
+  void insert(const Key& k, ref<T> r) { ix_.insert(k, r); }
+  bool erase(const Key& k, ref<T> r) { return ix_.erase(k, r); }
+  ref<T> find(const Key& k) { return ix_.find(k); }
+  // f(key, ref) for lo <= key <= hi in key order, until f returns false.
+  template <class F>
+  void range(const Key& lo, const Key& hi, F f) {
+    ix_.range(lo, hi, [&](const Key& k, T* p) { return f(k, ref<T>(p)); });
+  }
+
+ private:
+  qs::index<Key, T> ix_;
+};
+
+#else  // OO7_MODE_MEM
+
+inline constexpr const char* mode_name = "mem";
+template <class T>
+using ref = T*;
+template <class T>
+constexpr T* write(T* p) noexcept {
+  return p;
+}
+#define OO7_PERSISTENT(T)
+
+// The in-memory "database": only the named roots.
+struct store {
+  std::map<std::string, void*> roots;
+};
+
+template <class T, class... A>
+ref<T> make(store&, A&&... a) {
+  return new T(std::forward<A>(a)...);
+}
+template <class T, class U, class... A>
+ref<T> make_near(ref<U>, A&&... a) {
+  return new T(std::forward<A>(a)...);
+}
+template <class T>
+void destroy(ref<T> r) {
+  delete r;
+}
+template <class T, class U>
+ref<T> downcast(ref<U> r) {
+  return static_cast<T*>(r);
+}
+template <class T, class U>
+ref<T> make_extended(store&, ref<U>, std::size_t extra) {
+  static_assert(std::is_trivially_default_constructible_v<T>);
+  void* p = ::operator new(sizeof(T) + extra);
+  std::memset(p, 0, sizeof(T) + extra);
+  return static_cast<T*>(p);
+}
+template <class T>
+void destroy_extended(ref<T> r) {
+  ::operator delete(static_cast<void*>(r));
+}
+
+template <class T>
+ref<T>& root_ref(store& s, const char* name) {
+  void*& cell = s.roots[name];
+  return reinterpret_cast<ref<T>&>(cell);
+}
+
+template <class T>
+std::uint64_t page_of(ref<T> r, const store&) {
+  return reinterpret_cast<std::uintptr_t>(r) / 8192;
+}
+
+class txn {
+ public:
+  explicit txn(store&, bool begin_now = true) : open_(begin_now) {}
+  void begin() { open_ = true; }
+  void commit() { open_ = false; }
+  bool open() const { return open_; }
+
+ private:
+  bool open_;
+};
+
+struct stats_t {
+  std::uint64_t read_faults = 0, write_faults = 0, pages_fetched = 0, pages_written = 0, evictions = 0,
+                dirty_evictions = 0, log_bytes = 0, diff_bytes = 0, commits = 0, aborts = 0, commit_ns = 0;
+};
+inline stats_t stats_now(const store&) { return {}; }
+
+enum index_kind { unique, duplicates };
+
+// The entries live in a pool of their own, as a B-tree's would: interleaved
+// with the objects in the malloc heap they would spread the objects out and
+// make the floor slower than it is.
+template <class Key, class T>
+class index {
+ public:
+  index(store&, const std::string& name, index_kind kind) : name_(name), unique_(kind == unique) {}
+  index(const index&) = delete;
+  void insert(const Key& k, ref<T> r) {
+    auto [lo, hi] = m_.equal_range(k);
+    if (unique_ && lo != hi) throw error("index " + name_ + ": duplicate key");
+    for (auto it = lo; it != hi; ++it)
+      if (it->second == r) return;
+    m_.emplace(k, r);
+  }
+  bool erase(const Key& k, ref<T> r) {
+    auto [lo, hi] = m_.equal_range(k);
+    for (auto it = lo; it != hi; ++it)
+      if (it->second == r) {
+        m_.erase(it);
+        return true;
+      }
+    return false;
+  }
+  ref<T> find(const Key& k) {
+    auto it = m_.find(k);
+    return it == m_.end() ? nullptr : it->second;
+  }
+  template <class F>
+  void range(const Key& lo, const Key& hi, F f) {
+    for (auto it = m_.lower_bound(lo); it != m_.end() && !(hi < it->first); ++it)
+      if (!f(it->first, it->second)) break;
+  }
+
+ private:
+  std::string name_;
+  bool unique_;
+  std::pmr::unsynchronized_pool_resource pool_;
+  std::pmr::multimap<Key, ref<T>> m_{&pool_};
+};
+
+#endif
+
+}  // namespace oo7
