@@ -36,14 +36,17 @@ void* database_impl::allocate_locked(const type_descriptor* d, std::size_t bytes
   return allocate_large(type, payload);
 }
 
-page_desc* database_impl::new_page(page_kind kind) {
-  if (next_frame_ >= frames_->frames())
+page_desc* database_impl::new_page(page_kind kind, const store::page_range* at) {
+  // Page and frame numbers come from the store, which hands each out once
+  // even when other clients allocate at the same time (qs-pageserver).
+  store::page_range r = at ? *at : store_->allocate_pages(1);
+  if (r.frame >= frames_->frames())
     throw reservation_full("database " + name() + ": all " + std::to_string(frames_->frames()) +
                            " frames of the address reservation are taken");
-  page_desc* d = table_.add(next_page_++, next_frame_++);
+  page_desc* d = table_.add(r.page, r.frame);
   d->is_new = true;
   d->created_in_txn = true;
-  d->hdr = {record_magic, 0, d->frame, kind, 0, 0, 0};
+  d->hdr = {record_magic, 0, d->frame, kind, 0, 0, 0, 0};
   created_.push_back(d);
   store_->put(frame_key(d->frame), std::to_string(d->page));
   return d;
@@ -51,7 +54,7 @@ page_desc* database_impl::new_page(page_kind kind) {
 
 void* database_impl::try_allocate_on(page_desc* d, std::uint32_t type, std::uint32_t payload, std::uint32_t align) {
   if (d->hdr.kind != page_kind::small && d->state != page_state::absent) return nullptr;
-  if (d->state == page_state::absent) page_in(d);
+  make_current(d);
   if (d->hdr.kind != page_kind::small) return nullptr;
   d->referenced = true;
   if (heap_available(image(d), page_size_) < payload + sizeof(object_header)) return nullptr;
@@ -106,13 +109,15 @@ void* database_impl::allocate_large(std::uint32_t type, std::uint64_t payload) {
                            " bytes are larger than qs supports (4 GiB)");
   std::uint64_t total = sizeof(page_header) + sizeof(object_header) + payload;
   std::uint64_t n = (total + page_size_ - 1) / page_size_;
-  if (next_frame_ + n > frames_->frames())
+  store::page_range first = store_->allocate_pages(n);
+  if (first.frame + n > frames_->frames())
     throw reservation_full("database " + name() + ": an object of " + std::to_string(payload) +
                            " bytes needs " + std::to_string(n) + " contiguous frames, and the reservation has " +
-                           std::to_string(frames_->frames() - next_frame_) + " left");
+                           std::to_string(frames_->frames() - std::min(first.frame, frames_->frames())) + " left");
   page_desc* head = nullptr;
   for (std::uint64_t i = 0; i < n; ++i) {
-    page_desc* d = new_page(i == 0 ? page_kind::large_head : page_kind::large_tail);
+    store::page_range at{first.page + i, first.frame + i};
+    page_desc* d = new_page(i == 0 ? page_kind::large_head : page_kind::large_tail, &at);
     d->hdr.type = type;
     d->hdr.size = static_cast<std::uint32_t>(payload);
     d->hdr.index = static_cast<std::uint32_t>(i);
@@ -133,7 +138,7 @@ void database_impl::deallocate(void* p) {
     return std::string(buf);
   };
   if (!d) throw error("database " + name() + ": delete of " + where() + ", which is no persistent object");
-  if (d->state == page_state::absent) page_in(d);
+  make_current(d);
   std::uint32_t off = static_cast<std::uint32_t>(static_cast<std::byte*>(p) - frame_address(d));
   if (d->hdr.kind == page_kind::small) {
     if (!heap_object_at(image(d), off))

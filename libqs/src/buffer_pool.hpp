@@ -37,6 +37,12 @@ class buffer_pool {
   // resident page is pinned.
   page_desc* victim();
   void release(std::uint32_t slot);
+  // Calls f(page) for every resident page.
+  template <class F>
+  void for_each_page(F f) const {
+    for (page_desc* d : owner_)
+      if (d) f(d);
+  }
 
  private:
   pool_memory memory_;

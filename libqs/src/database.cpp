@@ -3,6 +3,7 @@
 #include "bdb_store.hpp"
 #include "database_impl.hpp"
 #include "keys.hpp"
+#include "remote_store.hpp"
 
 #include <qs/database.hpp>
 
@@ -65,45 +66,59 @@ database_impl::~database_impl() {
 }
 
 void database_impl::load_or_create(const options& opts) {
-  if (auto ps = store_->get("page_size")) {
-    page_size_ = static_cast<std::uint32_t>(std::stoul(*ps));
-    store_->set_page_size(page_size_);
-    std::uintptr_t base = number(*store_, "base");
-    std::uint64_t reservation = number(*store_, "reservation");
-    next_page_ = number(*store_, "next_page");
-    next_frame_ = number(*store_, "next_frame");
-    try {
-      frames_ = std::make_unique<frame_space>(base, reservation, page_size_, true);
-    } catch (const error& e) {
-      throw error("database " + name() + ": its address range is taken in this process (" + e.what() +
-                  "); relocating a database is not supported yet");
+  auto ps = store_->get("page_size");
+  if (!ps) {
+    // A new database: find a free place for its reservation.
+    std::uint64_t step = (opts.reservation_bytes + (std::uint64_t{1} << 40) - 1) & ~((std::uint64_t{1} << 40) - 1);
+    for (int k = 0; k < 64 && !frames_; ++k) {
+      try {
+        frames_ = std::make_unique<frame_space>(first_base + k * step, opts.reservation_bytes, page_size_, true);
+      } catch (const error&) {
+      }
     }
-    return;
-  }
-  // A new database: find a free place for its reservation.
-  std::uint64_t step = (opts.reservation_bytes + (std::uint64_t{1} << 40) - 1) & ~((std::uint64_t{1} << 40) - 1);
-  for (int k = 0; k < 64 && !frames_; ++k) {
+    if (!frames_) throw error("database " + name() + ": no free address range for its reservation");
+    // Two clients of a page server may create the database at once: the
+    // check is repeated in the transaction, and the loser of the race (a
+    // deadlock victim, or one that finds the records) loads the winner's.
+    bool created = false;
+    store_->begin();
     try {
-      frames_ = std::make_unique<frame_space>(first_base + k * step, opts.reservation_bytes, page_size_, true);
-    } catch (const error&) {
+      if (!store_->get("page_size")) {
+        store_->put("format", "qs 2");
+        store_->put("page_size", std::to_string(page_size_));
+        store_->put("base", std::to_string(reinterpret_cast<std::uintptr_t>(frames_->base())));
+        store_->put("reservation", std::to_string(opts.reservation_bytes));
+        store_->put("next_page", "1");
+        store_->put("next_frame", "0");
+        store_->commit(true);
+        created = true;
+      } else {
+        store_->abort();
+      }
+    } catch (const deadlock&) {
+      store_->abort();
+    } catch (...) {
+      store_->abort();
+      throw;
     }
+    if (created) return;
+    frames_.reset();
+    ps = store_->get("page_size");
+    if (!ps) throw store_error("database " + name() + ": creating the database failed");
   }
-  if (!frames_) throw error("database " + name() + ": no free address range for its reservation");
-  store_->begin();
+  // Format 2: 40-byte record headers with a page version.
+  if (auto f = store_->get("format"); f && *f != "qs 2")
+    throw error("database " + name() + " has format '" + *f + "'; this qs reads format 'qs 2' only");
+  page_size_ = static_cast<std::uint32_t>(std::stoul(*ps));
+  store_->set_page_size(page_size_);
+  std::uintptr_t base = number(*store_, "base");
+  std::uint64_t reservation = number(*store_, "reservation");
   try {
-    store_->put("format", "qs 1");
-    store_->put("page_size", std::to_string(page_size_));
-    store_->put("base", std::to_string(reinterpret_cast<std::uintptr_t>(frames_->base())));
-    store_->put("reservation", std::to_string(opts.reservation_bytes));
-    store_->put("next_page", "1");
-    store_->put("next_frame", "0");
-    store_->commit(true);
-  } catch (...) {
-    store_->abort();
-    throw;
+    frames_ = std::make_unique<frame_space>(base, reservation, page_size_, true);
+  } catch (const error& e) {
+    throw error("database " + name() + ": its address range is taken in this process (" + e.what() +
+                "); relocating a database is not supported yet");
   }
-  next_page_ = 1;
-  next_frame_ = 0;
 }
 
 }  // namespace qs::detail
@@ -120,7 +135,11 @@ database database::open(const std::string& path, const options& opts) {
   if (opts.reservation_bytes < std::uint64_t{opts.page_size} * 16 || opts.reservation_bytes % opts.page_size)
     throw invalid_argument("database " + path + ": the reservation must be a multiple of the page size, at least 16 pages");
   detail::check_map_budget(opts.pool_pages);
-  auto s = std::make_unique<detail::bdb_store>(path, detail::bdb_options{opts.page_size, opts.store_cache_bytes});
+  std::unique_ptr<detail::store> s;
+  if (detail::is_remote_url(path))
+    s = detail::connect_remote_store(path, opts);  // qs://host:port or qs+unix:///path: a qs-pageserver
+  else
+    s = std::make_unique<detail::bdb_store>(path, detail::bdb_options{opts.page_size, opts.store_cache_bytes});
   return database(std::make_unique<detail::database_impl>(std::move(s), opts));
 }
 

@@ -13,8 +13,11 @@
 //  * written_ lists every page made writable in the open transaction that is
 //    still resident; a page evicted while writable has had its changes
 //    written to the store transaction.
-//  * next_page_/next_frame_ are the persistent counters plus what the open
-//    transaction has taken; they go back to txn_next_* on abort.
+//  * Page and frame numbers come from store::allocate_pages.
+//  * With a shared store, a page kept resident from an earlier transaction is
+//    `stale` from begin() until it is revalidated (make_current): its frame
+//    is inaccessible, so the program's first touch faults, and the runtime
+//    calls make_current before reading its image itself.
 #pragma once
 
 #include "buffer_pool.hpp"
@@ -88,6 +91,13 @@ class database_impl final : public fault_target {
   page_desc* find_frame(std::uint64_t frame);
   page_desc* find_page_of(const void* p);
   void page_in(page_desc* d);
+  // Brings d's image up to date for the open transaction: faults it in when
+  // absent, revalidates it with the store when stale.
+  void make_current(page_desc* d);
+  void revalidate(page_desc* d);
+  // Checks a record read from the store for d (magic, checksum, frame) and
+  // takes its header; throws qs::corrupt_page.
+  void accept_record(page_desc* d, const record_header& h, std::byte* img);
   void make_writable(page_desc* d);
   void evict(page_desc* d);
   // Forgets a resident page's image without writing it.
@@ -103,7 +113,8 @@ class database_impl final : public fault_target {
   void for_each_word(const page_desc* d, const std::byte* img, F f);
 
   // allocator.cpp
-  page_desc* new_page(page_kind kind);
+  // A new page; its numbers from the store, or `at` when given.
+  page_desc* new_page(page_kind kind, const store::page_range* at = nullptr);
   void* allocate_small(std::uint32_t type, std::uint32_t payload, std::uint32_t align, const void* near_object);
   void* allocate_large(std::uint32_t type, std::uint64_t payload);
   void* try_allocate_on(page_desc* d, std::uint32_t type, std::uint32_t payload, std::uint32_t align);
@@ -117,7 +128,6 @@ class database_impl final : public fault_target {
   void require_transaction(const char* what) const;
 
   void load_or_create(const options& opts);
-  void put_counter(const char* key, std::uint64_t v);
 
   std::unique_ptr<store> store_;
   std::uint32_t page_size_;
@@ -134,8 +144,6 @@ class database_impl final : public fault_target {
   std::vector<page_desc*> created_;  // pages created by the open transaction
   std::set<page_desc*> logged_;      // pages written to the store transaction
   std::set<page_desc*> suspect_;     // evicted holding a non-persistent pointer
-  std::uint64_t next_page_ = 1, next_frame_ = 0;
-  std::uint64_t txn_next_page_ = 1, txn_next_frame_ = 0;
   std::uint64_t txn_log_start_ = 0;
 
   // Allocator state: the page new objects go to, and pages with room.
@@ -190,6 +198,11 @@ void database_impl::for_each_word(const page_desc* d, const std::byte* img, F f)
   };
   auto layout_or_throw = [&](std::uint32_t type) -> const type_layout& {
     const type_layout* l = schema_.layout(type);
+    if (!l && store_->shared()) {
+      // Another client may have added the type since the schema was loaded.
+      schema_.load();
+      l = schema_.layout(type);
+    }
     if (!l)
       throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) +
                                       " holds an object of unknown type index " + std::to_string(type));

@@ -21,6 +21,7 @@
 // Invariants:
 //  * object headers and payloads are 8-byte aligned; payload sizes are
 //    multiples of 8.
+//  * record_header::version grows with every write of the record.
 //  * record_header::checksum is the CRC-32C of the record header (with the
 //    checksum field zero) followed by the image; it is checked on every read.
 #pragma once
@@ -43,8 +44,12 @@ struct record_header {
   std::uint32_t type;        // large objects: the object's type index
   std::uint32_t size;        // large objects: the object's payload bytes
   std::uint32_t index;       // large objects: this page's index in the object
+  // Bumped by every write of the record (covered by the checksum): a client
+  // that caches pages across transactions of a shared store (qs-pageserver)
+  // revalidates its copy by this number instead of fetching the page again.
+  std::uint64_t version;
 };
-static_assert(sizeof(record_header) == 32);
+static_assert(sizeof(record_header) == 40);
 
 struct page_header {
   std::uint32_t magic;

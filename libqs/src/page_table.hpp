@@ -41,6 +41,9 @@ struct page_desc {
   int pins = 0;
   record_header hdr{};
   bool has_before = false;
+  // Shared stores: resident from an earlier transaction and not yet
+  // revalidated in this one (its frame is inaccessible meanwhile).
+  bool stale = false;
 };
 
 class page_table {

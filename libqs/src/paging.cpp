@@ -29,7 +29,7 @@ void database_impl::on_fault(void* address, bool write) {
   lock_scope g(*this);
   std::uint64_t frame = frames_->frame_of(address);
   page_desc* d = table_.by_frame(frame);
-  if (d && (d->state == page_state::writable || (d->state == page_state::readable && !write))) return;
+  if (d && !d->stale && (d->state == page_state::writable || (d->state == page_state::readable && !write))) return;
   if (!d) d = find_frame(frame);
   if (!d) invalid_persistent_pointer(address, ("no page of database " + name() + " is at this address").c_str());
   if (!txn_open_)
@@ -39,6 +39,9 @@ void database_impl::on_fault(void* address, bool write) {
   if (d->state == page_state::absent) {
     ++stats_.read_faults;
     page_in(d);
+  } else if (d->stale) {
+    ++stats_.read_faults;
+    revalidate(d);
   }
   if (write && d->state != page_state::writable) {
     ++stats_.write_faults;
@@ -95,20 +98,7 @@ void database_impl::page_in(page_desc* d) {
     if (!store_->read_page(d->page, h, img))
       throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) + " at frame " +
                                       std::to_string(d->frame) + " has no record in the store");
-    if (h.magic != record_magic)
-      throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) +
-                                      " has a damaged record header");
-    std::uint32_t sum = record_checksum(h, img, page_size_);
-    if (sum != h.checksum)
-      throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) +
-                                      " failed its checksum (stored " + hex(h.checksum) + ", computed " +
-                                      hex(sum) + "); the page is not used");
-    if (h.frame != d->frame)
-      throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) + " says frame " +
-                                      std::to_string(h.frame) + " but was found at frame " +
-                                      std::to_string(d->frame));
-    d->hdr = h;
-    fix_vptrs(d, img);
+    accept_record(d, h, img);
   } catch (...) {
     pool_->release(slot);
     throw;
@@ -117,6 +107,52 @@ void database_impl::page_in(page_desc* d) {
   d->slot = static_cast<std::int32_t>(slot);
   frames_->map(d->frame, pool_->memory(), slot, false);
   d->state = page_state::readable;
+}
+
+void database_impl::make_current(page_desc* d) {
+  if (d->state == page_state::absent) page_in(d);
+  else if (d->stale) revalidate(d);
+}
+
+void database_impl::revalidate(page_desc* d) {
+  // The page is resident (readable, its frame inaccessible) from an earlier
+  // transaction; the store resends it only if another client changed it.
+  record_header h;
+  try {
+    switch (store_->read_page_if_changed(d->page, d->hdr.version, h, image(d))) {
+      case store::page_read::absent:
+        throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) + " at frame " +
+                                        std::to_string(d->frame) + " has no record in the store any more");
+      case store::page_read::unchanged:
+        break;
+      case store::page_read::read:
+        accept_record(d, h, image(d));
+        ++stats_.pages_fetched;
+        break;
+    }
+  } catch (...) {
+    evict_clean(d);  // the cached image is no good now
+    throw;
+  }
+  d->stale = false;
+  frames_->protect(d->frame, false);
+}
+
+void database_impl::accept_record(page_desc* d, const record_header& h, std::byte* img) {
+  if (h.magic != record_magic)
+    throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) +
+                                    " has a damaged record header");
+  std::uint32_t sum = record_checksum(h, img, page_size_);
+  if (sum != h.checksum)
+    throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) +
+                                    " failed its checksum (stored " + hex(h.checksum) + ", computed " +
+                                    hex(sum) + "); the page is not used");
+  if (h.frame != d->frame)
+    throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) + " says frame " +
+                                    std::to_string(h.frame) + " but was found at frame " +
+                                    std::to_string(d->frame));
+  d->hdr = h;
+  fix_vptrs(d, img);
 }
 
 void database_impl::make_writable(page_desc* d) {
@@ -133,6 +169,7 @@ void database_impl::write_back(page_desc* d) {
   if (d->hdr.kind == page_kind::small && free_space_dirty_.count(d->page)) note_free_space(d);
   d->hdr.magic = record_magic;
   d->hdr.frame = d->frame;
+  ++d->hdr.version;  // clients caching the page see that it changed
   if (d->is_new || d->rewritten || !d->has_before) {
     d->hdr.checksum = record_checksum(d->hdr, img, page_size_);
     store_->put_page(d->page, d->hdr, img);
@@ -153,17 +190,25 @@ void database_impl::write_back(page_desc* d) {
 
 void database_impl::evict(page_desc* d) {
   ++stats_.evictions;
+  // The frame goes first: once unmapped, no other thread can still be
+  // writing to the page while its changes are diffed from the pool's copy.
+  frames_->unmap(d->frame);
   if (d->state == page_state::writable) {
     ++stats_.dirty_evictions;
     if (!check_pointers(d, false)) suspect_.insert(d);
-    write_back(d);
+    try {
+      write_back(d);
+    } catch (...) {
+      frames_->map(d->frame, pool_->memory(), static_cast<std::uint32_t>(d->slot), true);
+      throw;
+    }
     d->has_before = false;
     written_.erase(std::find(written_.begin(), written_.end(), d));
   }
-  frames_->unmap(d->frame);
   pool_->release(static_cast<std::uint32_t>(d->slot));
   d->slot = -1;
   d->state = page_state::absent;
+  d->stale = false;
 }
 
 void database_impl::evict_clean(page_desc* d) {
@@ -172,6 +217,7 @@ void database_impl::evict_clean(page_desc* d) {
   d->slot = -1;
   d->state = page_state::absent;
   d->has_before = false;
+  d->stale = false;
 }
 
 void database_impl::drop(page_desc* d) {

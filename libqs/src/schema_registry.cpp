@@ -169,6 +169,19 @@ std::uint32_t schema_registry::index_of(const type_descriptor* d) {
 std::uint32_t schema_registry::add(const type_descriptor* d) {
   if (!store_.in_transaction())
     throw no_transaction(std::string("allocating an object of type ") + d->name + " needs a transaction");
+  if (store_.shared()) {
+    // Other clients add types too: read the stored schema again inside this
+    // transaction (the server's locks on what it read make two concurrent
+    // additions serialize), and take the type if it was added meanwhile.
+    load();
+    auto n = by_name_.find(d->name);
+    if (n != by_name_.end()) {
+      check(layouts_[n->second], d);
+      layouts_[n->second].program = d;
+      by_desc_[d] = n->second;
+      return n->second;
+    }
+  }
   std::uint32_t index = static_cast<std::uint32_t>(std::max<std::size_t>(layouts_.size(), first_stored_type));
   type_layout l = layout_of(d);
   store_.put(std::string("t:") + d->name, serialize(l, index));

@@ -10,6 +10,12 @@
 // made between begin() and commit()/abort() belongs to one store transaction:
 // it commits atomically or not at all. Calls made with no transaction open are
 // reads, or writes that commit on their own.
+//
+// A store is `shared` when other clients may change it between this client's
+// transactions (qs-pageserver): the runtime then revalidates the pages it
+// keeps cached (read_page_if_changed) before using them in a new transaction.
+// Page and frame numbers come from allocate_pages, which never hands the same
+// number out twice, whichever client asks.
 #pragma once
 
 #include "page_format.hpp"
@@ -49,6 +55,25 @@ class store {
   virtual void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
                           std::span<const byte_range> ranges) = 0;
   virtual void delete_page(std::uint64_t page) = 0;
+  // What read_page_if_changed found.
+  enum class page_read { absent, unchanged, read };
+  // Like read_page, unless the stored record's version is `version`: then
+  // nothing is read (a remote store does not resend the page).
+  virtual page_read read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h,
+                                         std::byte* image) {
+    (void)version;
+    return read_page(page, h, image) ? page_read::read : page_read::absent;
+  }
+  // Hands out n new pages on n contiguous frames: returns the first page and
+  // the first frame. Inside a transaction; an embedded store takes them back
+  // on abort, a shared one may leave a hole.
+  struct page_range {
+    std::uint64_t page;
+    std::uint64_t frame;
+  };
+  virtual page_range allocate_pages(std::uint64_t n) = 0;
+  // Whether other clients share the store (see above).
+  virtual bool shared() const { return false; }
   // Takes the page's exclusive lock ahead of a write (a no-op where the store
   // has a single client).
   virtual void lock_for_write(std::uint64_t page) = 0;

@@ -6,7 +6,13 @@
 #include <qs/pause_point.hpp>
 #include <qs/transaction.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -22,9 +28,18 @@ void database_impl::begin() {
   if (txn_open_) throw error("database " + name() + ": a transaction is already open on this handle");
   store_->begin();
   txn_open_ = true;
-  txn_next_page_ = next_page_;
-  txn_next_frame_ = next_frame_;
   txn_log_start_ = store_->log_position();
+  if (store_->shared()) {
+    // Other clients may have changed the cached pages since the last
+    // transaction: each is revalidated when first touched (make_current).
+    // One mprotect over the reservation revokes access to all of them.
+    bool any = false;
+    pool_->for_each_page([&](page_desc* d) {
+      d->stale = true;
+      any = true;
+    });
+    if (any) frames_->revoke_all();
+  }
 }
 
 bool database_impl::check_pointers(page_desc* d, bool throw_on_violation) {
@@ -54,7 +69,7 @@ void database_impl::commit() {
     for (page_desc* d : written_) check_pointers(d, true);
     for (page_desc* d : std::vector<page_desc*>(suspect_.begin(), suspect_.end())) {
       // Evicted holding a non-persistent pointer: look again.
-      if (d->state == page_state::absent) page_in(d);
+      make_current(d);
       check_pointers(d, true);
     }
     for (std::size_t i = 0; i < written_.size(); ++i) {
@@ -71,8 +86,6 @@ void database_impl::commit() {
         ++stats_.pages_written;
       }
     }
-    if (next_page_ != txn_next_page_) put_counter("next_page", next_page_);
-    if (next_frame_ != txn_next_frame_) put_counter("next_frame", next_frame_);
     pause_point("commit.before_store_commit");
     store_->commit(durable_);
     pause_point("commit.after_store_commit");
@@ -126,8 +139,6 @@ void database_impl::abort_locked() {
   suspect_.clear();
   free_space_dirty_.clear();
   txn_open_ = false;
-  next_page_ = txn_next_page_;
-  next_frame_ = txn_next_frame_;
   current_page_ = 0;
   roots_.clear();
   schema_.abort();
@@ -135,8 +146,6 @@ void database_impl::abort_locked() {
   store_->abort();
   load_free_space();
 }
-
-void database_impl::put_counter(const char* key, std::uint64_t v) { store_->put(key, std::to_string(v)); }
 
 namespace {
 std::atomic<transaction*> current_txn{nullptr};
@@ -183,5 +192,25 @@ void transaction::abort() {
 }
 
 transaction* transaction::current() noexcept { return detail::current_txn.load(); }
+
+void database::run(const std::function<void()>& body, int attempts) {
+  if (attempts < 1) throw invalid_argument("database " + path() + ": run needs at least one attempt");
+  std::minstd_rand rng(static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                       static_cast<unsigned>(::getpid()));
+  for (int attempt = 1;; ++attempt) {
+    try {
+      transaction tx(*this);
+      body();
+      tx.commit();
+      return;
+    } catch (const deadlock&) {
+      // The transaction has been aborted (by the commit, or by tx's
+      // destructor). Wait a little, longer after each loss, and retry.
+      if (attempt >= attempts) throw;
+      int cap_us = 200 << std::min(attempt, 7);
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % cap_us));
+    }
+  }
+}
 
 }  // namespace qs

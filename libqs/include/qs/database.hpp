@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,6 +49,9 @@ struct options {
   std::uint64_t reservation_bytes = std::uint64_t{64} << 30;
   // Berkeley DB cache size.
   std::uint64_t store_cache_bytes = std::uint64_t{64} << 20;
+  // The shared secret of a qs-pageserver reached over TCP (qs://host:port).
+  // When empty, the environment variable QS_SECRET gives it.
+  std::string server_secret;
 };
 
 // Counters, cumulative since the database was opened.
@@ -68,8 +72,18 @@ struct statistics {
 class database {
  public:
   // Opens (creating when absent) the embedded database in directory `path`,
-  // running Berkeley DB recovery.
+  // running Berkeley DB recovery; or, when path is "qs://host:port" or
+  // "qs+unix:///path/to/socket", the database served by that qs-pageserver.
   static database open(const std::string& path, const options& opts = {});
+
+  // Runs `body` in a transaction of its own and commits it. When the
+  // transaction is chosen as a deadlock victim (qs::deadlock, from body or
+  // from the commit), it is aborted and body runs again, after a short random
+  // wait, up to `attempts` runs in all; then the deadlock is rethrown. Other
+  // exceptions abort and propagate at once. Everything body did to persistent
+  // data is undone by an abort; body must not depend on transient effects of
+  // an earlier run.
+  void run(const std::function<void()>& body, int attempts = 50);
 
   database(database&&) noexcept;
   database& operator=(database&&) noexcept;

@@ -82,6 +82,10 @@ void frame_space::protect(std::uint64_t f, bool writable) {
     fail("qs: protecting frame " + std::to_string(f));
 }
 
+void frame_space::revoke_all() {
+  if (::mprotect(base_, bytes_, PROT_NONE) != 0) fail("qs: revoking access to the frames");
+}
+
 void frame_space::unmap(std::uint64_t f) {
   void* p = ::mmap(frame_address(f), page_size_, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);

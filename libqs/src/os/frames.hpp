@@ -70,6 +70,9 @@ class frame_space {
   void protect(std::uint64_t f, bool writable);
   // Returns frame f to the reserved state.
   void unmap(std::uint64_t f);
+  // Makes every frame inaccessible, keeping the mappings (one system call);
+  // protect() gives a frame its access back.
+  void revoke_all();
 
  private:
   std::byte* base_ = nullptr;

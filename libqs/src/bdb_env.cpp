@@ -1,0 +1,302 @@
+// The Berkeley DB environment shared by the transactions of one database
+// directory (see bdb_env.hpp).
+#include "bdb_env.hpp"
+
+#include <qs/error.hpp>
+
+#include <db_cxx.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+namespace qs::detail {
+namespace {
+
+struct page_key {
+  unsigned char bytes[8];
+  explicit page_key(std::uint64_t page) {
+    for (int i = 7; i >= 0; --i, page >>= 8) bytes[i] = static_cast<unsigned char>(page);
+  }
+};
+
+Dbt dbt(std::string_view s) { return Dbt(const_cast<char*>(s.data()), static_cast<std::uint32_t>(s.size())); }
+
+}  // namespace
+
+void bdb_env::check(int rc, const std::string& what) const {
+  if (rc == 0) return;
+  std::string msg = "database " + dir_ + ": " + what + ": " + db_strerror(rc);
+  if (rc == DB_LOCK_DEADLOCK || rc == DB_LOCK_NOTGRANTED) throw deadlock(msg);
+  throw store_error(msg);
+}
+
+bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes) : dir_(dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw store_error("database " + dir + ": cannot create the directory: " + ec.message());
+  try {
+    env_ = std::make_unique<DbEnv>(DB_CXX_NO_EXCEPTIONS);
+    env_->set_errpfx("qs");
+    check(env_->set_cachesize(static_cast<std::uint32_t>(cache_bytes >> 30),
+                              static_cast<std::uint32_t>(cache_bytes & ((1u << 30) - 1)), 1),
+          "set_cachesize");
+    check(env_->set_lk_max_locks(200000), "set_lk_max_locks");
+    check(env_->set_lk_max_objects(200000), "set_lk_max_objects");
+    check(env_->set_lk_max_lockers(20000), "set_lk_max_lockers");
+    check(env_->set_lg_bsize(8u << 20), "set_lg_bsize");
+    check(env_->set_lg_max(64u << 20), "set_lg_max");
+    check(env_->set_lk_detect(DB_LOCK_DEFAULT), "set_lk_detect");
+    check(env_->open(dir.c_str(),
+                     DB_CREATE | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL | DB_RECOVER |
+                         DB_THREAD | DB_PRIVATE,
+                     0600),
+          "open environment");
+    check(env_->log_set_config(DB_LOG_AUTO_REMOVE, 1), "log_set_config");
+    check(env_->get_lg_max(&log_file_max_), "get_lg_max");
+
+    pages_ = std::make_unique<Db>(env_.get(), DB_CXX_NO_EXCEPTIONS);
+    // 64 KiB B-tree pages keep records of up to 16 KiB on-page, where a
+    // partial put is logged as the changed bytes only.
+    check(pages_->set_pagesize(65536), "set_pagesize");
+    check(pages_->open(nullptr, "pages.db", nullptr, DB_BTREE, DB_CREATE | DB_AUTO_COMMIT | DB_THREAD, 0600),
+          "open pages.db");
+    meta_ = std::make_unique<Db>(env_.get(), DB_CXX_NO_EXCEPTIONS);
+    check(meta_->open(nullptr, "meta.db", nullptr, DB_BTREE, DB_CREATE | DB_AUTO_COMMIT | DB_THREAD, 0600),
+          "open meta.db");
+  } catch (...) {
+    if (meta_) meta_->close(0);
+    if (pages_) pages_->close(0);
+    if (env_) env_->close(0);
+    throw;
+  }
+}
+
+bdb_env::~bdb_env() {
+  for (auto& i : indexes_) i->db->close(0);
+  meta_->close(0);
+  pages_->close(0);
+  env_->txn_checkpoint(0, 0, 0);
+  env_->close(0);
+}
+
+DbTxn* bdb_env::begin() {
+  DbTxn* t = nullptr;
+  check(env_->txn_begin(nullptr, &t, 0), "begin transaction");
+  return t;
+}
+
+void bdb_env::commit(DbTxn* t, bool durable) {
+  check(t->commit(durable ? DB_TXN_SYNC : DB_TXN_WRITE_NOSYNC), "commit");
+  // Bounds recovery time and lets old log files be removed.
+  env_->txn_checkpoint(16 * 1024, 0, 0);
+}
+
+void bdb_env::abort(DbTxn* t) { check(t->abort(), "abort"); }
+
+std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std::uint32_t cap,
+                                   std::uint32_t flags, bool part) {
+  page_key pk(page);
+  Dbt key(pk.bytes, sizeof pk.bytes);
+  Dbt data;
+  data.set_data(buf);
+  data.set_ulen(cap);
+  data.set_flags(DB_DBT_USERMEM | (part ? DB_DBT_PARTIAL : 0));
+  if (part) {
+    data.set_doff(0);
+    data.set_dlen(cap);
+  }
+  int rc = pages_->get(t, &key, &data, flags);
+  if (rc == DB_NOTFOUND) return 0;
+  if (rc == DB_BUFFER_SMALL)
+    throw corrupt_page(page, "database " + dir_ + ": page " + std::to_string(page) + " record has " +
+                                 std::to_string(data.get_size()) + " bytes, more than the " + std::to_string(cap) +
+                                 " expected");
+  check(rc, "read page " + std::to_string(page));
+  return data.get_size();
+}
+
+void bdb_env::put_record(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len) {
+  page_key pk(page);
+  Dbt key(pk.bytes, sizeof pk.bytes);
+  Dbt data(const_cast<void*>(rec), len);
+  check(pages_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write page " + std::to_string(page));
+}
+
+void bdb_env::put_record_part(DbTxn* t, std::uint64_t page, std::uint32_t offset, const void* p,
+                              std::uint32_t len) {
+  page_key pk(page);
+  Dbt key(pk.bytes, sizeof pk.bytes);
+  Dbt data(const_cast<void*>(p), len);
+  data.set_flags(DB_DBT_PARTIAL);
+  data.set_doff(offset);
+  data.set_dlen(len);
+  check(pages_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write page " + std::to_string(page));
+}
+
+void bdb_env::delete_record(DbTxn* t, std::uint64_t page) {
+  page_key pk(page);
+  Dbt key(pk.bytes, sizeof pk.bytes);
+  int rc = pages_->del(t, &key, t ? 0 : DB_AUTO_COMMIT);
+  if (rc == DB_NOTFOUND) return;
+  check(rc, "delete page " + std::to_string(page));
+}
+
+std::optional<std::string> bdb_env::get(DbTxn* t, std::string_view k, std::uint32_t flags) {
+  Dbt key = dbt(k);
+  Dbt data;
+  data.set_flags(DB_DBT_MALLOC);
+  int rc = meta_->get(t, &key, &data, flags);
+  if (rc == DB_NOTFOUND) return std::nullopt;
+  check(rc, "read metadata");
+  std::string v(static_cast<const char*>(data.get_data()), data.get_size());
+  std::free(data.get_data());
+  return v;
+}
+
+void bdb_env::put(DbTxn* t, std::string_view k, std::string_view v) {
+  Dbt key = dbt(k), data = dbt(v);
+  check(meta_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write metadata");
+}
+
+void bdb_env::del(DbTxn* t, std::string_view k) {
+  Dbt key = dbt(k);
+  int rc = meta_->del(t, &key, t ? 0 : DB_AUTO_COMMIT);
+  if (rc == DB_NOTFOUND) return;
+  check(rc, "delete metadata");
+}
+
+void bdb_env::scan(DbTxn* t, std::string_view prefix,
+                   const std::function<void(std::string_view, std::string_view)>& f, std::uint32_t flags) {
+  Dbc* cursor = nullptr;
+  check(meta_->cursor(t, &cursor, flags), "open cursor");
+  Dbt key, data;
+  key.set_flags(DB_DBT_REALLOC);
+  data.set_flags(DB_DBT_REALLOC);
+  key.set_data(std::malloc(prefix.size() ? prefix.size() : 1));
+  std::memcpy(key.get_data(), prefix.data(), prefix.size());
+  key.set_size(static_cast<std::uint32_t>(prefix.size()));
+  int rc = cursor->get(&key, &data, DB_SET_RANGE);
+  std::vector<std::pair<std::string, std::string>> found;
+  while (rc == 0) {
+    std::string_view k(static_cast<const char*>(key.get_data()), key.get_size());
+    if (k.substr(0, prefix.size()) != prefix) break;
+    found.emplace_back(std::string(k), std::string(static_cast<const char*>(data.get_data()), data.get_size()));
+    rc = cursor->get(&key, &data, DB_NEXT);
+  }
+  std::free(key.get_data());
+  std::free(data.get_data());
+  cursor->close();
+  if (rc != 0 && rc != DB_NOTFOUND) check(rc, "scan metadata");
+  for (auto& [k, v] : found) f(k, v);
+}
+
+bdb_env::index_db& bdb_env::index_at(std::uint32_t i) {
+  std::lock_guard<std::mutex> g(index_mutex_);
+  if (i >= indexes_.size())
+    throw invalid_argument("database " + dir_ + ": no index number " + std::to_string(i) + " is open");
+  return *indexes_[i];
+}
+
+std::uint32_t bdb_env::open_index(DbTxn* t, const std::string& name, bool unique) {
+  std::lock_guard<std::mutex> g(index_mutex_);
+  for (std::uint32_t i = 0; i < indexes_.size(); ++i)
+    if (indexes_[i]->name == name) {
+      if (indexes_[i]->unique != unique)
+        throw invalid_argument("database " + dir_ + ": index " + name + " was opened " +
+                               (indexes_[i]->unique ? "unique" : "non-unique") + " before");
+      return i;
+    }
+  if (name.empty() || name.size() > 200)
+    throw invalid_argument("database " + dir_ + ": an index name has 1 to 200 characters");
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-')
+      throw invalid_argument("database " + dir_ + ": index name '" + name +
+                             "' may hold letters, digits, _ and - only");
+  auto db = std::make_unique<Db>(env_.get(), DB_CXX_NO_EXCEPTIONS);
+  if (!unique) check(db->set_flags(DB_DUP | DB_DUPSORT), "set_flags");
+  std::string file = "index." + name + ".db";
+  // An index created inside a transaction exists only if it commits; opened
+  // outside, it is created in a transaction of its own.
+  int rc = db->open(t, file.c_str(), nullptr, DB_BTREE, DB_CREATE | DB_THREAD | (t ? 0 : DB_AUTO_COMMIT), 0600);
+  if (rc == EINVAL) {
+    db->close(0);
+    throw invalid_argument("database " + dir_ + ": index " + name + " exists " + (unique ? "with" : "without") +
+                           " duplicate keys");
+  }
+  if (rc != 0) db->close(0);
+  check(rc, "open index " + name);
+  indexes_.push_back(std::make_unique<index_db>(index_db{name, unique, std::move(db)}));
+  return static_cast<std::uint32_t>(indexes_.size() - 1);
+}
+
+bool bdb_env::index_insert(DbTxn* t, std::uint32_t index, std::string_view k, std::string_view v) {
+  auto& ix = index_at(index);
+  Dbt key = dbt(k), data = dbt(v);
+  int rc = ix.db->put(t, &key, &data, (ix.unique ? DB_NOOVERWRITE : DB_NODUPDATA) | (t ? 0 : DB_AUTO_COMMIT));
+  if (rc == DB_KEYEXIST) return !ix.unique;  // a non-unique index already had this exact entry
+  check(rc, "insert into index " + ix.name);
+  return true;
+}
+
+bool bdb_env::index_erase(DbTxn* t, std::uint32_t index, std::string_view k, std::string_view v) {
+  auto& ix = index_at(index);
+  Dbc* cursor = nullptr;
+  check(ix.db->cursor(t, &cursor, 0), "open cursor");
+  Dbt key = dbt(k), data = dbt(v);
+  int rc = cursor->get(&key, &data, DB_GET_BOTH);
+  if (rc == 0) rc = cursor->del(0);
+  cursor->close();
+  if (rc == DB_NOTFOUND) return false;
+  check(rc, "erase from index " + ix.name);
+  return true;
+}
+
+void bdb_env::index_scan(DbTxn* t, std::uint32_t index, std::string_view lo, std::string_view hi,
+                         const std::function<bool(std::string_view, std::string_view)>& f) {
+  auto& ix = index_at(index);
+  Dbc* cursor = nullptr;
+  check(ix.db->cursor(t, &cursor, 0), "open cursor");
+  Dbt key, data;
+  key.set_flags(DB_DBT_REALLOC);
+  data.set_flags(DB_DBT_REALLOC);
+  key.set_data(std::malloc(lo.size() ? lo.size() : 1));
+  std::memcpy(key.get_data(), lo.data(), lo.size());
+  key.set_size(static_cast<std::uint32_t>(lo.size()));
+  std::vector<std::pair<std::string, std::string>> found;
+  int rc = cursor->get(&key, &data, DB_SET_RANGE);
+  // Entries are collected first, then handed out: f may use the store.
+  while (rc == 0) {
+    std::string_view k(static_cast<const char*>(key.get_data()), key.get_size());
+    if (k > hi) break;
+    found.emplace_back(std::string(k), std::string(static_cast<const char*>(data.get_data()), data.get_size()));
+    if (found.size() >= 4096) {
+      bool more = true;
+      for (auto& [a, b] : found)
+        if (!(more = f(a, b))) break;
+      found.clear();
+      if (!more) {
+        rc = DB_NOTFOUND;
+        break;
+      }
+    }
+    rc = cursor->get(&key, &data, DB_NEXT);
+  }
+  std::free(key.get_data());
+  std::free(data.get_data());
+  cursor->close();
+  if (rc != 0 && rc != DB_NOTFOUND) check(rc, "scan index " + ix.name);
+  for (auto& [a, b] : found)
+    if (!f(a, b)) break;
+}
+
+std::uint64_t bdb_env::log_position() {
+  DB_LOG_STAT* st = nullptr;
+  check(env_->log_stat(&st, 0), "log_stat");
+  std::uint64_t pos = std::uint64_t{st->st_cur_file} * log_file_max_ + st->st_cur_offset;
+  std::free(st);
+  return pos;
+}
+
+}  // namespace qs::detail

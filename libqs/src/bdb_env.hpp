@@ -1,0 +1,103 @@
+// bdb_env.hpp: one Berkeley DB transactional environment and its databases,
+// shared by every transaction that uses it.
+//
+// The embedded store (bdb_store) opens one for its single client;
+// qs-pageserver opens one and runs a Berkeley DB transaction per client
+// session on it. Every operation takes the transaction it belongs to
+// explicitly (nullptr: no transaction; writes then commit on their own), so
+// that any number of transactions can use the environment from their own
+// threads (DB_THREAD).
+//
+// Page records are in the B-tree `pages.db`, keyed by big-endian page number;
+// metadata in the B-tree `meta.db`. Each index is a B-tree of its own,
+// `index.<name>.db`, with sorted duplicates unless it is unique; index handles
+// live as long as the environment and are numbered in the order opened.
+//
+// Partial page updates are Berkeley DB partial puts; Berkeley DB logs only
+// the bytes between the first and last changed byte of each put, as long as
+// a record fits on a B-tree page (64 KiB B-tree pages keep records of up to
+// 16 KiB on-page).
+//
+// Errors throw qs::store_error naming the directory (qs::deadlock when Berkeley
+// DB chose the transaction as a deadlock victim).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+class DbEnv;
+class Db;
+class DbTxn;
+
+namespace qs::detail {
+
+struct bdb_options {
+  std::uint32_t page_size;
+  std::uint64_t cache_bytes;
+};
+
+class bdb_env {
+ public:
+  // Opens (creating when absent) the environment in `dir`, running recovery.
+  bdb_env(const std::string& dir, std::uint64_t cache_bytes);
+  ~bdb_env();
+  bdb_env(const bdb_env&) = delete;
+  bdb_env& operator=(const bdb_env&) = delete;
+
+  DbTxn* begin();
+  void commit(DbTxn* t, bool durable);
+  void abort(DbTxn* t);
+
+  // Reads the record of `page` into buf (capacity cap bytes); returns its size,
+  // or 0 when there is none. `flags` are Berkeley DB get flags (e.g.
+  // DB_READ_COMMITTED). With `part` set, reads only its first `cap` bytes.
+  std::uint32_t read_record(DbTxn* t, std::uint64_t page, void* buf, std::uint32_t cap, std::uint32_t flags = 0,
+                            bool part = false);
+  void put_record(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len);
+  // Overwrites bytes [offset, offset + len) of the record.
+  void put_record_part(DbTxn* t, std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len);
+  void delete_record(DbTxn* t, std::uint64_t page);
+
+  std::optional<std::string> get(DbTxn* t, std::string_view key, std::uint32_t flags = 0);
+  void put(DbTxn* t, std::string_view key, std::string_view value);
+  void del(DbTxn* t, std::string_view key);
+  void scan(DbTxn* t, std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f,
+            std::uint32_t flags = 0);
+
+  // Opens an index in transaction t (nullptr: in one of its own).
+  std::uint32_t open_index(DbTxn* t, const std::string& name, bool unique);
+  bool index_insert(DbTxn* t, std::uint32_t index, std::string_view key, std::string_view value);
+  bool index_erase(DbTxn* t, std::uint32_t index, std::string_view key, std::string_view value);
+  void index_scan(DbTxn* t, std::uint32_t index, std::string_view lo, std::string_view hi,
+                  const std::function<bool(std::string_view, std::string_view)>& f);
+
+  std::uint64_t log_position();
+  const std::string& dir() const { return dir_; }
+  DbEnv* env() { return env_.get(); }
+  // Throws for a Berkeley DB error code (nothing for 0).
+  void check(int rc, const std::string& what) const;
+
+ private:
+  struct index_db {
+    std::string name;
+    bool unique;
+    std::unique_ptr<Db> db;
+  };
+  index_db& index_at(std::uint32_t i);
+
+  std::string dir_;
+  std::unique_ptr<DbEnv> env_;
+  std::unique_ptr<Db> pages_;
+  std::unique_ptr<Db> meta_;
+  std::mutex index_mutex_;  // guards indexes_ (the handles themselves are thread-safe)
+  std::vector<std::unique_ptr<index_db>> indexes_;
+  std::uint32_t log_file_max_ = 0;
+};
+
+}  // namespace qs::detail

@@ -1,0 +1,470 @@
+// The client of qs-pageserver: a store whose transactions run on the server
+// (remote_store.hpp).
+#include "remote_store.hpp"
+
+#include "keys.hpp"
+
+#include <qs/error.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace qs::detail {
+namespace {
+
+constexpr std::string_view tcp_scheme = "qs://";
+constexpr std::string_view unix_scheme = "qs+unix://";
+// Buffered writes beyond this go to the server before the commit.
+constexpr std::size_t flush_bytes = 8u << 20;
+
+}  // namespace
+
+bool is_remote_url(const std::string& path) {
+  return path.starts_with(tcp_scheme) || path.starts_with(unix_scheme);
+}
+
+std::unique_ptr<store> connect_remote_store(const std::string& url, const options& opts) {
+  std::string secret = opts.server_secret;
+  if (secret.empty())
+    if (const char* s = std::getenv("QS_SECRET")) secret = s;
+  return std::make_unique<remote_store>(url, secret);
+}
+
+remote_store::remote_store(const std::string& url, const std::string& secret) : url_(url), secret_(secret) {
+  if (url.starts_with(unix_scheme)) {
+    unix_ = true;
+    unix_path_ = url.substr(unix_scheme.size());
+    if (unix_path_.empty() || unix_path_[0] != '/')
+      throw invalid_argument("server " + url + ": expected qs+unix:///absolute/path/to/socket");
+  } else {
+    try {
+      tcp_ = wire::parse_tcp_address(url.substr(tcp_scheme.size()));
+    } catch (const error& e) {
+      throw invalid_argument("server " + url + ": " + e.what() + " (expected qs://host:port)");
+    }
+  }
+  connect();
+}
+
+remote_store::~remote_store() {
+  if (in_txn_) {
+    try {
+      abort();
+    } catch (...) {
+    }
+  }
+}
+
+void remote_store::connect() {
+  try {
+    int fd = unix_ ? wire::connect_unix(unix_path_) : wire::connect_tcp(tcp_);
+    conn_ = std::make_unique<wire::connection>(fd);
+  } catch (const error& e) {
+    throw connection_lost("server " + url_ + ": " + e.what());
+  }
+  wire::request r;
+  r.type = wire::msg::hello;
+  r.magic = wire::magic;
+  r.version = wire::version;
+  r.secret = secret_;
+  const wire::response& resp = call(r);
+  if (resp.type != wire::msg::hello_ok || resp.a != wire::version) {
+    lost();
+    throw store_error("server " + url_ + ": unexpected answer to hello");
+  }
+}
+
+void remote_store::lost() { conn_.reset(); }
+
+[[noreturn]] void remote_store::raise(const wire::response& r) {
+  std::string msg = "server " + url_ + ": " + std::string(r.text);
+  switch (r.code) {
+    case wire::error_code::deadlock: throw deadlock(msg);
+    case wire::error_code::invalid: throw invalid_argument(msg);
+    case wire::error_code::corrupt: throw corrupt_page(0, msg);
+    case wire::error_code::protocol:
+    case wire::error_code::auth:
+      lost();  // the server closes such connections
+      throw store_error(msg);
+    default: throw store_error(msg);
+  }
+}
+
+const wire::response& remote_store::call(const wire::request& r) {
+  if (!conn_) {
+    if (in_txn_)
+      throw connection_lost("server " + url_ + ": the connection was lost; the transaction is aborted");
+    if (r.type != wire::msg::hello) connect();
+  }
+  wire::writer w;
+  wire::encode(r, w);
+  if (w.body_size() > wire::max_message)
+    throw store_error("server " + url_ + ": a " + wire::name_of(r.type) + " message of " +
+                      std::to_string(w.body_size()) + " bytes exceeds the protocol's limit of " +
+                      std::to_string(wire::max_message));
+  try {
+    conn_->send(w.finish());
+    if (!conn_->receive(in_, wire::max_message)) throw wire::io_error("the server closed the connection");
+    resp_ = wire::parse_response(in_);
+  } catch (const wire::io_error& e) {
+    lost();
+    throw connection_lost("server " + url_ + ": connection lost during " + wire::name_of(r.type) + " (" +
+                          e.what() + ")" + (in_txn_ ? "; the transaction is aborted" : ""));
+  } catch (const wire::protocol_error& e) {
+    lost();
+    throw connection_lost("server " + url_ + ": malformed answer to " + wire::name_of(r.type) + " (" + e.what() +
+                          "); connection closed");
+  }
+  if (resp_.type == wire::msg::error) raise(resp_);
+  return resp_;
+}
+
+void remote_store::begin() {
+  if (in_txn_) throw store_error("server " + url_ + ": store transaction already open");
+  clear_pending();
+  wire::request r;
+  r.type = wire::msg::begin;
+  call(r);  // connects again first when the connection was lost
+  in_txn_ = true;
+}
+
+void remote_store::fill_ops(wire::request& r, bool metas) {
+  for (auto& [page, p] : pages_) {
+    wire::page_op op;
+    op.kind = p.kind;
+    op.page = page;
+    if (p.kind == wire::page_op_kind::put) op.record = p.record;
+    if (p.kind == wire::page_op_kind::patch) {
+      // Ranges from several writes of the page: sorted, merged, and sent
+      // from the latest image.
+      std::sort(p.ranges.begin(), p.ranges.end());
+      std::uint32_t lo = p.ranges[0].first, hi = lo + p.ranges[0].second;
+      auto emit = [&] { op.parts.push_back({lo, std::string_view(p.record).substr(lo, hi - lo)}); };
+      for (std::size_t i = 1; i < p.ranges.size(); ++i) {
+        auto [o, n] = p.ranges[i];
+        if (o <= hi + 16) {
+          hi = std::max(hi, o + n);
+        } else {
+          emit();
+          lo = o;
+          hi = o + n;
+        }
+      }
+      emit();
+    }
+    r.pages.push_back(std::move(op));
+  }
+  if (metas)
+    for (auto& [k, v] : metas_)
+      r.metas.push_back(v ? wire::meta_op{wire::meta_op_kind::put, k, *v} : wire::meta_op{wire::meta_op_kind::remove, k, {}});
+}
+
+void remote_store::clear_pending() {
+  prefetched_.reset();
+  pages_.clear();
+  metas_.clear();
+  pending_bytes_ = 0;
+}
+
+void remote_store::flush_if_large() {
+  if (pending_bytes_ < flush_bytes || !in_txn_) return;
+  // Pages only: metadata writes (small) wait for the commit, so that the
+  // server's metadata B-tree is never write-locked while this client works.
+  wire::request r;
+  r.type = wire::msg::write;
+  fill_ops(r, false);
+  call(r);
+  shipped_ += pending_bytes_;
+  pages_.clear();
+  pending_bytes_ = 0;
+}
+
+void remote_store::commit(bool durable) {
+  if (!in_txn_) throw store_error("server " + url_ + ": commit with no transaction open");
+  wire::request r;
+  r.type = wire::msg::commit;
+  r.flag = durable;
+  fill_ops(r, true);
+  std::size_t bytes = pending_bytes_;
+  for (auto& [k, v] : metas_) bytes += k.size() + (v ? v->size() : 0);
+  // The transaction ends here whatever the outcome: the server commits it or
+  // aborts it.
+  try {
+    call(r);
+  } catch (...) {
+    in_txn_ = false;
+    clear_pending();
+    throw;
+  }
+  in_txn_ = false;
+  shipped_ += bytes;
+  clear_pending();
+}
+
+void remote_store::abort() {
+  if (!in_txn_) return;
+  clear_pending();
+  if (conn_) {
+    wire::request r;
+    r.type = wire::msg::abort;
+    try {
+      call(r);
+    } catch (const connection_lost&) {
+      // The server aborts the transaction of a lost connection itself.
+    }
+  }
+  in_txn_ = false;
+}
+
+void remote_store::take_record(std::uint64_t page, std::string_view rec, record_header& h, std::byte* image) {
+  if (rec.size() != sizeof h + page_size_)
+    throw corrupt_page(page, "server " + url_ + ": page " + std::to_string(page) + " record has " +
+                                 std::to_string(rec.size()) + " bytes, expected " +
+                                 std::to_string(sizeof h + page_size_));
+  std::memcpy(&h, rec.data(), sizeof h);
+  std::memcpy(image, rec.data() + sizeof h, page_size_);
+}
+
+bool remote_store::overlay_page(std::uint64_t page, record_header& h, std::byte* image, bool& found) {
+  auto it = pages_.find(page);
+  if (it == pages_.end()) return false;
+  found = it->second.kind != wire::page_op_kind::remove;
+  if (found) take_record(page, it->second.record, h, image);
+  return true;
+}
+
+bool remote_store::read_page(std::uint64_t page, record_header& h, std::byte* image) {
+  return read_page_if_changed(page, ~std::uint64_t{0}, h, image) == page_read::read;
+}
+
+store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uint64_t version,
+                                                    record_header& h, std::byte* image) {
+  bool found = false;
+  if (overlay_page(page, h, image, found)) return found ? page_read::read : page_read::absent;
+  if (prefetched_ && prefetched_->page == page) {
+    prefetched p = std::move(*prefetched_);
+    prefetched_.reset();
+    if (!p.found) return page_read::absent;
+    take_record(page, p.record, h, image);
+    return page_read::read;
+  }
+  prefetched_.reset();
+  wire::request r;
+  r.type = wire::msg::read_page;
+  r.page = page;
+  r.flag = version != ~std::uint64_t{0};
+  r.page_version = r.flag ? version : 0;
+  const wire::response& resp = call(r);
+  if (resp.type != wire::msg::page) throw store_error("server " + url_ + ": unexpected answer to read_page");
+  switch (resp.status) {
+    case wire::page_status::absent: return page_read::absent;
+    case wire::page_status::unchanged:
+      if (!r.flag) throw store_error("server " + url_ + ": answered 'unchanged' to a plain read");
+      return page_read::unchanged;
+    case wire::page_status::record: break;
+  }
+  take_record(page, resp.text, h, image);
+  return page_read::read;
+}
+
+void remote_store::put_page(std::uint64_t page, const record_header& h, const std::byte* image) {
+  pending_page& p = pages_[page];
+  p.kind = wire::page_op_kind::put;
+  p.ranges.clear();
+  p.record.assign(reinterpret_cast<const char*>(&h), sizeof h);
+  p.record.append(reinterpret_cast<const char*>(image), page_size_);
+  pending_bytes_ += p.record.size();
+  flush_if_large();
+}
+
+void remote_store::patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                              std::span<const byte_range> ranges) {
+  auto it = pages_.find(page);
+  bool fresh = it == pages_.end() || it->second.kind == wire::page_op_kind::remove;
+  pending_page& p = pages_[page];
+  p.record.assign(reinterpret_cast<const char*>(&h), sizeof h);
+  p.record.append(reinterpret_cast<const char*>(image), page_size_);
+  if (fresh) {
+    p.kind = wire::page_op_kind::patch;
+    p.ranges.clear();
+  }
+  if (p.kind == wire::page_op_kind::patch) {  // (a put sends the whole record anyway)
+    p.ranges.push_back({0, static_cast<std::uint32_t>(sizeof h)});
+    for (const byte_range& r : ranges) {
+      p.ranges.push_back({static_cast<std::uint32_t>(sizeof h) + r.offset, r.length});
+      pending_bytes_ += r.length;
+    }
+    pending_bytes_ += sizeof h;
+  }
+  flush_if_large();
+}
+
+void remote_store::delete_page(std::uint64_t page) {
+  pending_page& p = pages_[page];
+  p.kind = wire::page_op_kind::remove;
+  p.record.clear();
+  p.ranges.clear();
+  pending_bytes_ += 16;
+}
+
+void remote_store::lock_for_write(std::uint64_t page) {
+  if (!in_txn_) return;
+  wire::request r;
+  r.type = wire::msg::lock_write;
+  r.page = page;
+  call(r);
+}
+
+store::page_range remote_store::allocate_pages(std::uint64_t n) {
+  wire::request r;
+  r.type = wire::msg::allocate;
+  r.n = n;
+  const wire::response& resp = call(r);
+  if (resp.type != wire::msg::pages) throw store_error("server " + url_ + ": unexpected answer to allocate");
+  return {resp.a, resp.b};
+}
+
+std::optional<std::string> remote_store::get(std::string_view key) {
+  if (auto it = metas_.find(key); it != metas_.end()) return it->second;
+  if (key.size() == 10 && key.starts_with("f:")) {
+    // A frame lookup: the page's record comes with the answer.
+    wire::request r;
+    r.type = wire::msg::read_frame;
+    r.page = from_be64(key.substr(2));
+    const wire::response& resp = call(r);
+    if (resp.type != wire::msg::frame_page) throw store_error("server " + url_ + ": unexpected answer to read_frame");
+    if (!resp.flag) return std::nullopt;
+    prefetched_ = prefetched{resp.a, resp.status == wire::page_status::record, std::string(resp.text)};
+    return std::to_string(resp.a);
+  }
+  wire::request r;
+  r.type = wire::msg::get;
+  r.key = key;
+  const wire::response& resp = call(r);
+  if (resp.type != wire::msg::value) throw store_error("server " + url_ + ": unexpected answer to get");
+  if (!resp.flag) return std::nullopt;
+  return std::string(resp.text);
+}
+
+void remote_store::put(std::string_view key, std::string_view value) {
+  if (!in_txn_) {
+    // A write outside a transaction commits on its own.
+    begin();
+    try {
+      put(key, value);
+      commit(true);
+    } catch (...) {
+      abort();
+      throw;
+    }
+    return;
+  }
+  metas_[std::string(key)] = std::string(value);
+}
+
+void remote_store::del(std::string_view key) {
+  if (!in_txn_) {
+    begin();
+    try {
+      del(key);
+      commit(true);
+    } catch (...) {
+      abort();
+      throw;
+    }
+    return;
+  }
+  metas_[std::string(key)] = std::nullopt;
+}
+
+void remote_store::scan(std::string_view prefix,
+                        const std::function<void(std::string_view, std::string_view)>& f) {
+  wire::request r;
+  r.type = wire::msg::scan;
+  r.key = prefix;
+  const wire::response& resp = call(r);
+  if (resp.type != wire::msg::entries) throw store_error("server " + url_ + ": unexpected answer to scan");
+  // The server's entries, overlaid with this transaction's buffered writes.
+  std::map<std::string, std::string, std::less<>> merged;
+  for (auto& [k, v] : resp.entries) merged.emplace(std::string(k), std::string(v));
+  for (auto it = metas_.lower_bound(prefix); it != metas_.end() && it->first.starts_with(prefix); ++it) {
+    if (it->second) merged[it->first] = *it->second;
+    else merged.erase(it->first);
+  }
+  for (auto& [k, v] : merged) f(k, v);
+}
+
+std::uint32_t remote_store::open_index(const std::string& name, bool unique) {
+  wire::request r;
+  r.type = wire::msg::open_index;
+  r.name = name;
+  r.flag = unique;
+  const wire::response& resp = call(r);
+  if (resp.type != wire::msg::number) throw store_error("server " + url_ + ": unexpected answer to open_index");
+  return static_cast<std::uint32_t>(resp.a);
+}
+
+bool remote_store::index_insert(std::uint32_t index, std::string_view key, std::string_view value) {
+  wire::request r;
+  r.type = wire::msg::index_insert;
+  r.index = index;
+  r.key = key;
+  r.value = value;
+  const wire::response& resp = call(r);
+  if (resp.type != wire::msg::flag) throw store_error("server " + url_ + ": unexpected answer to index_insert");
+  return resp.flag;
+}
+
+bool remote_store::index_erase(std::uint32_t index, std::string_view key, std::string_view value) {
+  wire::request r;
+  r.type = wire::msg::index_erase;
+  r.index = index;
+  r.key = key;
+  r.value = value;
+  const wire::response& resp = call(r);
+  if (resp.type != wire::msg::flag) throw store_error("server " + url_ + ": unexpected answer to index_erase");
+  return resp.flag;
+}
+
+void remote_store::index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
+                              const std::function<bool(std::string_view, std::string_view)>& f) {
+  // In batches: each request starts after the last entry of the one before.
+  std::string after_key, after_value;
+  bool after = false;
+  for (;;) {
+    wire::request r;
+    r.type = wire::msg::index_scan;
+    r.index = index;
+    r.lo = after ? std::string_view(after_key) : lo;
+    r.hi = hi;
+    r.flag = after;
+    r.key = after_key;
+    r.value = after_value;
+    r.limit = 4096;
+    const wire::response& resp = call(r);
+    if (resp.type != wire::msg::entries) throw store_error("server " + url_ + ": unexpected answer to index_scan");
+    std::vector<std::pair<std::string, std::string>> batch;
+    for (auto& [k, v] : resp.entries) batch.emplace_back(k, v);
+    bool more = resp.flag && !batch.empty();
+    for (auto& [k, v] : batch)
+      if (!f(k, v)) return;
+    if (!more) return;
+    after = true;
+    after_key = batch.back().first;
+    after_value = batch.back().second;
+  }
+}
+
+void remote_store::ping(std::uint32_t request_bytes, std::uint32_t reply_bytes) {
+  std::string payload(request_bytes, 'p');
+  wire::request r;
+  r.type = wire::msg::ping;
+  r.value = payload;
+  r.limit = reply_bytes;
+  const wire::response& resp = call(r);
+  if (resp.type != wire::msg::pong || resp.text.size() != reply_bytes)
+    throw store_error("server " + url_ + ": unexpected answer to ping");
+}
+
+}  // namespace qs::detail

@@ -1,0 +1,134 @@
+// remote_store.hpp: the store of a database served by qs-pageserver, the
+// client side of the wire protocol (wire/messages.hpp).
+//
+// Opened by qs::database::open("qs://host:port") (TCP, with the shared
+// secret from options::server_secret or $QS_SECRET) or
+// open("qs+unix:///path/to/socket"). Each store transaction is a Berkeley DB
+// transaction on the server: read_page takes the page's shared lock,
+// lock_for_write its exclusive lock (waiting for it), and the server's
+// deadlock detector may pick this client as a victim: the call throws
+// qs::deadlock and the server has aborted the transaction.
+//
+// Writes (pages and metadata) are buffered here and sent with the commit, so
+// that the server holds no B-tree write locks while the client computes; a
+// transaction that buffers more than a few MiB of pages sends those early in
+// `write` messages. Reads see the buffered writes first.
+//
+// A lookup of a frame's page (the metadata key "f:" + frame, keys.hpp), which
+// the runtime makes when it follows a pointer to a page it has never seen and
+// then reads that page, is one round trip (read_frame): the record comes
+// with the page number and serves the read_page that follows.
+//
+// The store is `shared`: the runtime revalidates its cached pages by version
+// at their first touch in a transaction (read_page_if_changed), and the
+// server answers "unchanged" without resending the page.
+//
+// A dropped connection throws qs::connection_lost; the server aborts the
+// transaction and frees its locks. The next transaction (or a read outside
+// one) connects again. log_position() counts the bytes of writes shipped to
+// the server (the client's log records), not the server's log.
+#pragma once
+
+#include "store.hpp"
+#include "wire/connection.hpp"
+#include "wire/messages.hpp"
+
+#include <qs/database.hpp>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qs::detail {
+
+bool is_remote_url(const std::string& path);
+std::unique_ptr<store> connect_remote_store(const std::string& url, const options& opts);
+
+class remote_store final : public store {
+ public:
+  remote_store(const std::string& url, const std::string& secret);
+  ~remote_store() override;
+
+  void set_page_size(std::uint32_t page_size) override { page_size_ = page_size; }
+  void begin() override;
+  void commit(bool durable) override;
+  void abort() override;
+  bool in_transaction() const override { return in_txn_; }
+
+  bool read_page(std::uint64_t page, record_header& h, std::byte* image) override;
+  page_read read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h,
+                                 std::byte* image) override;
+  void put_page(std::uint64_t page, const record_header& h, const std::byte* image) override;
+  void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                  std::span<const byte_range> ranges) override;
+  void delete_page(std::uint64_t page) override;
+  void lock_for_write(std::uint64_t page) override;
+  page_range allocate_pages(std::uint64_t n) override;
+  bool shared() const override { return true; }
+
+  std::optional<std::string> get(std::string_view key) override;
+  void put(std::string_view key, std::string_view value) override;
+  void del(std::string_view key) override;
+  void scan(std::string_view prefix,
+            const std::function<void(std::string_view, std::string_view)>& f) override;
+
+  std::uint32_t open_index(const std::string& name, bool unique) override;
+  bool index_insert(std::uint32_t index, std::string_view key, std::string_view value) override;
+  bool index_erase(std::uint32_t index, std::string_view key, std::string_view value) override;
+  void index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
+                  const std::function<bool(std::string_view, std::string_view)>& f) override;
+
+  std::uint64_t log_position() override { return shipped_; }
+  const std::string& name() const override { return url_; }
+
+  // A bare round trip: request_bytes to the server, reply_bytes back
+  // (benchmarks).
+  void ping(std::uint32_t request_bytes, std::uint32_t reply_bytes);
+
+ private:
+  struct pending_page {
+    wire::page_op_kind kind;
+    std::string record;  // header + image, as of the last write
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;  // patch: (offset, length) in the record
+  };
+
+  void connect();
+  void lost();
+  // Sends r and returns the response (its byte strings view a buffer that
+  // the next call reuses); throws for an error response.
+  const wire::response& call(const wire::request& r);
+  [[noreturn]] void raise(const wire::response& r);
+  // Fills r's page and metadata operations from the buffered writes.
+  void fill_ops(wire::request& r, bool metas);
+  void clear_pending();
+  void flush_if_large();
+  bool overlay_page(std::uint64_t page, record_header& h, std::byte* image, bool& found);
+  void take_record(std::uint64_t page, std::string_view rec, record_header& h, std::byte* image);
+
+  std::string url_;
+  bool unix_ = false;
+  std::string unix_path_;
+  wire::tcp_address tcp_{};
+  std::string secret_;
+  std::unique_ptr<wire::connection> conn_;
+  std::vector<std::byte> in_;
+  wire::response resp_;
+  std::uint32_t page_size_ = 8192;
+  bool in_txn_ = false;
+  std::map<std::uint64_t, pending_page> pages_;
+  std::map<std::string, std::optional<std::string>, std::less<>> metas_;
+  std::size_t pending_bytes_ = 0;
+  std::uint64_t shipped_ = 0;
+  // The record that came with the last frame lookup (read_frame), for the
+  // read_page that follows it in the same transaction.
+  struct prefetched {
+    std::uint64_t page;
+    bool found;
+    std::string record;
+  };
+  std::optional<prefetched> prefetched_;
+};
+
+}  // namespace qs::detail

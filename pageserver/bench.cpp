@@ -1,0 +1,238 @@
+// qs_pageserver_bench: what a page costs through qs-pageserver, measured in
+// one run beside the embedded store and a bare round trip of the same size,
+// and commit throughput of 1, 2, 4 and 8 client processes.
+//
+//   qs_pageserver_bench [PAGES] [SECONDS]      (defaults 2000 pages, 2 s per client count)
+//
+// It starts its own qs-pageserver (loopback TCP, a temporary directory) and
+// prints:
+//  * cold read fault, embedded: the page comes from Berkeley DB in-process;
+//  * cold read fault, remote: the page comes from the server over TCP;
+//  * revalidated fault, remote: a page cached from an earlier transaction,
+//    first touched in a new one (the server answers "unchanged");
+//  * bare round trips on the same connection carrying a page record, and a
+//    small message (what the fault exchanges on the wire, without qs);
+//  * commits per second of N clients, each incrementing its own counter
+//    (disjoint pages, durable commits) in db.run transactions.
+#include <qs/qs.hpp>
+
+#include "remote_store.hpp"
+#include "database_impl.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+struct Slab {
+  QS_PERSISTENT(Slab)
+  std::int64_t value;
+  Slab* next;
+  std::int64_t pad[600];  // one Slab per 8 KiB page
+};
+constexpr std::uint32_t slab_pointers[] = {8};
+const qs::type_descriptor slab_desc{"bench::Slab", sizeof(Slab), alignof(Slab), slab_pointers, 1, nullptr, 0,
+                                    "0 8 value long\n8 8 next bench::Slab*\n16 4800 pad long[600]\n"};
+const bool registered = [] {
+  qs::register_type<Slab>(slab_desc);
+  return true;
+}();
+
+using clock_type = std::chrono::steady_clock;
+double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+
+qs::options bench_options() {
+  qs::options o;
+  o.pool_pages = 8192;
+  o.reservation_bytes = std::uint64_t{4} << 30;
+  o.durable = false;
+  return o;
+}
+
+void build(qs::database& db, int pages) {
+  for (int done = 0; done < pages;) {
+    qs::transaction tx(db);
+    auto& head = db.root<Slab*>("list");
+    for (int i = 0; i < 500 && done < pages; ++i, ++done) head = new (db) Slab{done, head, {}};
+    tx.commit();
+  }
+}
+
+// Seconds per page for a walk of the list, in a transaction of its own.
+double walk(qs::database& db, int pages) {
+  qs::transaction tx(db);
+  auto t0 = clock_type::now();
+  std::int64_t sum = 0;
+  int n = 0;
+  for (Slab* s = db.root<Slab*>("list"); s; s = s->next, ++n) sum += s->value;
+  double t = since(t0);
+  tx.commit();
+  if (n != pages) std::fprintf(stderr, "walked %d pages, expected %d (sum %lld)\n", n, pages, static_cast<long long>(sum));
+  return t / n;
+}
+
+int spawn(const std::vector<std::string>& argv, const std::string& err) {
+  std::vector<std::string> copy(argv);
+  std::vector<char*> args;
+  for (auto& a : copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  int pid = -1;
+  if (posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ) != 0) throw std::runtime_error("spawn " + argv[0]);
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+// A client process of the throughput measurement: increments counter `id`
+// for `seconds`, then prints its commit count.
+int client(const std::string& url, int id, double seconds) {
+  auto db = qs::database::open(url, [] {
+    qs::options o = bench_options();
+    o.durable = true;
+    return o;
+  }());
+  std::string name = "counter" + std::to_string(id);
+  db.run([&] {
+    auto& c = db.root<Slab*>(name);
+    if (!c) c = new (db) Slab{};
+  });
+  long commits = 0;
+  auto t0 = clock_type::now();
+  while (since(t0) < seconds) {
+    db.run([&] { db.root<Slab*>(name)->value += 1; });
+    ++commits;
+  }
+  std::printf("%ld\n", commits);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "--client") return client(argv[2], std::atoi(argv[3]), std::atof(argv[4]));
+  int pages = argc > 1 ? std::atoi(argv[1]) : 2000;
+  double seconds = argc > 2 ? std::atof(argv[2]) : 2.0;
+  char tmpl[] = "/tmp/qs-psbench-XXXXXX";
+  if (!::mkdtemp(tmpl)) return 1;
+  std::string dir = tmpl;
+  std::string secret_file = dir + "/secret";
+  {
+    int fd = ::open(secret_file.c_str(), O_WRONLY | O_CREAT, 0600);
+    (void)!::write(fd, "bench-secret\n", 13);
+    ::close(fd);
+  }
+  ::setenv("QS_SECRET", "bench-secret", 1);
+  int server = spawn({QS_PAGESERVER, "--dir", dir + "/served", "--tcp", "127.0.0.1:0", "--secret-file", secret_file,
+                      "--ready-file", dir + "/ready"},
+                     dir + "/server.log");
+  int port = 0;
+  for (int i = 0; i < 1000 && !port; ++i) {
+    std::ifstream in(dir + "/ready");
+    if (!(in >> port)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::string url = "qs://127.0.0.1:" + std::to_string(port);
+  int rc = 0;
+  try {
+    if (!port) throw qs::error("the server did not start; see " + dir + "/server.log");
+    std::printf("qs-pageserver benchmark: %d pages of 8 KiB, loopback TCP (%s)\n\n", pages, url.c_str());
+    double embedded, remote, revalidate, rtt_page, rtt_small;
+    // Each walk after a fresh open: the process knows no page, so each
+    // fault also looks up which page is at the frame (embedded: a Berkeley
+    // DB get; remote: the same round trip as the page, read_frame).
+    {
+      auto db = qs::database::open(dir + "/embedded", bench_options());
+      build(db, pages);
+    }
+    {
+      auto db = qs::database::open(dir + "/embedded", bench_options());
+      embedded = walk(db, pages);
+    }
+    {
+      auto db = qs::database::open(url, bench_options());
+      build(db, pages);
+    }
+    {
+      auto db = qs::database::open(url, bench_options());
+      remote = walk(db, pages);
+      revalidate = walk(db, pages);  // cached: revalidated by version
+      auto& rs = dynamic_cast<qs::detail::remote_store&>(db.impl().backing_store());
+      const int n = 2000;
+      auto t0 = clock_type::now();
+      for (int i = 0; i < n; ++i) rs.ping(17, 8192 + 40);  // a read_page's sizes
+      rtt_page = since(t0) / n;
+      t0 = clock_type::now();
+      for (int i = 0; i < n; ++i) rs.ping(17, 2);  // a revalidation's sizes
+      rtt_small = since(t0) / n;
+    }
+    std::printf("%-52s %9.1f us\n", "cold read fault, embedded (Berkeley DB in-process)", embedded * 1e6);
+    std::printf("%-52s %9.1f us  (%.1fx embedded)\n", "cold read fault, remote (page over TCP)", remote * 1e6,
+                remote / embedded);
+    std::printf("%-52s %9.1f us\n", "bare round trip, 17 B out, 8 KiB back (same socket)", rtt_page * 1e6);
+    std::printf("%-52s %9.1f us  (fault = %.2fx bare round trip)\n", "  remote fault minus bare round trip",
+                (remote - rtt_page) * 1e6, remote / rtt_page);
+    std::printf("%-52s %9.1f us\n", "  remote fault minus (round trip + embedded fault)",
+                (remote - rtt_page - embedded) * 1e6);
+    std::printf("%-52s %9.1f us\n", "revalidated fault, remote (\"unchanged\", no page)", revalidate * 1e6);
+    std::printf("%-52s %9.1f us  (revalidation = %.2fx bare round trip)\n\n", "bare round trip, 17 B out, 2 B back",
+                rtt_small * 1e6, revalidate / rtt_small);
+
+    std::printf("commit throughput (durable commits, each client its own counter page, %.1f s):\n", seconds);
+    char self[4096];
+    ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    self[len > 0 ? len : 0] = 0;
+    for (int clients : {1, 2, 4, 8}) {
+      std::vector<std::pair<int, std::string>> procs;
+      for (int i = 0; i < clients; ++i) {
+        std::string out = dir + "/client" + std::to_string(clients) + "_" + std::to_string(i);
+        int fds = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, fds, 1);
+        std::vector<std::string> a{self, "--client", url, std::to_string(i), std::to_string(seconds)};
+        std::vector<char*> args;
+        for (auto& s : a) args.push_back(s.data());
+        args.push_back(nullptr);
+        int pid = -1;
+        posix_spawn(&pid, self, &fa, nullptr, args.data(), environ);
+        posix_spawn_file_actions_destroy(&fa);
+        ::close(fds);
+        procs.emplace_back(pid, out);
+      }
+      long total = 0;
+      for (auto& [pid, out] : procs) {
+        int st = 0;
+        ::waitpid(pid, &st, 0);
+        std::ifstream in(out);
+        long c = 0;
+        in >> c;
+        total += c;
+      }
+      std::printf("  %d client%s %10.0f commits/s\n", clients, clients == 1 ? " " : "s", total / seconds);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qs_pageserver_bench: %s\n", e.what());
+    rc = 1;
+  }
+  ::kill(server, SIGTERM);
+  int st;
+  ::waitpid(server, &st, 0);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  return rc;
+}

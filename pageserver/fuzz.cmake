@@ -1,0 +1,38 @@
+# The libFuzzer target for the wire protocol's parsers (fuzz/parser_fuzzer.cpp).
+# The main build uses g++; libFuzzer needs clang (Debian's `clang`, installed
+# by scripts/setup). The fuzzer is built by a custom command invoking clang++
+# on the parser sources, only when clang++ links -fsanitize=fuzzer here.
+# Tests: the saved corpus, then a few seconds of fuzzing from it.
+find_program(QS_CLANGXX NAMES clang++ clang++-16 clang++-15 clang++-14)
+set(QS_FUZZER_OK OFF)
+if(QS_CLANGXX)
+  set(_probe ${CMAKE_BINARY_DIR}/fuzz_probe.cpp)
+  file(WRITE ${_probe} "#include <cstddef>\n#include <cstdint>\nextern \"C\" int LLVMFuzzerTestOneInput(const std::uint8_t*, std::size_t) { return 0; }\n")
+  execute_process(COMMAND ${QS_CLANGXX} -std=c++20 -fsanitize=fuzzer ${_probe} -o ${CMAKE_BINARY_DIR}/fuzz_probe
+                  RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+  if(_rc EQUAL 0)
+    set(QS_FUZZER_OK ON)
+  endif()
+endif()
+
+if(QS_FUZZER_OK)
+  message(STATUS "qs: building the wire-protocol fuzzer with ${QS_CLANGXX}")
+  set(_fuzzer ${CMAKE_CURRENT_BINARY_DIR}/qs_parser_fuzzer)
+  set(_sources ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/parser_fuzzer.cpp ${PROJECT_SOURCE_DIR}/libqs/src/wire/messages.cpp)
+  add_custom_command(
+    OUTPUT ${_fuzzer}
+    COMMAND ${QS_CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+            -I${PROJECT_SOURCE_DIR}/libqs/include -I${PROJECT_SOURCE_DIR}/libqs/src ${_sources} -o ${_fuzzer}
+    DEPENDS ${_sources} ${PROJECT_SOURCE_DIR}/libqs/src/wire/messages.hpp ${PROJECT_SOURCE_DIR}/libqs/src/wire/codec.hpp
+    COMMENT "Building the wire-protocol fuzzer with clang (libFuzzer)")
+  add_custom_target(qs_parser_fuzzer_build ALL DEPENDS ${_fuzzer})
+  set(_corpus ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus)
+  add_test(NAME pageserver_fuzz_corpus COMMAND ${_fuzzer} -runs=0 ${_corpus})
+  # New inputs go to a scratch directory in the build tree, never to the sources.
+  add_test(NAME pageserver_fuzz_bounded
+           COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0
+                   sh -c "mkdir -p fuzz-work && exec ${_fuzzer} -max_total_time=4 -timeout=5 -rss_limit_mb=1024 -max_len=4096 -seed=1 fuzz-work ${_corpus}")
+  set_tests_properties(pageserver_fuzz_corpus pageserver_fuzz_bounded PROPERTIES TIMEOUT 60)
+else()
+  message(STATUS "qs: clang++ with -fsanitize=fuzzer not found: the wire-protocol fuzzer is not built")
+endif()

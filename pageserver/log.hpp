@@ -1,0 +1,15 @@
+// log.hpp: qs-pageserver's log, one line per event on standard error.
+//
+// Lines are written whole (one write each), so that lines from the sessions'
+// threads never interleave: "qs-pageserver 2024-01-01T12:00:00.123 [#3] text".
+// Connection 0 is the server itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace qs::server {
+
+void log_line(std::uint64_t connection, const std::string& text);
+
+}  // namespace qs::server

@@ -1,0 +1,73 @@
+// server.hpp: qs-pageserver's listeners and connections.
+//
+// The server owns the Berkeley DB environment (recovered at start; the
+// directory's qs.lock keeps embedded clients and other servers out) and
+// listens on a Unix socket, a TCP address, or both. Each accepted connection
+// gets a thread running a session (session.hpp) until the client goes away,
+// breaks the protocol, or the server stops. A connection that closes in a
+// transaction has it aborted, which frees its locks.
+//
+// run() returns when stop() is called (from the SIGTERM handler, through a
+// pipe): listeners close, every connection is shut down, threads are joined,
+// open transactions are aborted and the environment is checkpointed and
+// closed.
+#pragma once
+
+#include "page_numbers.hpp"
+
+#include <bdb_env.hpp>
+#include <wire/connection.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace qs::server {
+
+struct server_options {
+  std::string dir;
+  std::optional<std::string> unix_path;
+  std::optional<wire::tcp_address> tcp;
+  std::string secret;             // required of TCP clients
+  std::string ready_file;         // written (TCP port, or 0) once listening
+  std::uint64_t cache_bytes = std::uint64_t{128} << 20;
+  unsigned max_connections = 256;
+};
+
+class server {
+ public:
+  explicit server(const server_options& o);
+  ~server();
+  // Serves until stop(). Returns the process exit status.
+  int run();
+  // Async-signal-safe.
+  void stop() noexcept;
+
+ private:
+  struct client {
+    std::uint64_t id;
+    std::unique_ptr<wire::connection> conn;
+    bool tcp;
+    std::thread thread;
+    std::atomic<bool> done{false};
+  };
+  void accept_one(int listen_fd, bool tcp);
+  void serve(client* c);
+  void reap(bool all);
+
+  server_options o_;
+  std::unique_ptr<detail::bdb_env> env_;
+  std::unique_ptr<page_numbers> numbers_;
+  int unix_fd_ = -1, tcp_fd_ = -1, lock_fd_ = -1;
+  int wake_[2] = {-1, -1};
+  std::uint64_t next_id_ = 1;
+  std::mutex clients_mutex_;
+  std::list<std::unique_ptr<client>> clients_;
+};
+
+}  // namespace qs::server

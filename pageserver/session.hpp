@@ -1,0 +1,87 @@
+// session.hpp: one client connection's conversation with the server: the
+// protocol's state machine and its Berkeley DB transaction.
+//
+// States: waiting for hello -> idle <-> in a transaction. A transaction the
+// deadlock detector chose as a victim (or that failed in the store) is
+// aborted at once, so that its locks go to the others; the session then
+// answers every request but abort with the error until the client aborts.
+//
+// Locks, all taken with the transaction's Berkeley DB locker so that they are
+// released when it ends and the deadlock detector sees them:
+//  * page p: lock object "qs:p" + p; shared when the page is read,
+//    exclusive on lock_write and for every page the commit writes.
+//  * metadata: the frame map (f:) and free-space hints (s:) are not locked
+//    (a frame's page never changes; free-space entries are advice). Schema
+//    records (t:) share one lock object; every other key (roots, the
+//    database's parameters) is its own object: shared when read in a
+//    transaction, exclusive when written. So two clients creating the same
+//    root, or adding types, serialize (one may be a deadlock victim).
+// Reads of B-trees are read-committed: the explicit locks above give the
+// isolation, and no client holds a B-tree read lock while it computes. A
+// write or commit takes all its explicit locks before its first B-tree write,
+// so a transaction holding B-tree write locks never waits for a client.
+// Everything a session waits for is a Berkeley DB lock (visible to the
+// deadlock detector), except the page-number mutex, whose holder waits only
+// for transactions that are writing.
+//
+// handle() turns one request body into one response and says whether the
+// connection must close (a protocol error, a failed hello). It never throws
+// for anything a client sends.
+#pragma once
+
+#include "page_numbers.hpp"
+
+#include <bdb_env.hpp>
+#include <wire/messages.hpp>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+namespace qs::server {
+
+struct session_config {
+  detail::bdb_env* env;
+  page_numbers* numbers;
+  bool need_secret;
+  std::string secret;
+};
+
+class session {
+ public:
+  session(const session_config& c, std::uint64_t id);
+  ~session();  // aborts an open transaction
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+
+  // Handles a request body; writes the response to `out`. Sets `close` when
+  // the connection must be closed after the response is sent.
+  void handle(std::span<const std::byte> body, wire::writer& out, bool& close);
+  bool in_transaction() const { return state_ == state::txn || state_ == state::doomed; }
+
+ private:
+  enum class state { hello, idle, txn, doomed };
+  void dispatch(const wire::request& r, wire::response& resp);
+  void lock_page(std::uint64_t page, bool exclusive);
+  void lock_meta(std::string_view key, bool exclusive);
+  void lock_object(const std::string& object, bool exclusive);
+  void apply(const wire::request& r);
+  void end_transaction(bool commit, bool durable);
+  void abort_quietly();
+  std::uint32_t page_size();
+
+  session_config c_;
+  std::uint64_t id_;
+  state state_ = state::hello;
+  DbTxn* txn_ = nullptr;
+  wire::error_code doomed_code_{};
+  std::string doomed_text_;
+  // Locks this transaction holds: object -> exclusive.
+  std::unordered_map<std::string, bool> locks_;
+  std::vector<std::byte> scratch_;
+  std::uint32_t page_size_ = 0;
+  std::string text_;  // backs byte strings of the response
+  std::vector<std::pair<std::string, std::string>> entries_;
+};
+
+}  // namespace qs::server

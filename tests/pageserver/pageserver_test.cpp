@@ -1,0 +1,352 @@
+// Integration tests of qs-pageserver: real servers on a Unix socket and a
+// loopback TCP port, client processes updating counters concurrently,
+// deadlocks, dropped connections, kill -9 of the server, hostile bytes.
+#include <catch2/catch.hpp>
+
+#include "harness.hpp"
+#include "ps_types.hpp"
+#include "support.hpp"
+#include "types.hpp"
+
+#include <wire/connection.hpp>
+#include <wire/messages.hpp>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+using namespace qs_pstest;
+
+namespace {
+
+// Runs `n` incr workers (ids 0..n-1) of `txns` transactions at once, then
+// checks that no increment was lost or applied twice.
+void concurrent_counters(server_process& s, const std::string& url, int n, int txns) {
+  REQUIRE(run_worker(s, url, {"setup"}, "setup") == 0);
+  std::vector<process> ws;
+  for (int i = 0; i < n; ++i)
+    ws.push_back(worker(s, url, {"incr", std::to_string(i), std::to_string(txns), std::to_string(1000 + i)},
+                        "incr" + std::to_string(i)));
+  for (int i = 0; i < n; ++i) {
+    int st = ws[i].wait(90000);
+    INFO("worker " << i << ": " << ws[i].err());
+    CHECK(st == 0);
+  }
+  process c = worker(s, url, {"check", std::to_string(n), std::to_string(txns)}, "check");
+  int st = c.wait(30000);
+  INFO(c.err());
+  CHECK(st == 0);
+}
+
+// A raw connection to the server's TCP port.
+struct raw_client {
+  int fd;
+  explicit raw_client(int port) : fd(qs::wire::connect_tcp({"127.0.0.1", static_cast<std::uint16_t>(port)})) {}
+  ~raw_client() { ::close(fd); }
+  void send_bytes(const void* p, std::size_t n) { (void)!::send(fd, p, n, MSG_NOSIGNAL); }
+  void send(const qs::wire::request& r) {
+    qs::wire::writer w;
+    qs::wire::encode(r, w);
+    auto& f = w.finish();
+    send_bytes(f.data(), f.size());
+  }
+  // Reads until the server closes the connection (at most 5 s); returns what came.
+  std::string drain() {
+    std::string got;
+    for (int i = 0; i < 500; ++i) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 10) != 1) continue;
+      char buf[4096];
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return got;
+      got.append(buf, static_cast<std::size_t>(n));
+    }
+    return got + "<still open>";
+  }
+};
+
+qs::wire::request hello(const std::string& secret) {
+  qs::wire::request r;
+  r.type = qs::wire::msg::hello;
+  r.magic = qs::wire::magic;
+  r.version = qs::wire::version;
+  r.secret = secret;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("two clients update disjoint and overlapping pages: nothing lost or applied twice") {
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  s.start();
+  concurrent_counters(s, s.unix_url(), 2, 150);
+}
+
+TEST_CASE("eight clients over TCP update disjoint and overlapping pages: nothing lost or applied twice") {
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  s.start();
+  concurrent_counters(s, s.tcp_url(), 8, 60);
+  CHECK(s.log().find("connection from tcp 127.0.0.1") != std::string::npos);
+}
+
+TEST_CASE("a forced deadlock: one client gets qs::deadlock, the other commits") {
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  s.start();
+  REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
+  std::string sync = dir.sub("sync");
+  std::filesystem::create_directories(sync);
+  process a = worker(s, s.unix_url(), {"deadlock", "5", "6", sync}, "a");
+  process b = worker(s, s.unix_url(), {"deadlock", "6", "5", sync}, "b");
+  int sa = a.wait(30000), sb = b.wait(30000);
+  INFO("a: " << a.out() << a.err() << "\nb: " << b.out() << b.err());
+  CHECK(((sa == 0 && sb == 3) || (sa == 3 && sb == 0)));
+  CHECK((a.out() + b.out()).find("deadlock: server " + s.unix_url()) != std::string::npos);
+  // Only the winner's two increments are there.
+  process c5 = worker(s, s.unix_url(), {"bump", "5"}, "c5");
+  process c6 = worker(s, s.unix_url(), {"bump", "6"}, "c6");
+  CHECK(c5.wait(20000) == 0);
+  CHECK(c6.wait(20000) == 0);
+  CHECK(c5.out() == "value=2\n");
+  CHECK(c6.out() == "value=2\n");
+  CHECK(s.log().find("DB_LOCK_DEADLOCK") != std::string::npos);
+}
+
+TEST_CASE("a connection dropped in a transaction has it aborted and its locks freed") {
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  s.start();
+  REQUIRE(run_worker(s, s.tcp_url(), {"setup"}, "setup") == 0);
+  std::string sync = dir.sub("sync");
+  std::filesystem::create_directories(sync);
+  process h = worker(s, s.tcp_url(), {"hold", "7", sync}, "hold");
+  for (int i = 0; i < 1000 && !std::filesystem::exists(sync + "/held"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(std::filesystem::exists(sync + "/held"));
+  h.kill9();
+  // The page's exclusive lock is free again: another client writes it.
+  process b = worker(s, s.tcp_url(), {"bump", "7"}, "bump");
+  CHECK(b.wait(20000) == 0);
+  CHECK(b.out() == "value=1\n");  // the holder's +1000 never happened
+  CHECK(s.log().find("its open transaction is aborted") != std::string::npos);
+}
+
+TEST_CASE("kill -9 of the server during a commit: recovery keeps it atomic; clients reconnect") {
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  s.start();
+  REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
+  REQUIRE(s.terminate() == 0);
+  CHECK(s.log().find("stopped") != std::string::npos);
+  // The second commit after this start stops with half of its 64 page
+  // writes applied in its Berkeley DB transaction.
+  s.start("server.commit.half_applied:2");
+  std::string go = dir.sub("go");
+  process w = worker(s, s.unix_url(), {"all", "4", go}, "all");
+  REQUIRE(s.wait_paused(30000));
+  s.kill9();
+  // Recovery: the first transaction is there entirely, the second not at all.
+  s.start();
+  CHECK(run_worker(s, s.unix_url(), {"same"}, "same1") == 11);
+  { std::ofstream(go.c_str()); }  // the client goes on: it reconnects and retries
+  int st = w.wait(60000);
+  INFO(w.out() << w.err());
+  CHECK(st == 0);
+  CHECK(w.out().find("connection_lost: server " + s.unix_url()) != std::string::npos);
+  CHECK(w.out().find("done") != std::string::npos);
+  CHECK(run_worker(s, s.unix_url(), {"same"}, "same2") == 14);
+}
+
+TEST_CASE("malformed, truncated, oversized and out-of-order messages close only their connection") {
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  s.start();
+  REQUIRE(run_worker(s, s.tcp_url(), {"setup"}, "setup") == 0);
+  // A well-behaved client stays connected, in a transaction, throughout.
+  std::string sync = dir.sub("sync");
+  std::filesystem::create_directories(sync);
+  SECTION("garbage") {
+    raw_client c(s.port());
+    c.send_bytes("\x05\x00\x00\x00xxxxx", 9);
+    CHECK(c.drain().find("protocol error") != std::string::npos);
+  }
+  SECTION("truncated") {
+    raw_client c(s.port());
+    c.send(hello(s.secret()));
+    c.send_bytes("\x64\x00\x00\x00\x02\x01", 6);  // says 100 bytes, sends 2, hangs up
+    ::shutdown(c.fd, SHUT_WR);
+    CHECK(c.drain().find("<still open>") == std::string::npos);
+  }
+  SECTION("oversized") {
+    raw_client c(s.port());
+    c.send_bytes("\xf0\xff\xff\xff", 4);
+    CHECK(c.drain().find("more than the limit") != std::string::npos);
+  }
+  SECTION("out of order") {
+    raw_client c(s.port());
+    qs::wire::request commit;
+    commit.type = qs::wire::msg::commit;
+    c.send(commit);  // before hello
+    CHECK(c.drain().find("expected hello") != std::string::npos);
+    raw_client d(s.port());
+    d.send(hello(s.secret()));
+    d.send(commit);  // outside a transaction
+    CHECK(d.drain().find("commit outside a transaction") != std::string::npos);
+  }
+  SECTION("wrong secret") {
+    raw_client c(s.port());
+    c.send(hello("guess"));
+    CHECK(c.drain().find("authentication failed") != std::string::npos);
+  }
+  SECTION("a bad patch inside a transaction") {
+    raw_client c(s.port());
+    c.send(hello(s.secret()));
+    qs::wire::request b;
+    b.type = qs::wire::msg::begin;
+    c.send(b);
+    qs::wire::request w;
+    w.type = qs::wire::msg::write;
+    w.pages.push_back({qs::wire::page_op_kind::put, 1, "short", {}});
+    c.send(w);
+    CHECK(c.drain().find("a record of 5 bytes") != std::string::npos);
+  }
+  SECTION("random frames") {
+    std::minstd_rand rng(7);
+    for (int i = 0; i < 100; ++i) {
+      raw_client c(s.port());
+      if (i % 2) c.send(hello(s.secret()));
+      std::string body(1 + rng() % 64, '\0');
+      for (auto& ch : body) ch = static_cast<char>(rng());
+      if (i % 3 == 0) body[0] = static_cast<char>(1 + rng() % 16);  // a known type, random fields
+      std::uint32_t n = static_cast<std::uint32_t>(body.size());
+      char len[4] = {static_cast<char>(n), 0, 0, 0};
+      c.send_bytes(len, 4);
+      c.send_bytes(body.data(), body.size());
+      ::shutdown(c.fd, SHUT_WR);
+      CHECK(c.drain().find("<still open>") == std::string::npos);  // answered, then closed
+    }
+  }
+  CHECK(s.running());
+  CHECK(s.log().find("] error: ") != std::string::npos);  // each one logged
+  process b = worker(s, s.tcp_url(), {"bump", "3"}, "bump");
+  CHECK(b.wait(20000) == 0);
+  CHECK(b.out() == "value=1\n");
+}
+
+TEST_CASE("pages cached across transactions are revalidated, not resent") {
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  s.start();
+  REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
+  REQUIRE(run_worker(s, s.unix_url(), {"bump", "9"}, "bump1") == 0);
+  qs::options o;
+  o.pool_pages = 64;
+  o.reservation_bytes = std::uint64_t{1} << 30;
+  auto db = qs::database::open(s.unix_url(), o);
+  auto read9 = [&] {
+    std::int64_t v = 0;
+    db.run([&] { v = qs_test::touch(db.root<Table*>("table")->c[9]->value); });
+    return v;
+  };
+  CHECK(read9() == 1);
+  auto fetched = db.stats().pages_fetched;
+  CHECK(read9() == 1);
+  CHECK(db.stats().pages_fetched == fetched);  // both pages answered "unchanged"
+  REQUIRE(run_worker(s, s.unix_url(), {"bump", "9"}, "bump2") == 0);
+  CHECK(read9() == 2);
+  CHECK(db.stats().pages_fetched == fetched + 1);  // only the counter's page came again
+}
+
+TEST_CASE("the server refuses a secret file others can read, and stops cleanly on SIGTERM") {
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  ::chmod(s.secret_file().c_str(), 0644);
+  process p = spawn({QS_PAGESERVER, "--dir", dir.sub("db"), "--tcp", "0", "--secret-file", s.secret_file()}, {},
+                    dir.path(), "refused");
+  CHECK(p.wait(10000) == 2);
+  CHECK(p.err().find("readable or writable by group or others") != std::string::npos);
+  process q = spawn({QS_PAGESERVER, "--dir", dir.sub("db"), "--tcp", "0"}, {}, dir.path(), "nosecret");
+  CHECK(q.wait(10000) == 2);
+  ::chmod(s.secret_file().c_str(), 0600);
+  s.start();
+  // While served, the directory is closed to embedded clients.
+  CHECK_THROWS_AS(qs::database::open(dir.sub("s") + "/db", qs_test::small_options()), qs::database_in_use);
+  CHECK(s.terminate() == 0);
+  CHECK(s.log().find("stopped") != std::string::npos);
+}
+
+TEST_CASE("through the server: evictions, aborts, large objects, indexes and reopening work as embedded") {
+  using qs_test::Blob;
+  using qs_test::Node;
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  s.start();
+  qs::options o;
+  o.pool_pages = 32;  // the list below takes ~80 pages: dirty evictions within the transaction
+  o.durable = false;
+  o.reservation_bytes = std::uint64_t{1} << 30;
+  constexpr int n = 20000;
+  {
+    auto db = qs::database::open(s.unix_url(), o);
+    qs::transaction tx(db);
+    auto& head = db.root<Node*>("list");
+    for (int i = 0; i < n; ++i) head = new (db) Node{i, head};
+    qs::index<int, Node> by_value(db, "by_value", qs::unique);
+    for (Node* p = head; p && p->value >= n - 100; p = p->next) by_value.insert(static_cast<int>(p->value), p);
+    CHECK_THROWS_AS(by_value.insert(n - 1, head), qs::duplicate_key);
+    auto& blob = db.root<Blob*>("blob");
+    blob = new (db) Blob{};
+    blob->words[0] = 1;
+    blob->words[39999] = 2;
+    blob->self = blob;
+    tx.commit();
+    CHECK(db.stats().dirty_evictions > 0);
+  }
+  {
+    auto db = qs::database::open(s.unix_url(), o);
+    {
+      qs::transaction tx(db);
+      Node* head = db.root<Node*>("list");
+      head->value = -1;
+      tx.abort();
+    }
+    qs::transaction tx(db);
+    std::int64_t count = 0, expect = n - 1;
+    bool ordered = true;
+    for (Node* p = db.root<Node*>("list"); p; p = p->next, ++count) ordered = ordered && p->value == expect--;
+    CHECK(count == n);
+    CHECK(ordered);  // includes the aborted write's page
+    qs::index<int, Node> by_value(db, "by_value", qs::unique);
+    REQUIRE(by_value.find(n - 7) != nullptr);
+    CHECK(by_value.find(n - 7)->value == n - 7);
+    CHECK(by_value.find(n - 101) == nullptr);
+    int seen = 0;
+    by_value.range(n - 10, n - 1, [&](int k, Node* p) {
+      CHECK(p->value == k);
+      ++seen;
+      return true;
+    });
+    CHECK(seen == 10);
+    Blob* b = db.root<Blob*>("blob");
+    CHECK(b->words[0] == 1);
+    CHECK(b->words[39999] == 2);
+    CHECK(b->self == b);
+    delete b;
+    db.root<Blob*>("blob") = nullptr;
+    tx.commit();
+  }
+  {
+    auto db = qs::database::open(s.unix_url(), o);
+    qs::transaction tx(db);
+    CHECK(db.root<Blob*>("blob") == nullptr);
+    tx.commit();
+  }
+}

@@ -1,0 +1,215 @@
+// qs_ps_worker: a client process of the page-server tests. Usage:
+//   qs_ps_worker URL setup                      create the table of counters
+//   qs_ps_worker URL incr ID TXNS SEED          TXNS transactions (db.run); each adds 1
+//                                               to counter ID (its own) and to one
+//                                               counter of 32..63 (shared, random)
+//   qs_ps_worker URL check CLIENTS TXNS         exit 0 when counters 0..CLIENTS-1 are
+//                                               TXNS and 32..63 sum to CLIENTS*TXNS
+//   qs_ps_worker URL deadlock FIRST SECOND DIR  write counter FIRST, say so (file
+//                                               DIR/FIRST), wait for DIR/SECOND, write
+//                                               counter SECOND, commit: exit 0, or 3 on
+//                                               qs::deadlock (one attempt, no retry)
+//   qs_ps_worker URL hold N DIR                 write counter N, create DIR/held, sleep
+//                                               (until killed; 30 s at most)
+//   qs_ps_worker URL bump N                     add 1 to counter N; print its value
+//   qs_ps_worker URL all TXNS [GO]              TXNS transactions setting all 64 counters
+//                                               to the transaction's number; after a lost
+//                                               connection, waits for file GO (if given),
+//                                               reconnects and goes on
+//   qs_ps_worker URL same                       exit 10+v when all counters are v, 1 if not
+// Every wait is bounded. Output on stdout, errors on stderr.
+#include "ps_types.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+
+using namespace qs_pstest;
+
+namespace {
+
+qs::options client_options() {
+  qs::options o;
+  o.pool_pages = 256;
+  o.durable = true;
+  o.reservation_bytes = std::uint64_t{1} << 30;
+  return o;
+}
+
+bool wait_for_file(const std::string& path, int ms) {
+  for (int i = 0; i < ms / 10; ++i) {
+    if (std::filesystem::exists(path)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+void touch_file(const std::string& path) {
+  if (FILE* f = std::fopen(path.c_str(), "w")) std::fclose(f);
+}
+
+Table* table(qs::database& db) {
+  Table* t = db.root<Table*>("table");
+  if (!t) throw qs::error("no table: run setup first");
+  return t;
+}
+
+int setup(qs::database& db) {
+  db.run([&] {
+    auto& root = db.root<Table*>("table");
+    if (root) return;
+    Table* t = new (db) Table{};
+    t->n = counters;
+    for (int i = 0; i < counters; ++i) t->c[i] = new (db) Counter{};
+    root = t;
+  });
+  return 0;
+}
+
+int incr(qs::database& db, int id, int txns, unsigned seed) {
+  std::minstd_rand rng(seed);
+  int runs = 0;
+  for (int i = 0; i < txns; ++i) {
+    int shared = 32 + static_cast<int>(rng() % 32);
+    db.run([&] {
+      ++runs;
+      Table* t = table(db);
+      t->c[id]->value += 1;
+      t->c[shared]->value += 1;
+    });
+  }
+  std::printf("committed=%d runs=%d\n", txns, runs);
+  return 0;
+}
+
+int check(qs::database& db, int clients, int txns) {
+  int rc = 0;
+  db.run([&] {
+    Table* t = table(db);
+    std::int64_t sum = 0;
+    for (int i = 0; i < clients; ++i)
+      if (t->c[i]->value != txns) {
+        std::fprintf(stderr, "counter %d is %lld, expected %d\n", i, static_cast<long long>(t->c[i]->value), txns);
+        rc = 1;
+      }
+    for (int i = 32; i < counters; ++i) sum += t->c[i]->value;
+    if (sum != std::int64_t{clients} * txns) {
+      std::fprintf(stderr, "shared counters sum to %lld, expected %lld\n", static_cast<long long>(sum),
+                   static_cast<long long>(std::int64_t{clients} * txns));
+      rc = 1;
+    }
+    std::printf("sum=%lld\n", static_cast<long long>(sum));
+  });
+  return rc;
+}
+
+int deadlock_role(qs::database& db, int first, int second, const std::string& dir) {
+  try {
+    qs::transaction tx(db);
+    Table* t = table(db);
+    t->c[first]->value += 1;  // exclusive lock on counter `first`'s page
+    touch_file(dir + "/" + std::to_string(first));
+    if (!wait_for_file(dir + "/" + std::to_string(second), 10000)) {
+      std::fprintf(stderr, "the other client never took its lock\n");
+      return 1;
+    }
+    t->c[second]->value += 1;  // waits for the other client: a cycle
+    tx.commit();
+    std::printf("committed\n");
+    return 0;
+  } catch (const qs::deadlock& e) {
+    std::printf("deadlock: %s\n", e.what());
+    return 3;
+  }
+}
+
+int hold(qs::database& db, int n, const std::string& dir) {
+  qs::transaction tx(db);
+  table(db)->c[n]->value += 1000;
+  touch_file(dir + "/held");
+  std::this_thread::sleep_for(std::chrono::seconds(30));
+  return 1;  // killed before
+}
+
+int bump(qs::database& db, int n) {
+  std::int64_t v = 0;
+  db.run([&] { v = ++table(db)->c[n]->value; });
+  std::printf("value=%lld\n", static_cast<long long>(v));
+  return 0;
+}
+
+int all(qs::database& db, int txns, const std::string& go) {
+  int lost = 0;
+  for (int k = 1; k <= txns; ++k) {
+    for (int attempt = 0;; ++attempt) {
+      try {
+        db.run([&] {
+          Table* t = table(db);
+          std::int64_t next = t->c[0]->value + 1;
+          for (int i = 0; i < counters; ++i) t->c[i]->value = next;
+        });
+        break;
+      } catch (const qs::connection_lost& e) {
+        ++lost;
+        std::printf("connection_lost: %s\n", e.what());
+        std::fflush(stdout);
+        if (attempt > 300) throw;
+        if (!go.empty() && !wait_for_file(go, 30000)) throw;  // the test says when to go on
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the server restarts
+      }
+    }
+  }
+  std::printf("done lost=%d\n", lost);
+  return 0;
+}
+
+int same(qs::database& db) {
+  int rc = 1;
+  db.run([&] {
+    Table* t = table(db);
+    std::int64_t v = t->c[0]->value;
+    for (int i = 1; i < counters; ++i)
+      if (t->c[i]->value != v) {
+        std::fprintf(stderr, "counter %d is %lld, counter 0 is %lld\n", i, static_cast<long long>(t->c[i]->value),
+                     static_cast<long long>(v));
+        rc = 1;
+        return;
+      }
+    std::printf("all=%lld\n", static_cast<long long>(v));
+    rc = 10 + static_cast<int>(v);
+  });
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: qs_ps_worker URL MODE ...\n");
+    return 2;
+  }
+  std::string url = argv[1], mode = argv[2];
+  auto arg = [&](int i) { return i < argc ? std::string(argv[i]) : std::string(); };
+  try {
+    auto db = qs::database::open(url, client_options());
+    if (mode == "setup") return setup(db);
+    if (mode == "incr") return incr(db, std::stoi(arg(3)), std::stoi(arg(4)), static_cast<unsigned>(std::stoul(arg(5))));
+    if (mode == "check") return check(db, std::stoi(arg(3)), std::stoi(arg(4)));
+    if (mode == "deadlock") return deadlock_role(db, std::stoi(arg(3)), std::stoi(arg(4)), arg(5));
+    if (mode == "hold") return hold(db, std::stoi(arg(3)), arg(4));
+    if (mode == "bump") return bump(db, std::stoi(arg(3)));
+    if (mode == "all") return all(db, std::stoi(arg(3)), arg(4));
+    if (mode == "same") return same(db);
+    std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qs_ps_worker %s: %s\n", mode.c_str(), e.what());
+    return 1;
+  }
+}
