@@ -99,6 +99,17 @@ class database_impl final : public fault_target {
   // takes its header; throws qs::corrupt_page.
   void accept_record(page_desc* d, const record_header& h, std::byte* img);
   void make_writable(page_desc* d);
+  // The written list: add, and remove in constant time (swap with the last).
+  void add_written(page_desc* d) {
+    d->written_pos = written_.size();
+    written_.push_back(d);
+  }
+  void remove_written(page_desc* d) {
+    page_desc* last = written_.back();
+    written_[d->written_pos] = last;
+    last->written_pos = d->written_pos;
+    written_.pop_back();
+  }
   void evict(page_desc* d);
   // Forgets a resident page's image without writing it.
   void evict_clean(page_desc* d);

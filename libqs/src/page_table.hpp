@@ -41,6 +41,7 @@ struct page_desc {
   int pins = 0;
   record_header hdr{};
   bool has_before = false;
+  std::size_t written_pos = 0;  // index in the transaction's written list, while writable
   // Shared stores: resident from an earlier transaction and not yet
   // revalidated in this one (its frame is inaccessible meanwhile).
   bool stale = false;

@@ -90,7 +90,7 @@ void database_impl::page_in(page_desc* d) {
     d->slot = static_cast<std::int32_t>(slot);
     frames_->map(d->frame, pool_->memory(), slot, true);
     d->state = page_state::writable;
-    written_.push_back(d);
+    add_written(d);
     return;
   }
   record_header h;
@@ -161,7 +161,7 @@ void database_impl::make_writable(page_desc* d) {
   d->has_before = true;
   frames_->protect(d->frame, true);
   d->state = page_state::writable;
-  written_.push_back(d);
+  add_written(d);
 }
 
 void database_impl::write_back(page_desc* d) {
@@ -203,7 +203,7 @@ void database_impl::evict(page_desc* d) {
       throw;
     }
     d->has_before = false;
-    written_.erase(std::find(written_.begin(), written_.end(), d));
+    remove_written(d);
   }
   pool_->release(static_cast<std::uint32_t>(d->slot));
   d->slot = -1;
@@ -225,8 +225,7 @@ void database_impl::drop(page_desc* d) {
     frames_->unmap(d->frame);
     pool_->release(static_cast<std::uint32_t>(d->slot));
     if (d->state == page_state::writable) {
-      auto it = std::find(written_.begin(), written_.end(), d);
-      if (it != written_.end()) written_.erase(it);
+      remove_written(d);
     }
   }
   logged_.erase(d);
