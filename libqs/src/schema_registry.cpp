@@ -123,13 +123,7 @@ void schema_registry::load() {
     std::lock_guard<std::mutex> g(program_types_mutex);
     mine = program_types();
   }
-  for (const type_descriptor* d : mine) {
-    auto it = by_name_.find(d->name);
-    if (it == by_name_.end()) continue;
-    check(layouts_[it->second], d);
-    layouts_[it->second].program = d;
-    by_desc_[d] = it->second;
-  }
+  for (const type_descriptor* d : mine) bind_stored(d);
 }
 
 void schema_registry::check(const type_layout& stored, const type_descriptor* d) const {
@@ -156,14 +150,17 @@ void schema_registry::check(const type_layout& stored, const type_descriptor* d)
 std::uint32_t schema_registry::index_of(const type_descriptor* d) {
   auto it = by_desc_.find(d);
   if (it != by_desc_.end()) return it->second;
-  auto n = by_name_.find(d->name);
-  if (n != by_name_.end()) {
-    check(layouts_[n->second], d);
-    layouts_[n->second].program = d;
-    by_desc_[d] = n->second;
-    return n->second;
-  }
+  if (auto index = bind_stored(d)) return *index;
   return add(d);
+}
+
+std::optional<std::uint32_t> schema_registry::bind_stored(const type_descriptor* d) {
+  auto n = by_name_.find(d->name);
+  if (n == by_name_.end()) return std::nullopt;
+  check(layouts_[n->second], d);
+  layouts_[n->second].program = d;
+  by_desc_[d] = n->second;
+  return n->second;
 }
 
 std::uint32_t schema_registry::add(const type_descriptor* d) {
@@ -174,13 +171,7 @@ std::uint32_t schema_registry::add(const type_descriptor* d) {
     // transaction (the server's locks on what it read make two concurrent
     // additions serialize), and take the type if it was added meanwhile.
     load();
-    auto n = by_name_.find(d->name);
-    if (n != by_name_.end()) {
-      check(layouts_[n->second], d);
-      layouts_[n->second].program = d;
-      by_desc_[d] = n->second;
-      return n->second;
-    }
+    if (auto index = bind_stored(d)) return *index;
   }
   std::uint32_t index = static_cast<std::uint32_t>(std::max<std::size_t>(layouts_.size(), first_stored_type));
   type_layout l = layout_of(d);

@@ -20,6 +20,7 @@
 #include <qs/schema.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -58,6 +59,9 @@ class schema_registry {
 
  private:
   std::uint32_t add(const type_descriptor* d);
+  // Binds d to the stored type of its name, checking the layout; nullopt
+  // when the database has no such type.
+  std::optional<std::uint32_t> bind_stored(const type_descriptor* d);
   void check(const type_layout& stored, const type_descriptor* d) const;
 
   store& store_;
