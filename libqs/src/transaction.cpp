@@ -53,10 +53,13 @@ bool database_impl::check_pointers(page_desc* d, bool throw_on_violation) {
     ok = false;
     if (!throw_on_violation) return;
     char buf[160];
-    std::snprintf(buf, sizeof buf, " at %p (page %" PRIu64 ") points to %p, outside the persistent region",
-                  static_cast<void*>(frame_address(d) + off), d->page, reinterpret_cast<void*>(v));
-    throw transient_pointer("database " + name() + ": commit refused: " + member_name(l, l.pointers[which]) +
-                            buf + "; the transaction is aborted");
+    std::snprintf(buf, sizeof buf, " at %p (page %" PRIu64 ") points to %p", static_cast<void*>(frame_address(d) + off),
+                  d->page, reinterpret_cast<void*>(v));
+    std::string what = "database " + name() + ": commit refused: " + member_name(l, l.pointers[which]) + buf;
+    if (database_impl* other = database_of(reinterpret_cast<const void*>(v)))
+      throw cross_database_pointer(what + ", into database " + other->name() +
+                                   " (pointers between databases are not supported); the transaction is aborted");
+    throw transient_pointer(what + ", outside the persistent region; the transaction is aborted");
   });
   return ok;
 }

@@ -157,3 +157,36 @@ TEST_CASE("every supported page size works, and a database keeps its own") {
     CHECK(v.back() == 0);
   }
 }
+
+TEST_CASE("two databases open in one process; a pointer from one into the other is refused") {
+  test_dir dir;
+  auto a = qs::database::open(dir.sub("a"), small_options());
+  auto b = qs::database::open(dir.sub("b"), small_options());
+  Node* in_a;
+  {
+    qs::transaction tx(a);
+    in_a = a.root<Node*>("n") = new (a) Node{1, nullptr};
+    tx.commit();
+  }
+  {
+    qs::transaction tx(b);
+    Node* in_b = b.root<Node*>("n") = new (b) Node{2, nullptr};
+    CHECK_FALSE(b.contains(in_a));
+    in_b->next = in_a;
+    try {
+      tx.commit();
+      FAIL("commit accepted a pointer into another database");
+    } catch (const qs::cross_database_pointer& e) {
+      CHECK_THAT(e.what(), Catch::Contains("qs_test::Node::next") && Catch::Contains(dir.sub("a")) &&
+                               Catch::Contains("between databases"));
+    }
+  }
+  // Both still work, each on its own objects.
+  qs::transaction ta(a);
+  CHECK(a.root<Node*>("n")->value == 1);
+  ta.commit();
+  qs::transaction tb(b);
+  CHECK_FALSE(b.has_root("n"));
+  b.root<Node*>("n") = new (b) Node{3, nullptr};
+  tb.commit();
+}

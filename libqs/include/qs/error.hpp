@@ -76,6 +76,13 @@ class transient_pointer : public error {
   using error::error;
 };
 
+// At commit, a persistent object held a pointer into another database open
+// in the same process; pointers between databases are not supported.
+class cross_database_pointer : public error {
+ public:
+  using error::error;
+};
+
 // The address reservation of a database has no free frame left.
 class reservation_full : public error {
  public:
