@@ -73,7 +73,7 @@ void session::lock_object(const std::string& object, bool exclusive) {
 void session::lock_page(std::uint64_t page, bool exclusive) { lock_object("qs:p" + detail::be64(page), exclusive); }
 
 void session::lock_meta(std::string_view key, bool exclusive) {
-  if (key.starts_with("f:") || key.starts_with("s:")) return;
+  if (key.starts_with("m:") || key.starts_with("s:")) return;
   lock_object("qs:m" + std::string(key.starts_with("t:") ? std::string_view("t:") : key), exclusive);
 }
 

@@ -37,18 +37,17 @@ void* database_impl::allocate_locked(const type_descriptor* d, std::size_t bytes
 }
 
 page_desc* database_impl::new_page(page_kind kind, const store::page_range* at) {
-  // Page and frame numbers come from the store, which hands each out once
-  // even when other clients allocate at the same time (qs-pageserver).
+  // Page numbers come from the store, which hands each out once even when
+  // other clients allocate at the same time (qs-pageserver). Its frame
+  // number is a hint: the page takes that frame when it is free here.
   store::page_range r = at ? *at : store_->allocate_pages(1);
-  if (r.frame >= frames_->frames())
-    throw reservation_full("database " + name() + ": all " + std::to_string(frames_->frames()) +
-                           " frames of the address reservation are taken");
+  if (!at) r.frame = take_frames(r.frame, 1);
   page_desc* d = table_.add(r.page, r.frame);
   d->is_new = true;
   d->created_in_txn = true;
-  d->hdr = {record_magic, 0, d->frame, kind, 0, 0, 0, 0};
+  d->run_first = at ? at->page : r.page;
+  d->hdr = {record_magic, 0, d->frame, kind, 0, 0, 0, 0, 0, 0};
   created_.push_back(d);
-  store_->put(frame_key(d->frame), std::to_string(d->page));
   return d;
 }
 
@@ -83,8 +82,7 @@ void* database_impl::allocate_small(std::uint32_t type, std::uint32_t payload, s
     if (it == by_room_.end()) break;
     std::uint64_t page = it->second;
     room_entry& entry = free_space_.at(page);
-    page_desc* d = table_.by_page(page);
-    if (!d) d = find_frame(entry.frame);
+    page_desc* d = ensure_run(reinterpret_cast<std::uint64_t>(frames_->frame_address(entry.frame)), page, 1);
     // Whatever happens, this page is not offered again for this size.
     by_room_.erase(it);
     entry.room = need - 1;
@@ -110,14 +108,13 @@ void* database_impl::allocate_large(std::uint32_t type, std::uint64_t payload) {
   std::uint64_t total = sizeof(page_header) + sizeof(object_header) + payload;
   std::uint64_t n = (total + page_size_ - 1) / page_size_;
   store::page_range first = store_->allocate_pages(n);
-  if (first.frame + n > frames_->frames())
-    throw reservation_full("database " + name() + ": an object of " + std::to_string(payload) +
-                           " bytes needs " + std::to_string(n) + " contiguous frames, and the reservation has " +
-                           std::to_string(frames_->frames() - std::min(first.frame, frames_->frames())) + " left");
+  first.frame = take_frames(first.frame, n);
   page_desc* head = nullptr;
   for (std::uint64_t i = 0; i < n; ++i) {
     store::page_range at{first.page + i, first.frame + i};
     page_desc* d = new_page(i == 0 ? page_kind::large_head : page_kind::large_tail, &at);
+    d->run_first = first.page;
+    d->run_pages = static_cast<std::uint32_t>(n);
     d->hdr.type = type;
     d->hdr.size = static_cast<std::uint32_t>(payload);
     d->hdr.index = static_cast<std::uint32_t>(i);
@@ -154,16 +151,16 @@ void database_impl::deallocate(void* p) {
                 std::to_string(d->page));
   std::uint64_t n = (sizeof(page_header) + sizeof(object_header) + std::uint64_t{d->hdr.size} + page_size_ - 1) /
                     page_size_;
-  std::uint64_t page0 = d->page, frame0 = d->frame;
+  std::uint64_t page0 = d->page;
   for (std::uint64_t i = 0; i < n; ++i) {
-    page_desc* t = i == 0 ? d : find_frame(frame0 + i);
+    page_desc* t = i == 0 ? d : table_.by_page(page0 + i);
     if (t) {
       auto c = std::find(created_.begin(), created_.end(), t);
       if (c != created_.end()) created_.erase(c);
       drop(t);
     }
     store_->delete_page(page0 + i);
-    store_->del(frame_key(frame0 + i));
+    store_->del(mapping_key(page0 + i));
   }
 }
 

@@ -244,9 +244,19 @@ bool bdb_env::index_erase(DbTxn* t, std::uint32_t index, std::string_view k, std
   auto& ix = index_at(index);
   Dbc* cursor = nullptr;
   check(ix.db->cursor(t, &cursor, 0), "open cursor");
-  Dbt key = dbt(k), data = dbt(v);
-  int rc = cursor->get(&key, &data, DB_GET_BOTH);
-  if (rc == 0) rc = cursor->del(0);
+  // The entry whose value begins with v: with sorted duplicates, the first
+  // value >= v; in a unique index, the key's only value.
+  Dbt key = dbt(k), data;
+  data.set_flags(DB_DBT_REALLOC);
+  data.set_data(std::malloc(v.size() ? v.size() : 1));
+  std::memcpy(data.get_data(), v.data(), v.size());
+  data.set_size(static_cast<std::uint32_t>(v.size()));
+  int rc = cursor->get(&key, &data, ix.unique ? DB_SET : DB_GET_BOTH_RANGE);
+  if (rc == 0) {
+    std::string_view found(static_cast<const char*>(data.get_data()), data.get_size());
+    rc = found.substr(0, v.size()) == v ? cursor->del(0) : DB_NOTFOUND;
+  }
+  std::free(data.get_data());
   cursor->close();
   if (rc == DB_NOTFOUND) return false;
   check(rc, "erase from index " + ix.name);

@@ -40,8 +40,14 @@ database_impl* database_of(const void* p) noexcept {
 }
 
 database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
-    : store_(std::move(s)), page_size_(opts.page_size), durable_(opts.durable), schema_(*store_, store_->name()) {
+    : store_(std::move(s)),
+      page_size_(opts.page_size),
+      durable_(opts.durable),
+      policy_(opts.relocation_policy),
+      force_relocation_percent_(opts.force_relocation_percent),
+      schema_(*store_, store_->name()) {
   load_or_create(opts);
+  free_frames_ = std::make_unique<frame_map>(frames_->frames());
   pool_ = std::make_unique<buffer_pool>(opts.pool_pages, page_size_);
   zero_page_ = std::make_unique<std::byte[]>(page_size_);
   schema_.load();
@@ -84,7 +90,7 @@ void database_impl::load_or_create(const options& opts) {
     store_->begin();
     try {
       if (!store_->get("page_size")) {
-        store_->put("format", "qs 2");
+        store_->put("format", "qs 3");
         store_->put("page_size", std::to_string(page_size_));
         store_->put("base", std::to_string(reinterpret_cast<std::uintptr_t>(frames_->base())));
         store_->put("reservation", std::to_string(opts.reservation_bytes));
@@ -106,18 +112,20 @@ void database_impl::load_or_create(const options& opts) {
     ps = store_->get("page_size");
     if (!ps) throw store_error("database " + name() + ": creating the database failed");
   }
-  // Format 2: 40-byte record headers with a page version.
-  if (auto f = store_->get("format"); f && *f != "qs 2")
-    throw error("database " + name() + " has format '" + *f + "'; this qs reads format 'qs 2' only");
+  // Format 3: 48-byte record headers with a page version and the size of
+  // the page's mapping object.
+  if (auto f = store_->get("format"); f && *f != "qs 3")
+    throw error("database " + name() + " has format '" + *f + "'; this qs reads format 'qs 3' only");
   page_size_ = static_cast<std::uint32_t>(std::stoul(*ps));
   store_->set_page_size(page_size_);
+  // The preferred base, where the database's pointers need no rewriting;
+  // when something else is there, anywhere else: pages are then relocated as
+  // they come in.
   std::uintptr_t base = number(*store_, "base");
-  std::uint64_t reservation = number(*store_, "reservation");
   try {
-    frames_ = std::make_unique<frame_space>(base, reservation, page_size_, true);
-  } catch (const error& e) {
-    throw error("database " + name() + ": its address range is taken in this process (" + e.what() +
-                "); relocating a database is not supported yet");
+    frames_ = std::make_unique<frame_space>(base, opts.reservation_bytes, page_size_, true);
+  } catch (const error&) {
+    frames_ = std::make_unique<frame_space>(base, opts.reservation_bytes, page_size_, false);
   }
 }
 
@@ -134,6 +142,9 @@ database database::open(const std::string& path, const options& opts) {
                            std::to_string(opts.pool_pages));
   if (opts.reservation_bytes < std::uint64_t{opts.page_size} * 16 || opts.reservation_bytes % opts.page_size)
     throw invalid_argument("database " + path + ": the reservation must be a multiple of the page size, at least 16 pages");
+  if (opts.force_relocation_percent > 100)
+    throw invalid_argument("database " + path + ": force_relocation_percent is a percentage, not " +
+                           std::to_string(opts.force_relocation_percent));
   detail::check_map_budget(opts.pool_pages);
   std::unique_ptr<detail::store> s;
   if (detail::is_remote_url(path))

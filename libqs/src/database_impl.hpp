@@ -21,6 +21,7 @@
 #pragma once
 
 #include "buffer_pool.hpp"
+#include "frame_map.hpp"
 #include "os/fault_signal.hpp"
 #include "os/frames.hpp"
 #include "page_heap.hpp"
@@ -123,6 +124,29 @@ class database_impl final : public fault_target {
   template <class F>
   void for_each_word(const page_desc* d, const std::byte* img, F f);
 
+  // relocation.cpp
+  // The first page of the run (large object) d belongs to.
+  page_desc* run_head(page_desc* d) { return d->run_first == d->page ? d : table_.by_page(d->run_first); }
+  // The page run {page, pages} that was at `address` when a pointer to it
+  // was stored: its head in this process, given frames now if it has none
+  // (its old ones when they are free). Throws qs::reservation_full.
+  page_desc* ensure_run(std::uint64_t address, std::uint64_t page, std::uint32_t pages);
+  // Frames for a run of n new pages, near `hint` when free there.
+  std::uint64_t take_frames(std::uint64_t hint, std::uint64_t n);
+  // Reads d's mapping object and rewrites the pointers of its image `img`
+  // into runs that moved.
+  void relocate(page_desc* d, std::byte* img);
+  // d's mapping object as its pointers are now; stores it when it changed.
+  void update_mapping(page_desc* d, const std::byte* img);
+  // A persistent address as (page, offset in its run, run length, run
+  // address), and back: how roots and indexes keep references that survive
+  // relocation.
+  std::string encode_location(const void* p);
+  void* decode_location(std::string_view s);
+  // Between transactions, when the reservation runs short: forget every
+  // frame assignment (the pool is emptied).
+  void reset_frames();
+
   // allocator.cpp
   // A new page; its numbers from the store, or `at` when given.
   page_desc* new_page(page_kind kind, const store::page_range* at = nullptr);
@@ -145,6 +169,10 @@ class database_impl final : public fault_target {
   bool durable_;
   mutable std::mutex mutex_;
   std::unique_ptr<frame_space> frames_;
+  std::unique_ptr<frame_map> free_frames_;  // which frames of frames_ are taken
+  relocation policy_;
+  unsigned force_relocation_percent_;
+  std::vector<page_desc*> relocated_;  // one-time relocation: to write back
   std::unique_ptr<buffer_pool> pool_;
   page_table table_;
   schema_registry schema_;

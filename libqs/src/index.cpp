@@ -3,7 +3,19 @@
 
 #include <qs/index.hpp>
 
+#include <cstring>
+
 namespace qs::detail {
+namespace {
+
+// qs::index hands the runtime a reference as the bytes of a pointer.
+const void* pointer_in(std::string_view value) {
+  const void* p = nullptr;
+  if (value.size() == sizeof p) std::memcpy(&p, value.data(), sizeof p);
+  return p;
+}
+
+}  // namespace
 
 std::uint32_t database_impl::open_index(const std::string& name, bool unique) {
   lock_scope g(*this);
@@ -14,14 +26,16 @@ void database_impl::index_insert(std::uint32_t ix, const std::string& name, std:
                                  std::string_view value) {
   lock_scope g(*this);
   require_transaction(("updating index " + name).c_str());
-  if (!store_->index_insert(ix, key, value))
+  if (!store_->index_insert(ix, key, encode_location(pointer_in(value))))
     throw duplicate_key("database " + this->name() + ": the unique index " + name + " already has that key");
 }
 
 bool database_impl::index_erase(std::uint32_t ix, std::string_view key, std::string_view value) {
   lock_scope g(*this);
   require_transaction("updating an index");
-  return store_->index_erase(ix, key, value);
+  // The entry's value begins with its page, offset and run length; the run's
+  // address that follows is a hint that relocation may have made stale.
+  return store_->index_erase(ix, key, encode_location(pointer_in(value)).substr(0, 16));
 }
 
 std::vector<index_entry> database_impl::index_scan(std::uint32_t ix, std::string_view lo, std::string_view hi,
@@ -32,6 +46,10 @@ std::vector<index_entry> database_impl::index_scan(std::uint32_t ix, std::string
     out.push_back({std::string(k), std::string(v)});
     return limit == 0 || out.size() < limit;
   });
+  for (index_entry& e : out) {
+    void* p = decode_location(e.value);
+    e.value.assign(reinterpret_cast<const char*>(&p), sizeof p);
+  }
   return out;
 }
 

@@ -1,15 +1,15 @@
 // keys.hpp: the metadata records of a database, and their encodings.
 //
-//   "format"        "qs 1"
+//   "format"        "qs 3"
 //   "page_size"     page size in bytes (decimal)
 //   "base"          preferred base address of the reservation (decimal)
 //   "reservation"   size of the reservation in bytes (decimal)
 //   "next_page"     persistent page counter (decimal)
 //   "next_frame"    persistent frame counter (decimal)
-//   "f:" + frame    the page at a frame (frame big-endian; value decimal)
+//   "m:" + page     the page's mapping object (mapping.hpp; page big-endian)
 //   "s:" + page     a small-object page with room: "frame bytes"
 //   "t:" + name     a stored type layout (schema_registry.cpp)
-//   "r:" + name     a named root: "address mangled-type-name"
+//   "r:" + name     a named root: "run-address page pages offset mangled-type-name"
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,7 @@ inline std::uint64_t from_be64(std::string_view s) {
   for (unsigned char c : s.substr(0, 8)) v = (v << 8) | c;
   return v;
 }
-inline std::string frame_key(std::uint64_t frame) { return "f:" + be64(frame); }
+inline std::string mapping_key(std::uint64_t page) { return "m:" + be64(page); }
 inline std::string space_key(std::uint64_t page) { return "s:" + be64(page); }
 
 }  // namespace qs::detail

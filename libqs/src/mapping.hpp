@@ -50,7 +50,7 @@ class mapping_builder {
 };
 
 // One run that moved: [from, from + length) is now at [to, to + length).
-struct relocation {
+struct moved_run {
   std::uint64_t from;
   std::uint64_t to;
   std::uint64_t length;
@@ -59,13 +59,13 @@ struct relocation {
 // Relocations sorted by `from`; answers where a stored pointer points now.
 class relocator {
  public:
-  explicit relocator(std::vector<relocation> moves);
+  explicit relocator(std::vector<moved_run> moves);
   bool empty() const { return moves_.empty(); }
   // The pointer's new value, or nullopt when its run did not move.
   std::optional<std::uint64_t> moved(std::uint64_t pointer) const;
 
  private:
-  std::vector<relocation> moves_;
+  std::vector<moved_run> moves_;
 };
 
 // The entry of `m` whose run holds `pointer`, or nullptr.

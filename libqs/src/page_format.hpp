@@ -48,8 +48,12 @@ struct record_header {
   // that caches pages across transactions of a shared store (qs-pageserver)
   // revalidates its copy by this number instead of fetching the page again.
   std::uint64_t version;
+  // Entries in the page's mapping object (mapping.hpp), stored beside the
+  // record as metadata "m:" + page; 0 when the page holds no pointer.
+  std::uint32_t mapping_entries;
+  std::uint32_t reserved;
 };
-static_assert(sizeof(record_header) == 40);
+static_assert(sizeof(record_header) == 48);
 
 struct page_header {
   std::uint32_t magic;

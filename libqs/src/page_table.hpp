@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
 
 namespace qs::detail {
@@ -45,6 +46,12 @@ struct page_desc {
   // Shared stores: resident from an earlier transaction and not yet
   // revalidated in this one (its frame is inaccessible meanwhile).
   bool stale = false;
+  // The run of frames the page belongs to: the page alone, or every page of
+  // its large object (whose frames stay contiguous).
+  std::uint64_t run_first = 0;
+  std::uint32_t run_pages = 1;
+  std::string mapping;            // its mapping object, as stored
+  bool relocate_pending = false;  // one-time relocation: write it back
 };
 
 class page_table {
@@ -69,6 +76,10 @@ class page_table {
   void erase(page_desc* d) {
     frames_.erase(d->frame);
     pages_.erase(d->page);
+  }
+  void clear() {
+    frames_.clear();
+    pages_.clear();
   }
   template <class F>
   void for_each(F f) {

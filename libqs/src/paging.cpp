@@ -51,10 +51,9 @@ void database_impl::on_fault(void* address, bool write) {
 }
 
 page_desc* database_impl::find_frame(std::uint64_t frame) {
-  if (page_desc* d = table_.by_frame(frame)) return d;
-  auto v = store_->get(frame_key(frame));
-  if (!v) return nullptr;
-  return table_.add(std::stoull(*v), frame);
+  // Every frame a valid pointer can lead to was given to its page when the
+  // pointer came in (the mapping object of its page, a root, an index).
+  return table_.by_frame(frame);
 }
 
 page_desc* database_impl::find_page_of(const void* p) {
@@ -147,12 +146,13 @@ void database_impl::accept_record(page_desc* d, const record_header& h, std::byt
     throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) +
                                     " failed its checksum (stored " + hex(h.checksum) + ", computed " +
                                     hex(sum) + "); the page is not used");
-  if (h.frame != d->frame)
-    throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) + " says frame " +
-                                    std::to_string(h.frame) + " but was found at frame " +
-                                    std::to_string(d->frame));
+  if (h.kind != page_kind::small && d->page - d->run_first != h.index)
+    throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) + " is page " +
+                                    std::to_string(h.index) + " of a large object, but was reached as page " +
+                                    std::to_string(d->page - d->run_first) + " of one");
   d->hdr = h;
   fix_vptrs(d, img);
+  relocate(d, img);
 }
 
 void database_impl::make_writable(page_desc* d) {
@@ -169,16 +169,21 @@ void database_impl::write_back(page_desc* d) {
   if (d->hdr.kind == page_kind::small && free_space_dirty_.count(d->page)) note_free_space(d);
   d->hdr.magic = record_magic;
   d->hdr.frame = d->frame;
+  // Whole when the stored image is not the before-image (a new page, or one
+  // whose pointers or vptrs were rewritten when it came in).
+  bool whole = d->is_new || d->rewritten || !d->has_before;
+  std::vector<byte_range> ranges;
+  if (!whole) {
+    diff_pages(before_image(d), img, page_size_, ranges);
+    if (ranges.empty()) return;
+  }
+  update_mapping(d, img);
   ++d->hdr.version;  // clients caching the page see that it changed
-  if (d->is_new || d->rewritten || !d->has_before) {
-    d->hdr.checksum = record_checksum(d->hdr, img, page_size_);
+  d->hdr.checksum = record_checksum(d->hdr, img, page_size_);
+  if (whole) {
     store_->put_page(d->page, d->hdr, img);
     stats_.diff_bytes += page_size_;
   } else {
-    std::vector<byte_range> ranges;
-    diff_pages(before_image(d), img, page_size_, ranges);
-    if (ranges.empty()) return;
-    d->hdr.checksum = record_checksum(d->hdr, img, page_size_);
     store_->patch_page(d->page, d->hdr, img, ranges);
     for (auto& r : ranges) stats_.diff_bytes += r.length;
   }
@@ -193,17 +198,25 @@ void database_impl::evict(page_desc* d) {
   // The frame goes first: once unmapped, no other thread can still be
   // writing to the page while its changes are diffed from the pool's copy.
   frames_->unmap(d->frame);
-  if (d->state == page_state::writable) {
-    ++stats_.dirty_evictions;
-    if (!check_pointers(d, false)) suspect_.insert(d);
+  bool writable = d->state == page_state::writable;
+  if (writable || d->relocate_pending) {
+    if (writable) {
+      ++stats_.dirty_evictions;
+      if (!check_pointers(d, false)) suspect_.insert(d);
+    } else {
+      store_->lock_for_write(d->page);  // one-time relocation writes it back
+    }
     try {
       write_back(d);
     } catch (...) {
-      frames_->map(d->frame, pool_->memory(), static_cast<std::uint32_t>(d->slot), true);
+      frames_->map(d->frame, pool_->memory(), static_cast<std::uint32_t>(d->slot), writable);
       throw;
     }
-    d->has_before = false;
-    remove_written(d);
+    d->relocate_pending = false;
+    if (writable) {
+      d->has_before = false;
+      remove_written(d);
+    }
   }
   pool_->release(static_cast<std::uint32_t>(d->slot));
   d->slot = -1;
@@ -231,6 +244,8 @@ void database_impl::drop(page_desc* d) {
   logged_.erase(d);
   suspect_.erase(d);
   free_space_dirty_.erase(d->page);
+  if (d->relocate_pending) std::erase(relocated_, d);
+  free_frames_->give_back(d->frame, 1);
   table_.erase(d);
 }
 

@@ -161,7 +161,6 @@ void remote_store::fill_ops(wire::request& r, bool metas) {
 }
 
 void remote_store::clear_pending() {
-  prefetched_.reset();
   pages_.clear();
   metas_.clear();
   pending_bytes_ = 0;
@@ -242,14 +241,6 @@ store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uin
                                                     record_header& h, std::byte* image) {
   bool found = false;
   if (overlay_page(page, h, image, found)) return found ? page_read::read : page_read::absent;
-  if (prefetched_ && prefetched_->page == page) {
-    prefetched p = std::move(*prefetched_);
-    prefetched_.reset();
-    if (!p.found) return page_read::absent;
-    take_record(page, p.record, h, image);
-    return page_read::read;
-  }
-  prefetched_.reset();
   wire::request r;
   r.type = wire::msg::read_page;
   r.page = page;
@@ -327,17 +318,6 @@ store::page_range remote_store::allocate_pages(std::uint64_t n) {
 
 std::optional<std::string> remote_store::get(std::string_view key) {
   if (auto it = metas_.find(key); it != metas_.end()) return it->second;
-  if (key.size() == 10 && key.starts_with("f:")) {
-    // A frame lookup: the page's record comes with the answer.
-    wire::request r;
-    r.type = wire::msg::read_frame;
-    r.page = from_be64(key.substr(2));
-    const wire::response& resp = call(r);
-    if (resp.type != wire::msg::frame_page) throw store_error("server " + url_ + ": unexpected answer to read_frame");
-    if (!resp.flag) return std::nullopt;
-    prefetched_ = prefetched{resp.a, resp.status == wire::page_status::record, std::string(resp.text)};
-    return std::to_string(resp.a);
-  }
   wire::request r;
   r.type = wire::msg::get;
   r.key = key;

@@ -14,10 +14,8 @@
 // transaction that buffers more than a few MiB of pages sends those early in
 // `write` messages. Reads see the buffered writes first.
 //
-// A lookup of a frame's page (the metadata key "f:" + frame, keys.hpp), which
-// the runtime makes when it follows a pointer to a page it has never seen and
-// then reads that page, is one round trip (read_frame): the record comes
-// with the page number and serves the read_page that follows.
+// A fault on a page that holds pointers reads the page and then its mapping
+// object (metadata "m:" + page): two round trips.
 //
 // The store is `shared`: the runtime revalidates its cached pages by version
 // at their first touch in a transaction (read_page_if_changed), and the
@@ -121,14 +119,6 @@ class remote_store final : public store {
   std::map<std::string, std::optional<std::string>, std::less<>> metas_;
   std::size_t pending_bytes_ = 0;
   std::uint64_t shipped_ = 0;
-  // The record that came with the last frame lookup (read_frame), for the
-  // read_page that follows it in the same transaction.
-  struct prefetched {
-    std::uint64_t page;
-    bool found;
-    std::string record;
-  };
-  std::optional<prefetched> prefetched_;
 };
 
 }  // namespace qs::detail

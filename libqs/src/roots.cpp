@@ -28,10 +28,11 @@ void* database_impl::root_cell(std::string_view name_, const type_descriptor* d,
   auto cached = roots_.find(name);
   if (cached == roots_.end()) {
     if (auto v = store_->get("r:" + name)) {
-      std::uintptr_t addr = 0;
-      char type[512] = {0};
-      std::sscanf(v->c_str(), "%" SCNuPTR " %511s", &addr, type);
-      cached = roots_.emplace(name, std::pair(reinterpret_cast<void*>(addr), std::string(type))).first;
+      // The cell's location (24 bytes, see encode_location), then its type.
+      if (v->size() < 24)
+        throw corrupt_page(0, "database " + this->name() + ": the record of root '" + name + "' is damaged");
+      void* cell = decode_location(std::string_view(*v).substr(0, 24));
+      cached = roots_.emplace(name, std::pair(cell, v->substr(24))).first;
     }
   }
   if (cached != roots_.end()) {
@@ -43,7 +44,7 @@ void* database_impl::root_cell(std::string_view name_, const type_descriptor* d,
   std::string key = "r:" + name;
   require_transaction(("creating the root '" + name + "'").c_str());
   void* p = allocate_locked(d, size, nullptr);  // zeroed
-  store_->put(key, std::to_string(reinterpret_cast<std::uintptr_t>(p)) + " " + t.name());
+  store_->put(key, encode_location(p) + t.name());
   roots_[name] = {p, t.name()};
   return p;
 }

@@ -92,8 +92,9 @@ class store {
   virtual std::uint32_t open_index(const std::string& name, bool unique) = 0;
   // False when a unique index already has the key.
   virtual bool index_insert(std::uint32_t index, std::string_view key, std::string_view value) = 0;
-  // Removes one (key, value) entry; false when there is none.
-  virtual bool index_erase(std::uint32_t index, std::string_view key, std::string_view value) = 0;
+  // Removes one entry of `key` whose value begins with `value_prefix`;
+  // false when there is none.
+  virtual bool index_erase(std::uint32_t index, std::string_view key, std::string_view value_prefix) = 0;
   // Calls f(key, value) for the entries with lo <= key <= hi in key order
   // until f returns false.
   virtual void index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,

@@ -26,6 +26,10 @@ void database_impl::require_transaction(const char* what) const {
 void database_impl::begin() {
   lock_scope g(*this);
   if (txn_open_) throw error("database " + name() + ": a transaction is already open on this handle");
+  // A reservation smaller than the database: when a quarter of its frames
+  // is left, the transaction starts from a fresh assignment (the counter
+  // wrap of QuickStore), so that it can take any page the database has.
+  if (free_frames_->free_frames() < free_frames_->frames() / 4) reset_frames();
   store_->begin();
   txn_open_ = true;
   txn_log_start_ = store_->log_position();
@@ -75,6 +79,13 @@ void database_impl::commit() {
       make_current(d);
       check_pointers(d, true);
     }
+    // One-time relocation: pages rewritten when they came in go back to the
+    // store with their new pointers, so that later runs find them in place.
+    for (page_desc* d : relocated_) {
+      if (!d->relocate_pending || d->state != page_state::readable) continue;
+      store_->lock_for_write(d->page);
+      write_back(d);
+    }
     for (std::size_t i = 0; i < written_.size(); ++i) {
       if (i == written_.size() / 2) pause_point("commit.half_written");
       write_back(written_[i]);
@@ -102,6 +113,8 @@ void database_impl::commit() {
     d->has_before = false;
   }
   for (page_desc* d : created_) d->created_in_txn = false;
+  for (page_desc* d : relocated_) d->relocate_pending = false;
+  relocated_.clear();
   written_.clear();
   created_.clear();
   logged_.clear();
@@ -121,6 +134,8 @@ void database_impl::abort() {
 }
 
 void database_impl::abort_locked() {
+  for (page_desc* d : relocated_) d->relocate_pending = false;
+  relocated_.clear();
   // Pages created by this transaction disappear.
   for (page_desc* d : std::vector<page_desc*>(created_)) drop(d);
   created_.clear();

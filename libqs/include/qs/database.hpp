@@ -36,6 +36,13 @@ namespace detail {
 class database_impl;
 }
 
+// What happens to a page whose pointers were rewritten because the pages
+// they point to could not keep their frames in this process.
+enum class relocation {
+  continual,  // rewritten in memory each time the page comes in
+  one_time,   // also written back at commit, so that later runs need nothing
+};
+
 struct options {
   // Page size for a new database: a power of two from 4 KiB to 64 KiB. An
   // existing database keeps the page size it was created with.
@@ -45,8 +52,16 @@ struct options {
   // Durable commits (the log is flushed to disk before commit returns). A
   // non-durable commit is atomic but may be lost in an operating-system crash.
   bool durable = true;
-  // Size of the address reservation for this database's frames.
+  // Size of the address reservation for this process's frames of the
+  // database. It may be smaller than the database: when its frames run out,
+  // the next transaction starts with a fresh assignment (persistent
+  // addresses held in transient variables are then valid only inside the
+  // transaction that read them).
   std::uint64_t reservation_bytes = std::uint64_t{64} << 30;
+  relocation relocation_policy = relocation::continual;
+  // Test harness: this percentage of pages is moved to other frames when it
+  // comes in, even when its own frames are free (0 to 100).
+  unsigned force_relocation_percent = 0;
   // Berkeley DB cache size.
   std::uint64_t store_cache_bytes = std::uint64_t{64} << 20;
   // The shared secret of a qs-pageserver reached over TCP (qs://host:port).
@@ -67,6 +82,10 @@ struct statistics {
   std::uint64_t commits = 0;
   std::uint64_t aborts = 0;
   std::uint64_t commit_ns = 0;      // time spent in commit
+  std::uint64_t mapping_fetches = 0;     // mapping objects read with pages
+  std::uint64_t pages_relocated = 0;     // pages whose pointers were rewritten
+  std::uint64_t pointers_relocated = 0;  // pointer words rewritten
+  std::uint64_t frame_resets = 0;        // fresh frame assignments (reservation full)
 };
 
 class database {
