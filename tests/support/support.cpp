@@ -114,7 +114,7 @@ void corrupt_stored_page(const std::string& dir, std::uint64_t page, std::uint32
     data.set_flags(DB_DBT_MALLOC);
     if (db.get(nullptr, &key, &data, 0) != 0) throw std::runtime_error("no such page");
     auto* bytes = static_cast<unsigned char*>(data.get_data());
-    bytes[40 + offset] ^= 0x5a;  // past the 40-byte record header (page_format.hpp)
+    bytes[48 + offset] ^= 0x5a;  // past the 48-byte record header (page_format.hpp)
     db.put(nullptr, &key, &data, DB_AUTO_COMMIT);
     std::free(data.get_data());
     db.close(0);
