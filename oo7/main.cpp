@@ -6,7 +6,9 @@
 //   oo7-qs ops                                 list the operations
 // options: --work N (T1WW's gettimeofday calls per DoNothing), --pool PAGES
 // (qs buffer pool), --no-durable, --warm-os (keep the OS page cache of the
-// store's files), --quiet.
+// store's files), --quiet, --relocate PERCENT (force that share of pages to
+// other frames as they come in), --one-time (one-time relocation: relocated
+// pages are written back at commit; the default is continual).
 //
 // In qs mode, bench is a cold run: before opening the database it flushes
 // and drops every file of the store directory from the OS page cache
@@ -43,7 +45,7 @@ using clk = std::chrono::steady_clock;
                "       oo7-%s bench SIZE DIR COUNT OP one|many [options]\n"
                "       oo7-%s ops\n"
                "SIZE: tiny little small medium large, or a config file (OO7-SPEC 2.1)\n"
-               "options: --work N  --pool PAGES  --no-durable  --warm-os  --quiet\n",
+               "options: --work N  --pool PAGES  --no-durable  --warm-os  --quiet  --relocate PERCENT  --one-time\n",
                oo7::mode_name, oo7::mode_name, oo7::mode_name);
   std::exit(2);
 }
@@ -51,7 +53,8 @@ using clk = std::chrono::steady_clock;
 struct Options {
   int work = 0;
   std::uint32_t pool = 0;
-  bool durable = true, warm_os = false, quiet = false;
+  bool durable = true, warm_os = false, quiet = false, one_time = false;
+  unsigned relocate = 0;
 };
 
 #ifdef OO7_MODE_QS
@@ -104,6 +107,8 @@ qs::options store_options(const Options& o, std::uint32_t default_pool) {
   qs::options q;
   q.pool_pages = o.pool ? o.pool : default_pool;
   q.durable = o.durable;
+  q.force_relocation_percent = o.relocate;
+  q.relocation_policy = o.one_time ? qs::relocation::one_time : qs::relocation::continual;
   return q;
 }
 // A pool that holds the whole database with room to spare, up to 30,000
@@ -246,6 +251,8 @@ int main(int argc, char** argv) {
     else if (a == "--no-durable") o.durable = false;
     else if (a == "--warm-os") o.warm_os = true;
     else if (a == "--quiet") o.quiet = true;
+    else if (a == "--relocate") o.relocate = static_cast<unsigned>(std::min(value(), 100L));
+    else if (a == "--one-time") o.one_time = true;
     else if (a.rfind("--", 0) == 0) usage();
     else args.push_back(a);
   }
