@@ -212,40 +212,30 @@ long traverse_t1(Db& db, ref<Module> m, int variant) {
   });
 }
 
-long traverse_t2(Db& db, ref<Module> m, char which) {
+// The update traversals T2 and T3: T1's walk, applying `update` to the root
+// part of each composite part (variant a), to every part once (b), or to
+// every part four times (c). Returns the number of updates.
+template <class Update>
+long update_traversal(Db& db, ref<Module> m, char which, Update update) {
   IdSet seen;
   return walk(m, [&](ref<CompositePart> cp) {
     seen.reset(static_cast<std::size_t>(db.cfg.NumAtomicPerComp));
     auto act = [&](ref<AtomicPart> p, bool is_root) -> long {
-      if (which == 'a') {
-        if (!is_root) return 0;
-        swap_xy(p);
-        return 1;
-      }
+      if (which == 'a' && !is_root) return 0;
       int times = which == 'c' ? 4 : 1;
-      for (int i = 0; i < times; ++i) swap_xy(p);
+      for (int i = 0; i < times; ++i) update(p);
       return times;
     };
     return dfs(seen, cp->rootPart, act);
   });
 }
 
+long traverse_t2(Db& db, ref<Module> m, char which) {
+  return update_traversal(db, m, which, [](ref<AtomicPart> p) { swap_xy(p); });
+}
+
 long traverse_t3(Db& db, ref<Module> m, char which) {
-  IdSet seen;
-  return walk(m, [&](ref<CompositePart> cp) {
-    seen.reset(static_cast<std::size_t>(db.cfg.NumAtomicPerComp));
-    auto act = [&](ref<AtomicPart> p, bool is_root) -> long {
-      if (which == 'a') {
-        if (!is_root) return 0;
-        toggle_date(db, p);
-        return 1;
-      }
-      int times = which == 'c' ? 4 : 1;
-      for (int i = 0; i < times; ++i) toggle_date(db, p);
-      return times;
-    };
-    return dfs(seen, cp->rootPart, act);
-  });
+  return update_traversal(db, m, which, [&](ref<AtomicPart> p) { toggle_date(db, p); });
 }
 
 long traverse_t4(Db&, ref<Module> m) {
