@@ -143,11 +143,24 @@ void bdb_env::delete_record(DbTxn* t, std::uint64_t page) {
   check(rc, "delete page " + std::to_string(page));
 }
 
+// A page's mapping object ("m:" + page, keys.hpp) is kept in pages.db right
+// after the page's record (key: the page's 8 bytes and one more), on the
+// same B-tree leaf as a rule: reading it with the page costs no extra I/O.
+Db* bdb_env::place(std::string_view& k, std::string& buffer) const {
+  if (k.size() != 10 || !k.starts_with("m:")) return meta_.get();
+  buffer.assign(k.substr(2));
+  buffer.push_back('m');
+  k = buffer;
+  return pages_.get();
+}
+
 std::optional<std::string> bdb_env::get(DbTxn* t, std::string_view k, std::uint32_t flags) {
+  std::string buffer;
+  Db* db = place(k, buffer);
   Dbt key = dbt(k);
   Dbt data;
   data.set_flags(DB_DBT_MALLOC);
-  int rc = meta_->get(t, &key, &data, flags);
+  int rc = db->get(t, &key, &data, flags);
   if (rc == DB_NOTFOUND) return std::nullopt;
   check(rc, "read metadata");
   std::string v(static_cast<const char*>(data.get_data()), data.get_size());
@@ -156,13 +169,17 @@ std::optional<std::string> bdb_env::get(DbTxn* t, std::string_view k, std::uint3
 }
 
 void bdb_env::put(DbTxn* t, std::string_view k, std::string_view v) {
+  std::string buffer;
+  Db* db = place(k, buffer);
   Dbt key = dbt(k), data = dbt(v);
-  check(meta_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write metadata");
+  check(db->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write metadata");
 }
 
 void bdb_env::del(DbTxn* t, std::string_view k) {
+  std::string buffer;
+  Db* db = place(k, buffer);
   Dbt key = dbt(k);
-  int rc = meta_->del(t, &key, t ? 0 : DB_AUTO_COMMIT);
+  int rc = db->del(t, &key, t ? 0 : DB_AUTO_COMMIT);
   if (rc == DB_NOTFOUND) return;
   check(rc, "delete metadata");
 }

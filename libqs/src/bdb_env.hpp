@@ -93,6 +93,9 @@ class bdb_env {
 
   std::string dir_;
   std::unique_ptr<DbEnv> env_;
+  // The database a metadata key lives in (mapping objects: pages.db, under a
+  // key rewritten into `buffer`).
+  Db* place(std::string_view& key, std::string& buffer) const;
   std::unique_ptr<Db> pages_;
   std::unique_ptr<Db> meta_;
   std::mutex index_mutex_;  // guards indexes_ (the handles themselves are thread-safe)

@@ -6,7 +6,8 @@
 //   "reservation"   size of the reservation in bytes (decimal)
 //   "next_page"     persistent page counter (decimal)
 //   "next_frame"    persistent frame counter (decimal)
-//   "m:" + page     the page's mapping object (mapping.hpp; page big-endian)
+//   "m:" + page     the page's mapping object (mapping.hpp; page big-endian),
+//                   kept in pages.db next to the page's record (bdb_env.cpp)
 //   "s:" + page     a small-object page with room: "frame bytes"
 //   "t:" + name     a stored type layout (schema_registry.cpp)
 //   "r:" + name     a named root: "run-address page pages offset mangled-type-name"
