@@ -155,9 +155,13 @@ void database_impl::deallocate(void* p) {
   for (std::uint64_t i = 0; i < n; ++i) {
     page_desc* t = i == 0 ? d : table_.by_page(page0 + i);
     if (t) {
+      // The page keeps its frame: if the transaction aborts, the object is
+      // back, and the pointers to it on restored pages lead to it again.
       auto c = std::find(created_.begin(), created_.end(), t);
       if (c != created_.end()) created_.erase(c);
-      drop(t);
+      discard(t);
+      t->is_new = false;
+      t->materialized = false;
     }
     store_->delete_page(page0 + i);
     store_->del(mapping_key(page0 + i));

@@ -115,6 +115,10 @@ class database_impl final : public fault_target {
   // Forgets a resident page's image without writing it.
   void evict_clean(page_desc* d);
   std::uint32_t take_slot(page_desc* d);
+  // Forgets a page's image and every transaction list it is on; it stays in
+  // the page table with its frame.
+  void discard(page_desc* d);
+  // discard(), and the page leaves the page table, its frame free again.
   void drop(page_desc* d);
   void write_back(page_desc* d);
   void fix_vptrs(page_desc* d, std::byte* image);

@@ -233,18 +233,25 @@ void database_impl::evict_clean(page_desc* d) {
   d->stale = false;
 }
 
-void database_impl::drop(page_desc* d) {
+void database_impl::discard(page_desc* d) {
   if (d->state != page_state::absent) {
     frames_->unmap(d->frame);
     pool_->release(static_cast<std::uint32_t>(d->slot));
-    if (d->state == page_state::writable) {
-      remove_written(d);
-    }
+    if (d->state == page_state::writable) remove_written(d);
+    d->slot = -1;
+    d->state = page_state::absent;
   }
+  d->has_before = false;
+  d->stale = false;
   logged_.erase(d);
   suspect_.erase(d);
   free_space_dirty_.erase(d->page);
   if (d->relocate_pending) std::erase(relocated_, d);
+  d->relocate_pending = false;
+}
+
+void database_impl::drop(page_desc* d) {
+  discard(d);
   free_frames_->give_back(d->frame, 1);
   table_.erase(d);
 }

@@ -142,3 +142,25 @@ TEST_CASE("plain new and delete stay transient; make and destroy work for any ty
   }
   tx.commit();
 }
+
+TEST_CASE("a large object deleted in an aborted transaction is there again, through the old pointers") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  {
+    qs::transaction tx(db);
+    Blob* b = new (db) Blob;
+    b->words[39999] = 77;
+    b->self = b;
+    db.root<Blob*>("blob") = b;
+    tx.commit();
+  }
+  {
+    qs::transaction tx(db);
+    delete db.root<Blob*>("blob");
+  }  // aborted
+  qs::transaction tx(db);
+  Blob* b = db.root<Blob*>("blob");
+  CHECK(b->self == b);
+  CHECK(b->words[39999] == 77);
+  tx.commit();
+}
