@@ -257,6 +257,13 @@ void session::dispatch(const wire::request& r, wire::response& resp) {
       std::uint32_t n = c_.env->read_record(t, r.page, scratch_.data(), wire::max_record, flags);
       resp.status = n ? wire::page_status::record : wire::page_status::absent;
       resp.text = std::string_view(reinterpret_cast<const char*>(scratch_.data()), n);
+      // The page's mapping object comes with it: the client's fault needs both.
+      detail::record_header h{};
+      if (n >= sizeof h) std::memcpy(&h, scratch_.data(), sizeof h);
+      mapping_.clear();
+      if (h.mapping_entries)
+        if (auto m = c_.env->get(t, detail::mapping_key(r.page), flags)) mapping_ = std::move(*m);
+      resp.mapping = mapping_;
       return;
     }
     case msg::read_frame: {

@@ -80,6 +80,7 @@ class session {
   // Locks this transaction holds: object -> exclusive.
   std::unordered_map<std::string, bool> locks_;
   std::vector<std::byte> scratch_;
+  std::string mapping_;  // the mapping object sent with the last page
   std::uint32_t page_size_ = 0;
   std::string text_;  // backs byte strings of the response
   std::vector<std::pair<std::string, std::string>> entries_;

@@ -161,6 +161,7 @@ void remote_store::fill_ops(wire::request& r, bool metas) {
 }
 
 void remote_store::clear_pending() {
+  arrived_mapping_.reset();
   pages_.clear();
   metas_.clear();
   pending_bytes_ = 0;
@@ -256,6 +257,8 @@ store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uin
     case wire::page_status::record: break;
   }
   take_record(page, resp.text, h, image);
+  // The runtime asks for the page's mapping object next (when it has one).
+  arrived_mapping_ = {page, std::string(resp.mapping)};
   return page_read::read;
 }
 
@@ -318,6 +321,12 @@ store::page_range remote_store::allocate_pages(std::uint64_t n) {
 
 std::optional<std::string> remote_store::get(std::string_view key) {
   if (auto it = metas_.find(key); it != metas_.end()) return it->second;
+  if (arrived_mapping_ && key == mapping_key(arrived_mapping_->first)) {
+    std::string m = std::move(arrived_mapping_->second);
+    arrived_mapping_.reset();
+    if (m.empty()) return std::nullopt;
+    return m;
+  }
   wire::request r;
   r.type = wire::msg::get;
   r.key = key;

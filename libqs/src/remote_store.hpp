@@ -14,8 +14,8 @@
 // transaction that buffers more than a few MiB of pages sends those early in
 // `write` messages. Reads see the buffered writes first.
 //
-// A fault on a page that holds pointers reads the page and then its mapping
-// object (metadata "m:" + page): two round trips.
+// A fault is one round trip: the server sends a page's mapping object
+// (metadata "m:" + page) with the page, and it serves the get that follows.
 //
 // The store is `shared`: the runtime revalidates its cached pages by version
 // at their first touch in a transaction (read_page_if_changed), and the
@@ -118,6 +118,9 @@ class remote_store final : public store {
   std::map<std::uint64_t, pending_page> pages_;
   std::map<std::string, std::optional<std::string>, std::less<>> metas_;
   std::size_t pending_bytes_ = 0;
+  // The mapping object that came with the last page read, for the get of it
+  // that follows.
+  std::optional<std::pair<std::uint64_t, std::string>> arrived_mapping_;
   std::uint64_t shipped_ = 0;
 };
 

@@ -283,7 +283,7 @@ TEST_CASE("the server refuses a secret file others can read, and stops cleanly o
   CHECK(s.log().find("stopped") != std::string::npos);
 }
 
-TEST_CASE("through the server: evictions, aborts, large objects, indexes and reopening work as embedded") {
+TEST_CASE("through the server: evictions, aborts, large objects, indexes, relocation and reopening work as embedded") {
   using qs_test::Blob;
   using qs_test::Node;
   qs_test::test_dir dir;
@@ -344,9 +344,29 @@ TEST_CASE("through the server: evictions, aborts, large objects, indexes and reo
     tx.commit();
   }
   {
+    // Every page moved on its way in, and written back (one-time
+    // relocation): the mapping objects come from the server with the pages.
+    qs::options r = o;
+    r.force_relocation_percent = 100;
+    r.relocation_policy = qs::relocation::one_time;
+    auto db = qs::database::open(s.unix_url(), r);
+    qs::transaction tx(db);
+    std::int64_t count = 0, expect = n - 1;
+    bool ordered = true;
+    for (Node* p = db.root<Node*>("list"); p; p = p->next, ++count) ordered = ordered && p->value == expect--;
+    CHECK(count == n);
+    CHECK(ordered);
+    tx.commit();
+    CHECK(db.stats().pages_relocated > 50);
+    CHECK(db.stats().pages_written > 50);
+  }
+  {
     auto db = qs::database::open(s.unix_url(), o);
     qs::transaction tx(db);
     CHECK(db.root<Blob*>("blob") == nullptr);
+    std::int64_t count = 0;
+    for (Node* p = db.root<Node*>("list"); p; p = p->next) ++count;
+    CHECK(count == n);
     tx.commit();
   }
 }

@@ -272,7 +272,10 @@ response parse_response(std::span<const std::byte> body) {
       std::uint8_t s = in.u8();
       if (s > 2) throw protocol_error("unknown page status " + std::to_string(s));
       r.status = static_cast<page_status>(s);
-      if (r.status == page_status::record) r.text = in.bytes(max_record);
+      if (r.status == page_status::record) {
+        r.text = in.bytes(max_record);
+        r.mapping = in.bytes(max_mapping);
+      }
       break;
     }
     case msg::value:
@@ -330,7 +333,10 @@ void encode(const response& r, writer& w) {
       break;
     case msg::page:
       w.u8(static_cast<std::uint8_t>(r.status));
-      if (r.status == page_status::record) w.bytes(r.text);
+      if (r.status == page_status::record) {
+        w.bytes(r.text);
+        w.bytes(r.mapping);
+      }
       break;
     case msg::value:
       w.u8(r.flag);

@@ -1,7 +1,7 @@
 // wire/messages.hpp: the messages of the qs-pageserver protocol, and their
 // parsers and encoders (the one definition both sides compile).
 //
-// Protocol version 1. A connection starts with the client's hello (magic,
+// Protocol version 2. A connection starts with the client's hello (magic,
 // version, and for TCP the shared secret); then the client sends one request
 // at a time and the server answers each with one response. Requests:
 //
@@ -10,7 +10,8 @@
 //   write        page ops, meta ops (in the txn)   -> ok | error
 //   commit       durable, page ops, meta ops       -> ok | error (txn ended)
 //   abort                                          -> ok
-//   read_page    page, [version]                   -> page (absent|unchanged|record)
+//   read_page    page, [version]                   -> page (absent|unchanged|record and
+//                                                     the page's mapping object)
 //   lock_write   page                              -> ok | error (deadlock)
 //   get          key                               -> value
 //   scan         prefix                            -> entries
@@ -39,11 +40,13 @@
 namespace qs::wire {
 
 constexpr std::uint32_t magic = 0x50575351;  // "QSWP"
-constexpr std::uint32_t version = 1;
+constexpr std::uint32_t version = 2;
 // The largest message body either side accepts.
 constexpr std::uint32_t max_message = 64u << 20;
 // The largest page record (64 KiB page and a 40-byte header, with room).
 constexpr std::uint32_t max_record = 65536 + 64;
+// The largest mapping object: one 24-byte entry per pointer word of a page.
+constexpr std::uint32_t max_mapping = 65536 / 8 * 24;
 // The largest metadata key, value or index key, and secret.
 constexpr std::uint32_t max_key = 64u << 10;
 constexpr std::uint32_t max_value = 1u << 20;
@@ -98,6 +101,7 @@ struct response {
   msg type{};
   error_code code{};
   std::string_view text;  // error: message; value, pong: the bytes; page: the record
+  std::string_view mapping;  // page (record): the page's mapping object, or empty
   bool flag = false;      // value, frame_page: found; entries: more follow; flag: the flag
   page_status status{};   // page, frame_page
   std::uint64_t a = 0, b = 0;  // pages: page, frame; number, hello_ok, frame_page (the page): a
