@@ -73,6 +73,8 @@ class database_impl final : public fault_target {
   std::vector<index_entry> index_scan(std::uint32_t ix, std::string_view lo, std::string_view hi, std::size_t limit);
 
   // Roots (roots.cpp)
+  // Rewrites the records of the roots used here whose cells moved.
+  void update_roots();
   void* root_cell(std::string_view name, const type_descriptor* d, std::size_t size, const std::type_info& t);
   bool has_root(std::string_view name);
 

@@ -49,6 +49,13 @@ void* database_impl::root_cell(std::string_view name_, const type_descriptor* d,
   return p;
 }
 
+void database_impl::update_roots() {
+  for (auto& [name, cell] : roots_) {
+    std::string now = encode_location(cell.first) + cell.second;
+    if (store_->get("r:" + name) != now) store_->put("r:" + name, now);
+  }
+}
+
 bool database_impl::has_root(std::string_view name) {
   lock_scope g(*this);
   return roots_.count(std::string(name)) || store_->get("r:" + std::string(name)).has_value();

@@ -86,6 +86,8 @@ void database_impl::commit() {
       store_->lock_for_write(d->page);
       write_back(d);
     }
+    // And the roots this process used name their cells where they are now.
+    if (!relocated_.empty()) update_roots();
     for (std::size_t i = 0; i < written_.size(); ++i) {
       if (i == written_.size() / 2) pause_point("commit.half_written");
       write_back(written_[i]);
