@@ -164,3 +164,22 @@ TEST_CASE("a large object deleted in an aborted transaction is there again, thro
   CHECK(b->words[39999] == 77);
   tx.commit();
 }
+
+TEST_CASE("the allocator's state changes only with its transaction") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  std::vector<Node*> first;
+  {
+    qs::transaction tx(db);
+    db.root<Node*>("keep") = new (db) Node{1, nullptr};
+    tx.commit();
+  }
+  {
+    qs::transaction tx(db);
+    for (int i = 0; i < 2000; ++i) first.push_back(new (db) Node{i, nullptr});  // several new pages
+  }  // aborted: the pages and the space on them are not taken
+  qs::transaction tx(db);
+  for (int i = 0; i < 2000; ++i) REQUIRE(new (db) Node{i, nullptr} == first[static_cast<std::size_t>(i)]);
+  CHECK(db.root<Node*>("keep")->value == 1);
+  tx.commit();
+}
