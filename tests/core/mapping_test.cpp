@@ -3,6 +3,9 @@
 
 #include "frame_map.hpp"
 #include "mapping.hpp"
+#include "os/frames.hpp"
+
+#include <sys/mman.h>
 
 using namespace qs::detail;
 
@@ -53,4 +56,17 @@ TEST_CASE("a relocator rewrites pointers into moved runs only") {
   CHECK_FALSE(r.moved(0x4000));
   CHECK(r.moved(0x100) == 0x500u);
   CHECK_FALSE(r.moved(0x50));
+}
+
+TEST_CASE("a reservation placed anywhere is aligned to the page size") {
+  // A hint the kernel will honour exactly: free, 4 KiB-aligned, not 8 KiB-aligned.
+  void* probe = mmap(nullptr, 1 << 22, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  REQUIRE(probe != MAP_FAILED);
+  auto hint = (reinterpret_cast<std::uintptr_t>(probe) + 65536) / 65536 * 65536 + 4096;
+  munmap(probe, 1 << 22);
+  for (std::uint32_t ps : {8192u, 65536u}) {
+    qs::detail::frame_space f(hint, std::uint64_t{ps} * 16, ps, false);
+    CHECK(reinterpret_cast<std::uintptr_t>(f.base()) % ps == 0);
+    CHECK(f.frames() == 16);
+  }
 }

@@ -58,14 +58,25 @@ void pool_memory::discard(std::uint32_t i) {
 frame_space::frame_space(std::uintptr_t preferred, std::uint64_t bytes, std::uint32_t page_size, bool exact)
     : bytes_(bytes), page_size_(page_size) {
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-  void* p = ::mmap(reinterpret_cast<void*>(preferred), bytes, PROT_NONE,
+  // Anywhere: the kernel aligns to 4 KiB only, and frames (and the
+  // addresses in mapping objects) are aligned to the page size, so reserve
+  // a page more and trim.
+  std::uint64_t slack = exact ? 0 : page_size;
+  void* p = ::mmap(reinterpret_cast<void*>(preferred), bytes + slack, PROT_NONE,
                    flags | (exact ? MAP_FIXED_NOREPLACE : 0), -1, 0);
   if (p == MAP_FAILED) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%#lx", static_cast<unsigned long>(preferred));
     fail(std::string("qs: reserving ") + std::to_string(bytes >> 20) + " MiB of address space at " + buf);
   }
-  base_ = static_cast<std::byte*>(p);
+  auto start = reinterpret_cast<std::uintptr_t>(p);
+  auto aligned = (start + slack) & ~(std::uintptr_t{page_size} - 1);
+  if (!exact) {
+    if (aligned > start) ::munmap(p, aligned - start);
+    std::uintptr_t end = start + bytes + slack;
+    if (end > aligned + bytes) ::munmap(reinterpret_cast<void*>(aligned + bytes), end - aligned - bytes);
+  }
+  base_ = reinterpret_cast<std::byte*>(aligned);
 }
 
 frame_space::~frame_space() { ::munmap(base_, bytes_); }
