@@ -152,9 +152,8 @@ int main(int argc, char** argv) {
     if (!port) throw qs::error("the server did not start; see " + dir + "/server.log");
     std::printf("qs-pageserver benchmark: %d pages of 8 KiB, loopback TCP (%s)\n\n", pages, url.c_str());
     double embedded, remote, revalidate, rtt_page, rtt_small;
-    // Each walk after a fresh open: the process knows no page, so each
-    // fault also looks up which page is at the frame (embedded: a Berkeley
-    // DB get; remote: the same round trip as the page, read_frame).
+    // Each walk after a fresh open: the process knows no page but the
+    // roots, and gives each page its frame as the pointers to it come in.
     {
       auto db = qs::database::open(dir + "/embedded", bench_options());
       build(db, pages);

@@ -266,22 +266,6 @@ void session::dispatch(const wire::request& r, wire::response& resp) {
       resp.mapping = mapping_;
       return;
     }
-    case msg::read_frame: {
-      // A client following a pointer to a page it has never seen: the
-      // frame's page and that page's record in one round trip.
-      auto v = c_.env->get(t, "f:" + detail::be64(r.page), t ? DB_READ_COMMITTED : 0);
-      resp.type = msg::frame_page;
-      resp.flag = v.has_value();
-      if (!v) return;
-      std::uint64_t page = std::strtoull(v->c_str(), nullptr, 10);
-      resp.a = page;
-      if (t) lock_page(page, false);
-      scratch_.resize(wire::max_record);
-      std::uint32_t n = c_.env->read_record(t, page, scratch_.data(), wire::max_record, t ? DB_READ_COMMITTED : 0);
-      resp.status = n ? wire::page_status::record : wire::page_status::absent;
-      resp.text = std::string_view(reinterpret_cast<const char*>(scratch_.data()), n);
-      return;
-    }
     case msg::lock_write:
       require_txn();
       lock_page(r.page, true);

@@ -114,8 +114,6 @@ const char* name_of(msg m) {
     case msg::number: return "number";
     case msg::flag: return "flag";
     case msg::pong: return "pong";
-    case msg::read_frame: return "read_frame";
-    case msg::frame_page: return "frame_page";
   }
   return "unknown";
 }
@@ -148,7 +146,6 @@ request parse_request(std::span<const std::byte> body) {
       r.page_version = in.u64();
       break;
     case msg::lock_write:
-    case msg::read_frame:
       r.page = in.u64();
       break;
     case msg::get:
@@ -214,7 +211,6 @@ void encode(const request& r, writer& w) {
       w.u64(r.page_version);
       break;
     case msg::lock_write:
-    case msg::read_frame:
       w.u64(r.page);
       break;
     case msg::get:
@@ -282,16 +278,6 @@ response parse_response(std::span<const std::byte> body) {
       r.flag = in.u8() != 0;
       if (r.flag) r.text = in.bytes(max_value);
       break;
-    case msg::frame_page: {
-      r.flag = in.u8() != 0;
-      if (!r.flag) break;
-      r.a = in.u64();
-      std::uint8_t s = in.u8();
-      if (s > 2) throw protocol_error("unknown page status " + std::to_string(s));
-      r.status = static_cast<page_status>(s);
-      if (r.status == page_status::record) r.text = in.bytes(max_record);
-      break;
-    }
     case msg::entries: {
       r.flag = in.u8() != 0;
       std::uint32_t n = in.count(8);
@@ -341,13 +327,6 @@ void encode(const response& r, writer& w) {
     case msg::value:
       w.u8(r.flag);
       if (r.flag) w.bytes(r.text);
-      break;
-    case msg::frame_page:
-      w.u8(r.flag);
-      if (!r.flag) break;
-      w.u64(r.a);
-      w.u8(static_cast<std::uint8_t>(r.status));
-      if (r.status == page_status::record) w.bytes(r.text);
       break;
     case msg::entries:
       w.u8(r.flag);

@@ -21,8 +21,6 @@
 //   index_scan   index, lo, hi, [after key, value], limit  -> entries (+ more)
 //   log_position                                   -> number
 //   ping         payload, n                        -> pong (n bytes): a bare round trip
-//   read_frame   frame                             -> frame_page (the page at the frame, if
-//                                                     any, and its record, read as read_page)
 //
 // Every field is bounds-checked by the parsers: lengths, counts, offsets into
 // page records, and trailing bytes. A body longer than max_message never
@@ -54,9 +52,9 @@ constexpr std::uint32_t max_secret = 1024;
 
 enum class msg : std::uint8_t {
   hello = 1, begin, write, commit, abort, read_page, lock_write, get, scan, allocate,
-  open_index, index_insert, index_erase, index_scan, log_position, ping, read_frame,
+  open_index, index_insert, index_erase, index_scan, log_position, ping,
   // responses
-  ok = 64, error, hello_ok, page, value, entries, pages, number, flag, pong, frame_page,
+  ok = 64, error, hello_ok, page, value, entries, pages, number, flag, pong,
 };
 
 // Error codes in an error response.
@@ -102,9 +100,9 @@ struct response {
   error_code code{};
   std::string_view text;  // error: message; value, pong: the bytes; page: the record
   std::string_view mapping;  // page (record): the page's mapping object, or empty
-  bool flag = false;      // value, frame_page: found; entries: more follow; flag: the flag
-  page_status status{};   // page, frame_page
-  std::uint64_t a = 0, b = 0;  // pages: page, frame; number, hello_ok, frame_page (the page): a
+  bool flag = false;      // value: found; entries: more follow; flag: the flag
+  page_status status{};   // page
+  std::uint64_t a = 0, b = 0;  // pages: page, frame; number, hello_ok: a
   std::vector<std::pair<std::string_view, std::string_view>> entries;
 };
 
