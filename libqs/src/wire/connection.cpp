@@ -107,10 +107,11 @@ addrinfo* resolve(const tcp_address& a, bool passive) {
   return res;
 }
 
-}  // namespace
-
-int connect_tcp(const tcp_address& a) {
-  addrinfo* res = resolve(a, false);
+// A socket on the first of a's addresses for which `use` succeeds (it
+// returns an error text, empty on success); every other socket is closed.
+template <class Use>
+int first_address(const tcp_address& a, bool passive, const char* doing, Use use) {
+  addrinfo* res = resolve(a, passive);
   std::string last = "no address";
   for (addrinfo* ai = res; ai; ai = ai->ai_next) {
     int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
@@ -118,20 +119,29 @@ int connect_tcp(const tcp_address& a) {
       last = sys("socket");
       continue;
     }
-    int rc;
-    do rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
-    while (rc != 0 && errno == EINTR);
-    if (rc == 0) {
-      int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    last = use(fd, ai);
+    if (last.empty()) {
       ::freeaddrinfo(res);
       return fd;
     }
-    last = sys("connect");
     ::close(fd);
   }
   ::freeaddrinfo(res);
-  throw io_error("cannot connect to " + a.host + ":" + std::to_string(a.port) + ": " + last);
+  throw io_error(std::string("cannot ") + doing + " " + a.host + ":" + std::to_string(a.port) + ": " + last);
+}
+
+}  // namespace
+
+int connect_tcp(const tcp_address& a) {
+  return first_address(a, false, "connect to", [](int fd, addrinfo* ai) -> std::string {
+    int rc;
+    do rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
+    while (rc != 0 && errno == EINTR);
+    if (rc != 0) return sys("connect");
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return {};
+  });
 }
 
 int connect_unix(const std::string& path) {
@@ -150,25 +160,12 @@ int connect_unix(const std::string& path) {
 }
 
 int listen_tcp(const tcp_address& a) {
-  addrinfo* res = resolve(a, true);
-  std::string last = "no address";
-  for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
-      last = sys("socket");
-      continue;
-    }
+  return first_address(a, true, "listen on", [](int fd, addrinfo* ai) -> std::string {
     int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, 64) == 0) {
-      ::freeaddrinfo(res);
-      return fd;
-    }
-    last = sys("bind");
-    ::close(fd);
-  }
-  ::freeaddrinfo(res);
-  throw io_error("cannot listen on " + a.host + ":" + std::to_string(a.port) + ": " + last);
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, 64) != 0) return sys("bind");
+    return {};
+  });
 }
 
 int listen_unix(const std::string& path) {
