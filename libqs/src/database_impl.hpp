@@ -116,6 +116,8 @@ class database_impl final : public fault_target {
   void evict(page_desc* d);
   // Forgets a resident page's image without writing it.
   void evict_clean(page_desc* d);
+  // evict_clean() for every resident page (between transactions).
+  void evict_all_clean();
   std::uint32_t take_slot(page_desc* d);
   // Forgets a page's image and every transaction list it is on; it stays in
   // the page table with its frame.

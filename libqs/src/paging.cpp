@@ -259,6 +259,10 @@ void database_impl::drop(page_desc* d) {
 void database_impl::release_cache() {
   lock_scope g(*this);
   if (txn_open_) throw error("database " + name() + ": release_cache inside a transaction");
+  evict_all_clean();
+}
+
+void database_impl::evict_all_clean() {
   table_.for_each([&](page_desc* d) {
     if (d->state != page_state::absent) evict_clean(d);
   });

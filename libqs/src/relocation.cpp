@@ -158,9 +158,7 @@ void* database_impl::decode_location(std::string_view s) {
 }
 
 void database_impl::reset_frames() {
-  table_.for_each([&](page_desc* d) {
-    if (d->state != page_state::absent) evict_clean(d);
-  });
+  evict_all_clean();
   table_.clear();
   free_frames_->reset();
   roots_.clear();
