@@ -57,10 +57,10 @@ void* database_impl::try_allocate_on(page_desc* d, std::uint32_t type, std::uint
   if (d->hdr.kind != page_kind::small) return nullptr;
   d->referenced = true;
   if (heap_available(image(d), page_size_) < payload + sizeof(object_header)) return nullptr;
-  if (d->state != page_state::writable) make_writable(d);
+  if (needs_page_image(d)) make_writable(d);
   std::uint32_t off = heap_allocate(image(d), page_size_, type, payload, align);
   free_space_dirty_.insert(d->page);
-  return off ? frame_address(d) + off : nullptr;
+  return off ? address(d) + off : nullptr;
 }
 
 void* database_impl::allocate_small(std::uint32_t type, std::uint32_t payload, std::uint32_t align,
@@ -122,7 +122,11 @@ void* database_impl::allocate_large(std::uint32_t type, std::uint64_t payload) {
   }
   page_in(head);
   head->referenced = true;
-  return frame_address(head) + sizeof(page_header) + sizeof(object_header);
+  // Software mode touches no frame that is not mapped: the whole object is
+  // built now.
+  if constexpr (software_swizzling)
+    for (std::uint64_t i = 1; i < n; ++i) page_in(table_.by_page(first.page + i));
+  return address(head) + sizeof(page_header) + sizeof(object_header);
 }
 
 void database_impl::deallocate(void* p) {
@@ -136,12 +140,12 @@ void database_impl::deallocate(void* p) {
   };
   if (!d) throw error("database " + name() + ": delete of " + where() + ", which is no persistent object");
   make_current(d);
-  std::uint32_t off = static_cast<std::uint32_t>(static_cast<std::byte*>(p) - frame_address(d));
+  std::uint32_t off = static_cast<std::uint32_t>(static_cast<std::byte*>(p) - address(d));
   if (d->hdr.kind == page_kind::small) {
     if (!heap_object_at(image(d), off))
       throw error("database " + name() + ": delete of " + where() + " on page " + std::to_string(d->page) +
                   ", where no persistent object starts");
-    if (d->state != page_state::writable) make_writable(d);
+    if (needs_page_image(d)) make_writable(d);
     heap_free(image(d), page_size_, off);
     free_space_dirty_.insert(d->page);
     return;

@@ -20,6 +20,12 @@ thread_local int lock_depth = 0;
 // executables (0x55...) and of shared libraries (0x7f...).
 constexpr std::uintptr_t first_base = std::uintptr_t{0x1000} << 32;
 
+// Format 3: 48-byte record headers with a page version and the size of the
+// page's mapping object. Software mode's object headers carry a tag, so its
+// databases have a format of their own.
+constexpr const char* format = software_swizzling ? "qs 3 software" : "qs 3";
+constexpr const char* mode_name = software_swizzling ? "software" : "hardware";
+
 std::uint64_t number(store& s, const char* key) {
   auto v = s.get(key);
   if (!v) throw corrupt_page(0, "database " + s.name() + ": metadata record '" + key + "' is missing");
@@ -55,6 +61,7 @@ database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
   register_fault_range(frames_->base(), frames_->end(), this);
   std::lock_guard<std::mutex> g(open_mutex);
   open_databases.push_back(this);
+  make_current_database();
 }
 
 database_impl::~database_impl() {
@@ -62,6 +69,7 @@ database_impl::~database_impl() {
     std::lock_guard<std::mutex> g(open_mutex);
     std::erase(open_databases, this);
   }
+  forget_current_database();
   unregister_fault_range(this);
   if (txn_open_) {
     try {
@@ -90,7 +98,7 @@ void database_impl::load_or_create(const options& opts) {
     store_->begin();
     try {
       if (!store_->get("page_size")) {
-        store_->put("format", "qs 3");
+        store_->put("format", format);
         store_->put("page_size", std::to_string(page_size_));
         store_->put("base", std::to_string(reinterpret_cast<std::uintptr_t>(frames_->base())));
         store_->put("reservation", std::to_string(opts.reservation_bytes));
@@ -112,10 +120,13 @@ void database_impl::load_or_create(const options& opts) {
     ps = store_->get("page_size");
     if (!ps) throw store_error("database " + name() + ": creating the database failed");
   }
-  // Format 3: 48-byte record headers with a page version and the size of
-  // the page's mapping object.
-  if (auto f = store_->get("format"); f && *f != "qs 3")
-    throw error("database " + name() + " has format '" + *f + "'; this qs reads format 'qs 3' only");
+  if (auto f = store_->get("format"); f && *f != format) {
+    if (*f == "qs 3" || *f == "qs 3 software")
+      throw error("database " + name() + " was created by a program built in " +
+                  (*f == "qs 3" ? "hardware" : "software") + " mode; this program is built in " + mode_name +
+                  " mode (QS_SWIZZLE), and the two lay objects out differently");
+    throw error("database " + name() + " has format '" + *f + "'; this qs reads format '" + format + "' only");
+  }
   page_size_ = static_cast<std::uint32_t>(std::stoul(*ps));
   store_->set_page_size(page_size_);
   // The preferred base, where the database's pointers need no rewriting;

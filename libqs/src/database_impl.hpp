@@ -70,6 +70,8 @@ class database_impl final : public fault_target {
   std::uint32_t open_index(const std::string& name, bool unique);
   void index_insert(std::uint32_t ix, const std::string& name, std::string_view key, std::string_view value);
   bool index_erase(std::uint32_t ix, std::string_view key, std::string_view value);
+  // The stored location of the reference whose bytes qs::index passes.
+  std::string location_of_ref(std::string_view value);
   std::vector<index_entry> index_scan(std::uint32_t ix, std::string_view lo, std::string_view hi, std::size_t limit);
 
   // Roots (roots.cpp)
@@ -79,7 +81,9 @@ class database_impl final : public fault_target {
   bool has_root(std::string_view name);
 
   void release_cache();
-  bool contains(const void* p) const { return frames_->contains(p); }
+  bool contains(const void* p) const {
+    return frames_->contains(p) || (software_swizzling && pool_->memory().contains(p));
+  }
   std::uint32_t page_size() const { return page_size_; }
   const std::string& name() const { return store_->name(); }
   statistics stats() const {
@@ -88,11 +92,58 @@ class database_impl final : public fault_target {
   }
   store& backing_store() { return *store_; }
 
+  // Software mode (residency.cpp): the entry points of qs/ref.hpp.
+  void* sw_resolve(std::uint64_t page, std::uint32_t offset, std::uint32_t tag, bool for_write);
+  void sw_identify(const void* p, std::uint64_t& page, std::uint32_t& offset, std::uint32_t& tag);
+  // Makes this the database qs::ref resolves in.
+  void make_current_database();
+
  private:
   friend class lock_scope;
+  // residency.cpp: how the program reaches a resident page. Hardware mode:
+  // through its frame, mapped with the protection its state allows.
+  // Software mode: through the residency table, at the page's pool slot
+  // (small pages) or at its frames, mapped read-write (large objects, which
+  // must be contiguous); nothing is ever protected.
+  //
+  // The page came into its slot.
+  void show(page_desc* d, bool writable);
+  // The page leaves its slot (or must be revalidated before the next use).
+  void hide(page_desc* d);
+  // The resident page's access becomes `writable` (or read-only).
+  void set_access(page_desc* d, bool writable);
+  // Every resident page must be revalidated before its next use.
+  void hide_all();
+  // Where the program sees the bytes of page d (a run's head for a large
+  // object).
+  std::byte* address(const page_desc* d) const {
+    if (software_swizzling && d->hdr.kind == page_kind::small) return image(d);
+    return frame_address(d);
+  }
+  page_desc* find_page_of(const void* p);
+  // Software mode: the page's descriptor (a large object's head, with frames
+  // for its whole run), its run resident and current; throws
+  // qs::dangling_reference when the page cannot hold objects a reference
+  // names.
+  page_desc* sw_locate(std::uint64_t page);
+  void* resolve_locked(std::uint64_t page, std::uint32_t offset, std::uint32_t tag, bool for_write);
+  void identify_locked(const void* p, std::uint64_t& page, std::uint32_t& offset, std::uint32_t& tag);
+  void set_resident(std::uint64_t page, std::byte* at);
+  // Records the before-image of the object at `offset` of page d, which
+  // becomes writable (software mode).
+  void save_object(page_desc* d, std::uint32_t offset);
+  void forget_current_database();
+  // Whether every change to the writable page d will be logged: it is
+  // written whole, or diffed against a page before-image. (Otherwise only its
+  // saved objects are diffed.)
+  bool whole_page_logged(const page_desc* d) const { return d->has_before || d->is_new || d->rewritten; }
+  // Whether the runtime must call make_writable before changing d anywhere.
+  bool needs_page_image(const page_desc* d) const {
+    return d->state != page_state::writable || !whole_page_logged(d);
+  }
+
   // paging.cpp
   page_desc* find_frame(std::uint64_t frame);
-  page_desc* find_page_of(const void* p);
   void page_in(page_desc* d);
   // Brings d's image up to date for the open transaction: faults it in when
   // absent, revalidates it with the store when stale.
@@ -101,6 +152,8 @@ class database_impl final : public fault_target {
   // Checks a record read from the store for d (magic, checksum, frame) and
   // takes its header; throws qs::corrupt_page.
   void accept_record(page_desc* d, const record_header& h, std::byte* img);
+  // Takes d's before-image (taking in the objects saved on it so far) and
+  // makes it writable.
   void make_writable(page_desc* d);
   // The written list: add, and remove in constant time (swap with the last).
   void add_written(page_desc* d) {
@@ -149,8 +202,13 @@ class database_impl final : public fault_target {
   // A persistent address as (page, offset in its run, run length, run
   // address), and back: how roots and indexes keep references that survive
   // relocation.
+  // (Software mode: the object's identifier, with its page's objects
+  // resident when decoded.)
   std::string encode_location(const void* p);
   void* decode_location(std::string_view s);
+  // Software mode: a location from an object identifier, and back.
+  std::string encode_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag);
+  void decode_identity(std::string_view s, std::uint64_t& page, std::uint32_t& offset, std::uint32_t& tag);
   // Between transactions, when the reservation runs short: forget every
   // frame assignment (the pool is emptied).
   void reset_frames();
@@ -202,7 +260,19 @@ class database_impl final : public fault_target {
   std::map<std::uint64_t, room_entry> free_space_;            // by page
   std::set<std::pair<std::uint32_t, std::uint64_t>> by_room_;  // (bytes, page)
   std::set<std::uint64_t> free_space_dirty_;
-  std::unordered_map<std::string, std::pair<void*, std::string>> roots_;  // address, type
+  // Roots used in this process: the cell's location and type, and its
+  // address (hardware mode; in software mode the cell is found again each
+  // time, as its page may have left the pool).
+  struct root_entry {
+    std::string location;
+    std::string type;
+    void* cell;
+  };
+  std::unordered_map<std::string, root_entry> roots_;
+  // Software mode: the residency table (page number -> address or null),
+  // and the before-images of the objects written in the transaction.
+  std::vector<std::byte*> resident_;
+  std::vector<std::byte> saved_bytes_;
   std::unique_ptr<std::byte[]> zero_page_;
 
 };

@@ -8,11 +8,23 @@
 namespace qs::detail {
 namespace {
 
-// qs::index hands the runtime a reference as the bytes of a pointer.
+// qs::index hands the runtime a reference as its bytes: an address
+// (hardware mode) or an object identifier (software mode, qs/ref.hpp).
 const void* pointer_in(std::string_view value) {
   const void* p = nullptr;
   if (value.size() == sizeof p) std::memcpy(&p, value.data(), sizeof p);
   return p;
+}
+
+struct identifier {
+  std::uint64_t page;
+  std::uint32_t offset, tag;
+};
+
+identifier identifier_in(std::string_view value) {
+  identifier id{};
+  if (value.size() == sizeof id) std::memcpy(&id, value.data(), sizeof id);
+  return id;
 }
 
 }  // namespace
@@ -26,7 +38,7 @@ void database_impl::index_insert(std::uint32_t ix, const std::string& name, std:
                                  std::string_view value) {
   lock_scope g(*this);
   require_transaction(("updating index " + name).c_str());
-  if (!store_->index_insert(ix, key, encode_location(pointer_in(value))))
+  if (!store_->index_insert(ix, key, location_of_ref(value)))
     throw duplicate_key("database " + this->name() + ": the unique index " + name + " already has that key");
 }
 
@@ -35,7 +47,7 @@ bool database_impl::index_erase(std::uint32_t ix, std::string_view key, std::str
   require_transaction("updating an index");
   // The entry's value begins with its page, offset and run length; the run's
   // address that follows is a hint that relocation may have made stale.
-  return store_->index_erase(ix, key, encode_location(pointer_in(value)).substr(0, 16));
+  return store_->index_erase(ix, key, location_of_ref(value).substr(0, 16));
 }
 
 std::vector<index_entry> database_impl::index_scan(std::uint32_t ix, std::string_view lo, std::string_view hi,
@@ -47,10 +59,25 @@ std::vector<index_entry> database_impl::index_scan(std::uint32_t ix, std::string
     return limit == 0 || out.size() < limit;
   });
   for (index_entry& e : out) {
-    void* p = decode_location(e.value);
-    e.value.assign(reinterpret_cast<const char*>(&p), sizeof p);
+    if constexpr (software_swizzling) {
+      // The identifier only: the object is fetched when followed.
+      identifier id{};
+      decode_identity(e.value, id.page, id.offset, id.tag);
+      e.value.assign(reinterpret_cast<const char*>(&id), sizeof id);
+    } else {
+      void* p = decode_location(e.value);
+      e.value.assign(reinterpret_cast<const char*>(&p), sizeof p);
+    }
   }
   return out;
+}
+
+std::string database_impl::location_of_ref(std::string_view value) {
+  if constexpr (software_swizzling) {
+    identifier id = identifier_in(value);
+    return encode_identity(id.page, id.offset, id.tag);
+  }
+  return encode_location(pointer_in(value));
 }
 
 std::uint32_t index_open(database& db, const std::string& name, bool unique) {

@@ -18,6 +18,10 @@
 // object's type, size and the page's index in the object, so that any one of
 // them can be interpreted alone.
 //
+// Objects' headers are 8 bytes in hardware mode and 16 in software mode (a
+// uniqueness tag, see object_header), so a database belongs to one mode; its
+// "format" record says which.
+//
 // Invariants:
 //  * object headers and payloads are 8-byte aligned; payload sizes are
 //    multiples of 8.
@@ -28,6 +32,8 @@
 
 #include <cstddef>
 #include <cstdint>
+
+#include <qs/ref.hpp>  // QS_SOFTWARE_SWIZZLE
 
 namespace qs::detail {
 
@@ -59,15 +65,37 @@ struct page_header {
   std::uint32_t magic;
   std::uint32_t top;         // first offset never allocated
   std::uint32_t free_bytes;  // bytes in free blocks, headers included
-  std::uint32_t reserved;
+  std::uint32_t last_tag;    // software mode: the tag of the last object placed here
 };
 static_assert(sizeof(page_header) == 16);
 
+// In software mode (QS_SOFTWARE_SWIZZLE) the header also carries the
+// object's uniqueness tag, which every qs::ref to the object repeats: a
+// reference whose tag is not in the header names an object that was deleted.
+// Tags are never 0 in a live object; freeing an object zeroes its tag. The
+// tag is the last word before the payload (qs/ref.hpp reads it there).
 struct object_header {
   std::uint32_t type;
   std::uint32_t size;  // payload bytes
+#if QS_SOFTWARE_SWIZZLE
+  std::uint32_t tag;
+  std::uint32_t reserved;
+#endif
 };
-static_assert(sizeof(object_header) == 8);
+static_assert(sizeof(object_header) == (QS_SOFTWARE_SWIZZLE ? 16 : 8));
+
+inline std::uint32_t tag_of([[maybe_unused]] const object_header& h) {
+#if QS_SOFTWARE_SWIZZLE
+  return h.tag;
+#else
+  return 0;
+#endif
+}
+inline void set_tag([[maybe_unused]] object_header& h, [[maybe_unused]] std::uint32_t tag) {
+#if QS_SOFTWARE_SWIZZLE
+  h.tag = tag;
+#endif
+}
 
 constexpr std::uint32_t free_type = 0;
 

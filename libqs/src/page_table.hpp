@@ -12,7 +12,10 @@
 //  * state != absent  <=>  slot >= 0.
 //  * state == writable  =>  the page is listed in the transaction's written
 //    set, and has_before says that the pool's before-image of its slot holds
-//    its image as of its first write (never for a new page).
+//    its image as of its first write (never for a new page). In software
+//    mode a page written only through qs::write has no page before-image:
+//    `saved` holds the before-images of the objects written instead.
+//  * has_before => saved is empty.
 //  * is_new: the page has no record in the store yet (created in this
 //    transaction and never evicted); `materialized` says whether its image has
 //    been built in a slot.
@@ -24,10 +27,20 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace qs::detail {
 
 enum class page_state : std::uint8_t { absent, readable, writable };
+
+// Software mode: the before-image of one object written in the open
+// transaction (its payload offset and size in the page, and where its bytes
+// are in the transaction's before-image arena).
+struct saved_object {
+  std::uint32_t offset;
+  std::uint32_t size;
+  std::size_t at;
+};
 
 struct page_desc {
   std::uint64_t page = 0;
@@ -52,6 +65,9 @@ struct page_desc {
   std::uint32_t run_pages = 1;
   std::string mapping;            // its mapping object, as stored
   bool relocate_pending = false;  // one-time relocation: write it back
+  // Software mode, while writable without a page before-image: the objects
+  // written, whose ranges alone are diffed at commit.
+  std::vector<saved_object> saved;
 };
 
 class page_table {

@@ -8,6 +8,7 @@
 #include <qs/error.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -26,6 +27,10 @@ std::string hex(std::uint64_t v) {
 void database_impl::on_fault(void* address, bool write) {
   if (lock_scope::held())
     invalid_persistent_pointer(address, "the qs runtime touched a protected frame while holding its lock");
+  if constexpr (software_swizzling)
+    invalid_persistent_pointer(address, "in software mode persistent objects are reached through qs::ref; "
+                                        "this raw address was kept after its page left the buffer pool");
+  auto t0 = std::chrono::steady_clock::now();
   lock_scope g(*this);
   std::uint64_t frame = frames_->frame_of(address);
   page_desc* d = table_.by_frame(frame);
@@ -48,17 +53,13 @@ void database_impl::on_fault(void* address, bool write) {
     make_writable(d);
   }
   d->referenced = true;
+  stats_.fault_ns += static_cast<std::uint64_t>((std::chrono::steady_clock::now() - t0).count());
 }
 
 page_desc* database_impl::find_frame(std::uint64_t frame) {
   // Every frame a valid pointer can lead to was given to its page when the
   // pointer came in (the mapping object of its page, a root, an index).
   return table_.by_frame(frame);
-}
-
-page_desc* database_impl::find_page_of(const void* p) {
-  if (!frames_->contains(p)) return nullptr;
-  return find_frame(frames_->frame_of(p));
 }
 
 std::uint32_t database_impl::take_slot(page_desc* d) {
@@ -82,19 +83,25 @@ void database_impl::page_in(page_desc* d) {
     if (d->hdr.kind == page_kind::small) {
       init_small_page(img, page_size_);
     } else if (d->hdr.kind == page_kind::large_head) {
-      *reinterpret_cast<page_header*>(img) = {page_magic, page_size_, 0, 0};
-      *reinterpret_cast<object_header*>(img + sizeof(page_header)) = {d->hdr.type, d->hdr.size};
+      *reinterpret_cast<page_header*>(img) = {page_magic, page_size_, 0, 1};
+      auto* oh = reinterpret_cast<object_header*>(img + sizeof(page_header));
+      oh->type = d->hdr.type;
+      oh->size = d->hdr.size;
+      set_tag(*oh, 1);
     }
     d->materialized = true;
     d->slot = static_cast<std::int32_t>(slot);
-    frames_->map(d->frame, pool_->memory(), slot, true);
     d->state = page_state::writable;
+    show(d, true);
     add_written(d);
     return;
   }
   record_header h;
   try {
-    if (!store_->read_page(d->page, h, img))
+    auto t0 = std::chrono::steady_clock::now();
+    bool found = store_->read_page(d->page, h, img);
+    stats_.fetch_ns += static_cast<std::uint64_t>((std::chrono::steady_clock::now() - t0).count());
+    if (!found)
       throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) + " at frame " +
                                       std::to_string(d->frame) + " has no record in the store");
     accept_record(d, h, img);
@@ -104,8 +111,8 @@ void database_impl::page_in(page_desc* d) {
   }
   ++stats_.pages_fetched;
   d->slot = static_cast<std::int32_t>(slot);
-  frames_->map(d->frame, pool_->memory(), slot, false);
   d->state = page_state::readable;
+  show(d, false);
 }
 
 void database_impl::make_current(page_desc* d) {
@@ -134,14 +141,17 @@ void database_impl::revalidate(page_desc* d) {
     throw;
   }
   d->stale = false;
-  frames_->protect(d->frame, false);
+  set_access(d, false);
 }
 
 void database_impl::accept_record(page_desc* d, const record_header& h, std::byte* img) {
   if (h.magic != record_magic)
     throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) +
                                     " has a damaged record header");
+  auto t0 = std::chrono::steady_clock::now();
   std::uint32_t sum = record_checksum(h, img, page_size_);
+  auto t1 = std::chrono::steady_clock::now();
+  stats_.fetch_ns += static_cast<std::uint64_t>((t1 - t0).count());
   if (sum != h.checksum)
     throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) +
                                     " failed its checksum (stored " + hex(h.checksum) + ", computed " +
@@ -152,15 +162,21 @@ void database_impl::accept_record(page_desc* d, const record_header& h, std::byt
                                     std::to_string(d->page - d->run_first) + " of one");
   d->hdr = h;
   fix_vptrs(d, img);
+  stats_.swizzle_ns += static_cast<std::uint64_t>((std::chrono::steady_clock::now() - t1).count());
   relocate(d, img);
 }
 
 void database_impl::make_writable(page_desc* d) {
-  store_->lock_for_write(d->page);
-  std::memcpy(before_image(d), image(d), page_size_);
+  bool was_writable = d->state == page_state::writable;  // software mode: objects saved
+  if (!was_writable) store_->lock_for_write(d->page);
+  std::byte* before = before_image(d);
+  std::memcpy(before, image(d), page_size_);
+  for (const saved_object& o : d->saved) std::memcpy(before + o.offset, saved_bytes_.data() + o.at, o.size);
+  d->saved.clear();
   d->has_before = true;
-  frames_->protect(d->frame, true);
+  if (was_writable) return;
   d->state = page_state::writable;
+  set_access(d, true);
   add_written(d);
 }
 
@@ -170,11 +186,23 @@ void database_impl::write_back(page_desc* d) {
   d->hdr.magic = record_magic;
   d->hdr.frame = d->frame;
   // Whole when the stored image is not the before-image (a new page, or one
-  // whose pointers or vptrs were rewritten when it came in).
-  bool whole = d->is_new || d->rewritten || !d->has_before;
+  // whose pointers or vptrs were rewritten when it came in), or when nothing
+  // says what changed (one-time relocation's write-back).
+  bool whole = d->is_new || d->rewritten || (!d->has_before && d->saved.empty());
   std::vector<byte_range> ranges;
   if (!whole) {
-    diff_pages(before_image(d), img, page_size_, ranges);
+    if (d->has_before) {
+      diff_pages(before_image(d), img, page_size_, ranges);
+    } else {
+      // Software mode: only the objects written can differ.
+      std::sort(d->saved.begin(), d->saved.end(),
+                [](const saved_object& a, const saved_object& b) { return a.offset < b.offset; });
+      for (const saved_object& o : d->saved) {
+        std::size_t first = ranges.size();
+        diff_pages(saved_bytes_.data() + o.at, img + o.offset, o.size, ranges);
+        for (std::size_t i = first; i < ranges.size(); ++i) ranges[i].offset += o.offset;
+      }
+    }
     if (ranges.empty()) return;
   }
   update_mapping(d, img);
@@ -197,7 +225,7 @@ void database_impl::evict(page_desc* d) {
   ++stats_.evictions;
   // The frame goes first: once unmapped, no other thread can still be
   // writing to the page while its changes are diffed from the pool's copy.
-  frames_->unmap(d->frame);
+  hide(d);
   bool writable = d->state == page_state::writable;
   if (writable || d->relocate_pending) {
     if (writable) {
@@ -209,12 +237,13 @@ void database_impl::evict(page_desc* d) {
     try {
       write_back(d);
     } catch (...) {
-      frames_->map(d->frame, pool_->memory(), static_cast<std::uint32_t>(d->slot), writable);
+      show(d, writable);
       throw;
     }
     d->relocate_pending = false;
     if (writable) {
       d->has_before = false;
+      d->saved.clear();
       remove_written(d);
     }
   }
@@ -225,7 +254,8 @@ void database_impl::evict(page_desc* d) {
 }
 
 void database_impl::evict_clean(page_desc* d) {
-  frames_->unmap(d->frame);
+  hide(d);
+  d->saved.clear();
   pool_->release(static_cast<std::uint32_t>(d->slot));
   d->slot = -1;
   d->state = page_state::absent;
@@ -235,13 +265,14 @@ void database_impl::evict_clean(page_desc* d) {
 
 void database_impl::discard(page_desc* d) {
   if (d->state != page_state::absent) {
-    frames_->unmap(d->frame);
+    hide(d);
     pool_->release(static_cast<std::uint32_t>(d->slot));
     if (d->state == page_state::writable) remove_written(d);
     d->slot = -1;
     d->state = page_state::absent;
   }
   d->has_before = false;
+  d->saved.clear();
   d->stale = false;
   logged_.erase(d);
   suspect_.erase(d);

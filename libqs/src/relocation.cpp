@@ -5,6 +5,7 @@
 #include "keys.hpp"
 #include "mapping.hpp"
 
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -73,6 +74,7 @@ page_desc* database_impl::ensure_run(std::uint64_t address, std::uint64_t page, 
 void database_impl::relocate(page_desc* d, std::byte* img) {
   d->mapping.clear();
   if (d->hdr.mapping_entries == 0) return;
+  auto t0 = std::chrono::steady_clock::now();
   auto bytes = store_->get(mapping_key(d->page));
   ++stats_.mapping_fetches;
   std::optional<mapping> m;
@@ -87,6 +89,8 @@ void database_impl::relocate(page_desc* d, std::byte* img) {
     auto now = reinterpret_cast<std::uint64_t>(frame_address(head));
     if (now != e.address) moves.push_back({e.address, now, std::uint64_t{e.pages} * page_size_});
   }
+  auto t1 = std::chrono::steady_clock::now();
+  stats_.mapping_ns += static_cast<std::uint64_t>((t1 - t0).count());
   if (moves.empty()) return;
   relocator r(std::move(moves));
   std::uint64_t rewritten = 0;
@@ -99,6 +103,7 @@ void database_impl::relocate(page_desc* d, std::byte* img) {
       ++rewritten;
     }
   });
+  stats_.swizzle_ns += static_cast<std::uint64_t>((std::chrono::steady_clock::now() - t1).count());
   if (!rewritten) return;
   stats_.pointers_relocated += rewritten;
   ++stats_.pages_relocated;
@@ -133,7 +138,31 @@ void database_impl::update_mapping(page_desc* d, const std::byte* img) {
   d->mapping = std::move(bytes);
 }
 
+std::string database_impl::encode_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag) {
+  std::string s;
+  put_be(s, page, 8);
+  put_be(s, offset, 4);
+  put_be(s, 0, 4);
+  put_be(s, tag, 8);
+  return s;
+}
+
+void database_impl::decode_identity(std::string_view s, std::uint64_t& page, std::uint32_t& offset,
+                                    std::uint32_t& tag) {
+  if (s.size() != 24) throw corrupt_page(0, "database " + name() + ": a stored reference has " +
+                                                std::to_string(s.size()) + " bytes, not 24");
+  page = get_be(s, 0, 8);
+  offset = static_cast<std::uint32_t>(get_be(s, 8, 4));
+  tag = static_cast<std::uint32_t>(get_be(s, 16, 8));
+}
+
 std::string database_impl::encode_location(const void* p) {
+  if constexpr (software_swizzling) {
+    std::uint64_t page;
+    std::uint32_t offset, tag;
+    identify_locked(p, page, offset, tag);
+    return encode_identity(page, offset, tag);
+  }
   page_desc* t = find_page_of(p);
   if (!t) {
     char buf[64];
@@ -151,6 +180,12 @@ std::string database_impl::encode_location(const void* p) {
 }
 
 void* database_impl::decode_location(std::string_view s) {
+  if constexpr (software_swizzling) {
+    std::uint64_t page;
+    std::uint32_t offset, tag;
+    decode_identity(s, page, offset, tag);
+    return resolve_locked(page, offset, tag, false);
+  }
   if (s.size() != 24) throw corrupt_page(0, "database " + name() + ": a stored reference has " +
                                                 std::to_string(s.size()) + " bytes, not 24");
   page_desc* h = ensure_run(get_be(s, 16, 8), get_be(s, 0, 8), static_cast<std::uint32_t>(get_be(s, 12, 4)));

@@ -31,27 +31,33 @@ void* database_impl::root_cell(std::string_view name_, const type_descriptor* d,
       // The cell's location (24 bytes, see encode_location), then its type.
       if (v->size() < 24)
         throw corrupt_page(0, "database " + this->name() + ": the record of root '" + name + "' is damaged");
-      void* cell = decode_location(std::string_view(*v).substr(0, 24));
-      cached = roots_.emplace(name, std::pair(cell, v->substr(24))).first;
+      std::string location = v->substr(0, 24);
+      void* cell = software_swizzling ? nullptr : decode_location(location);
+      cached = roots_.emplace(name, root_entry{location, v->substr(24), cell}).first;
     }
   }
   if (cached != roots_.end()) {
-    if (cached->second.second != t.name())
+    if (cached->second.type != t.name())
       throw root_type_mismatch("database " + this->name() + ": root '" + name + "' holds a " +
-                               demangle(cached->second.second) + ", not a " + demangle(t.name()));
-    return cached->second.first;
+                               demangle(cached->second.type) + ", not a " + demangle(t.name()));
+    // Software mode: the cell's page may have left the pool since.
+    if constexpr (software_swizzling) return decode_location(cached->second.location);
+    return cached->second.cell;
   }
   std::string key = "r:" + name;
   require_transaction(("creating the root '" + name + "'").c_str());
   void* p = allocate_locked(d, size, nullptr);  // zeroed
-  store_->put(key, encode_location(p) + t.name());
-  roots_[name] = {p, t.name()};
+  std::string location = encode_location(p);
+  store_->put(key, location + t.name());
+  roots_[name] = {location, t.name(), p};
   return p;
 }
 
 void database_impl::update_roots() {
-  for (auto& [name, cell] : roots_) {
-    std::string now = encode_location(cell.first) + cell.second;
+  // Hardware mode, after relocation: the cells' runs may have moved.
+  for (auto& [name, root] : roots_) {
+    root.location = encode_location(root.cell);
+    std::string now = root.location + root.type;
     if (store_->get("r:" + name) != now) store_->put("r:" + name, now);
   }
 }

@@ -32,17 +32,19 @@ void database_impl::begin() {
   if (free_frames_->free_frames() < free_frames_->frames() / 4) reset_frames();
   store_->begin();
   txn_open_ = true;
+  make_current_database();
   txn_log_start_ = store_->log_position();
   if (store_->shared()) {
     // Other clients may have changed the cached pages since the last
     // transaction: each is revalidated when first touched (make_current).
-    // One mprotect over the reservation revokes access to all of them.
+    // One mprotect over the reservation revokes access to all of them (in
+    // software mode, clearing the residency table).
     bool any = false;
     pool_->for_each_page([&](page_desc* d) {
       d->stale = true;
       any = true;
     });
-    if (any) frames_->revoke_all();
+    if (any) hide_all();
   }
 }
 
@@ -53,13 +55,17 @@ bool database_impl::check_pointers(page_desc* d, bool throw_on_violation) {
     if (is_vptr || !ok) return;
     std::uintptr_t v;
     std::memcpy(&v, img + off, sizeof v);
-    if (v == 0 || frames_->contains(reinterpret_cast<const void*>(v))) return;
+    // Software mode: persistent references are qs::ref, never addresses.
+    if (v == 0 || (!software_swizzling && frames_->contains(reinterpret_cast<const void*>(v)))) return;
     ok = false;
     if (!throw_on_violation) return;
     char buf[160];
-    std::snprintf(buf, sizeof buf, " at %p (page %" PRIu64 ") points to %p", static_cast<void*>(frame_address(d) + off),
+    std::snprintf(buf, sizeof buf, " at %p (page %" PRIu64 ") points to %p", static_cast<void*>(address(d) + off),
                   d->page, reinterpret_cast<void*>(v));
     std::string what = "database " + name() + ": commit refused: " + member_name(l, l.pointers[which]) + buf;
+    if (software_swizzling && contains(reinterpret_cast<const void*>(v)))
+      throw transient_pointer(what + ", a raw address (in software mode, persistent objects refer to each other "
+                                     "through qs::ref); the transaction is aborted");
     if (database_impl* other = database_of(reinterpret_cast<const void*>(v)))
       throw cross_database_pointer(what + ", into database " + other->name() +
                                    " (pointers between databases are not supported); the transaction is aborted");
@@ -110,10 +116,12 @@ void database_impl::commit() {
     throw;
   }
   for (page_desc* d : written_) {
-    frames_->protect(d->frame, false);
     d->state = page_state::readable;
+    set_access(d, false);
     d->has_before = false;
+    d->saved.clear();
   }
+  saved_bytes_.clear();
   for (page_desc* d : created_) d->created_in_txn = false;
   for (page_desc* d : relocated_) d->relocate_pending = false;
   relocated_.clear();
@@ -147,12 +155,15 @@ void database_impl::abort_locked() {
       evict_clean(d);
       continue;
     }
-    std::memcpy(image(d), before_image(d), page_size_);
-    frames_->protect(d->frame, false);
+    if (d->has_before) std::memcpy(image(d), before_image(d), page_size_);
+    for (const saved_object& o : d->saved) std::memcpy(image(d) + o.offset, saved_bytes_.data() + o.at, o.size);
+    d->saved.clear();
     d->state = page_state::readable;
+    set_access(d, false);
     d->has_before = false;
   }
   written_.clear();
+  saved_bytes_.clear();
   for (page_desc* d : logged_)
     if (d->state != page_state::absent) evict_clean(d);
   logged_.clear();

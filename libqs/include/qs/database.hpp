@@ -71,8 +71,12 @@ struct options {
 
 // Counters, cumulative since the database was opened.
 struct statistics {
-  std::uint64_t read_faults = 0;    // faults on non-resident pages
-  std::uint64_t write_faults = 0;   // first writes to a page in a transaction
+  // Hardware mode: faults on non-resident pages. Software mode: residency
+  // misses (dereferences that fetched a page).
+  std::uint64_t read_faults = 0;
+  // Hardware mode: first writes to a page in a transaction. Software mode:
+  // first qs::write of an object in a transaction.
+  std::uint64_t write_faults = 0;
   std::uint64_t pages_fetched = 0;  // page records read from the store
   std::uint64_t pages_written = 0;  // page records written (diffs or whole)
   std::uint64_t evictions = 0;
@@ -86,6 +90,16 @@ struct statistics {
   std::uint64_t pages_relocated = 0;     // pages whose pointers were rewritten
   std::uint64_t pointers_relocated = 0;  // pointer words rewritten
   std::uint64_t frame_resets = 0;        // fresh frame assignments (reservation full)
+  // Where fetching pages in went (QuickStore's Table 6), summed over every
+  // page brought in: the handler's whole time (hardware mode: from entry to
+  // return; the kernel's signal delivery is not in it), and its parts: the
+  // store read and checksum, the mapping object, rewriting pointers and
+  // vptrs, and mapping the frame.
+  std::uint64_t fault_ns = 0;
+  std::uint64_t fetch_ns = 0;
+  std::uint64_t mapping_ns = 0;
+  std::uint64_t swizzle_ns = 0;
+  std::uint64_t protect_ns = 0;
 };
 
 class database {

@@ -101,6 +101,13 @@ class deadlock : public error {
   using error::error;
 };
 
+// Software mode: a qs::ref names an object that has been deleted (its
+// uniqueness tag is not the object's), or no object at all.
+class dangling_reference : public error {
+ public:
+  using error::error;
+};
+
 // The connection to the page server was lost; the transaction is aborted.
 class connection_lost : public error {
  public:

@@ -2,8 +2,10 @@
 //
 //   qs::index<int, AtomicPart> by_id(db, "AtomicPartIdx", qs::unique);
 //   by_id.insert(part->id, part);             // in the current transaction
-//   AtomicPart* p = by_id.find(42);
-//   by_id.range(1000, 1009, [](int date, AtomicPart* p) { ...; return true; });
+//   qs::ref<AtomicPart> p = by_id.find(42);
+//   by_id.range(1000, 1009, [](int date, qs::ref<AtomicPart> p) { ...; return true; });
+//
+// Objects are given and returned as qs::ref (T* in hardware mode).
 //
 // An index is a Berkeley DB B-tree of the database's store, updated in the
 // same store transaction as the objects: it commits or aborts with them.
@@ -20,6 +22,7 @@
 
 #include <qs/database.hpp>
 #include <qs/error.hpp>
+#include <qs/ref.hpp>
 
 #include <cstdint>
 #include <cstring>
@@ -92,18 +95,20 @@ K decode_key(std::string_view s) {
   }
 }
 
+// A reference as the runtime takes it: its bytes (an address in hardware
+// mode, an object identifier in software mode).
 template <class T>
-std::string encode_ref(T* p) {
-  std::string s(sizeof p, '\0');
-  std::memcpy(s.data(), &p, sizeof p);
+std::string encode_ref(const ref<T>& r) {
+  std::string s(sizeof r, '\0');
+  std::memcpy(s.data(), &r, sizeof r);
   return s;
 }
 
 template <class T>
-T* decode_ref(std::string_view s) {
-  T* p = nullptr;
-  std::memcpy(&p, s.data(), sizeof p);
-  return p;
+ref<T> decode_ref(std::string_view s) {
+  ref<T> r{};
+  std::memcpy(static_cast<void*>(&r), s.data(), sizeof r);
+  return r;
 }
 
 }  // namespace detail
@@ -116,15 +121,15 @@ class index {
   index(database& db, std::string name, index_kind kind = duplicates)
       : db_(&db), name_(std::move(name)), ix_(detail::index_open(db, name_, kind == unique)) {}
 
-  void insert(const Key& k, T* obj) {
+  void insert(const Key& k, ref<T> obj) {
     detail::index_insert(*db_, ix_, name_, detail::encode_key(k), detail::encode_ref(obj));
   }
   // Removes the entry (k, obj); false when there is none.
-  bool erase(const Key& k, T* obj) {
+  bool erase(const Key& k, ref<T> obj) {
     return detail::index_erase(*db_, ix_, detail::encode_key(k), detail::encode_ref(obj));
   }
   // The first object with key k, or nullptr.
-  T* find(const Key& k) {
+  ref<T> find(const Key& k) {
     std::string e = detail::encode_key(k);
     auto v = detail::index_scan(*db_, ix_, e, e, 1);
     return v.empty() ? nullptr : detail::decode_ref<T>(v.front().value);

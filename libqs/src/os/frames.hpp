@@ -36,6 +36,10 @@ class pool_memory {
   std::byte* slot(std::uint32_t i) const { return base_ + std::size_t{i} * page_size_; }
   std::byte* shadow(std::uint32_t i) const { return shadow_ + std::size_t{i} * page_size_; }
   int fd() const { return fd_; }
+  bool contains(const void* p) const { return p >= base_ && p < base_ + bytes_; }
+  std::uint32_t slot_of(const void* p) const {
+    return static_cast<std::uint32_t>((static_cast<const std::byte*>(p) - base_) / page_size_);
+  }
   // Gives a slot's memory back to the kernel.
   void discard(std::uint32_t i);
 
