@@ -57,7 +57,7 @@ struct Options {
   unsigned relocate = 0;
 };
 
-#ifdef OO7_MODE_QS
+#ifdef OO7_ON_QS
 std::uint64_t dir_bytes(const std::string& dir, bool data_only) {
   std::uint64_t total = 0;
   if (DIR* d = ::opendir(dir.c_str())) {
@@ -102,7 +102,7 @@ double cpu_sys() {
   return static_cast<double>(u.ru_stime.tv_sec) + static_cast<double>(u.ru_stime.tv_usec) / 1e6;
 }
 
-#ifdef OO7_MODE_QS
+#ifdef OO7_ON_QS
 qs::options store_options(const Options& o, std::uint32_t default_pool) {
   qs::options q;
   q.pool_pages = o.pool ? o.pool : default_pool;
@@ -129,7 +129,7 @@ std::uint64_t estimate_bytes(const oo7::Config& c) {
 int cmd_gen(const std::string& size, const std::string& dir, const Options& o) {
   oo7::Config cfg = oo7::config_named(size);
   oo7::Db db;
-#ifdef OO7_MODE_QS
+#ifdef OO7_ON_QS
   {
     auto h = qs::database::open(dir, store_options(o, pool_for(estimate_bytes(cfg))));
     db.st.db = &h;
@@ -157,7 +157,7 @@ int cmd_bench(const std::string& size, const std::string& dir, int count, const 
   oo7::Db db;
   db.workAmount = o.work;
   db.quiet = o.quiet;
-#ifdef OO7_MODE_QS
+#ifdef OO7_ON_QS
   (void)size;
   if (!o.warm_os) drop_os_cache(dir);
   auto h = qs::database::open(dir, store_options(o, pool_for(dir_bytes(dir, true))));

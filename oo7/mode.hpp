@@ -1,11 +1,20 @@
 // oo7/mode.hpp: the one place where the OO7 code meets its storage.
 //
-// The OO7 sources build in two configurations from the same files:
+// The OO7 sources build in four configurations from the same files:
 //
-//   OO7_MODE_QS   persistent objects in a qs database: `new (db) T`,
-//                 `new (qs::near(p)) T`, qs::index B-trees, ACID transactions.
-//   OO7_MODE_MEM  the floor: plain new/delete, std::multimap indexes,
-//                 transactions that do nothing, no database at all.
+//   OO7_MODE_QS      persistent objects in a qs database (hardware mode, linked
+//                    with qs-hardware): `new (db) T`, `new (qs::near(p)) T`,
+//                    qs::index B-trees, ACID transactions. oo7::ref<T> is T*.
+//   OO7_MODE_SW      the same on qs-software: oo7::ref<T> is qs::ref<T>, a
+//                    16-byte object identifier checked on every dereference.
+//   OO7_MODE_QS_BIG  hardware mode with every object as large as in software
+//                    mode (the paper's QS-B): references are a pointer and 8
+//                    bytes of padding, and each persistent class gains 8
+//                    bytes, as software mode's object headers do.
+//   OO7_MODE_MEM     the floor: plain new/delete, std::multimap indexes,
+//                    transactions that do nothing, no database at all.
+//
+// OO7_ON_QS is defined for the first three.
 //
 // Everything else in oo7/ is written in the vocabulary of qs/ref.hpp and uses
 // only what this header declares:
@@ -18,16 +27,20 @@
 //  * oo7::index<Key, T>, oo7::txn, oo7::root_ref<T>, oo7::stats_now.
 //
 // Invariants:
-//  * Exactly one of OO7_MODE_QS and OO7_MODE_MEM is defined.
-//  * Nothing outside this header converts between a ref and a raw address,
-//    so a software-swizzling qs::ref (a 16-byte object identifier) only needs
-//    this header adapted.
+//  * Exactly one mode is defined.
+//  * Nothing outside this header converts between a ref and a raw address.
 //  * In mem mode, a store and every index opened on it live for the process;
 //    the "database" is gone when the process ends.
 #pragma once
 
-#if defined(OO7_MODE_QS) == defined(OO7_MODE_MEM)
-#error "define exactly one of OO7_MODE_QS and OO7_MODE_MEM"
+#if defined(OO7_MODE_QS) + defined(OO7_MODE_SW) + defined(OO7_MODE_QS_BIG) + defined(OO7_MODE_MEM) != 1
+#error "define exactly one of OO7_MODE_QS, OO7_MODE_SW, OO7_MODE_QS_BIG and OO7_MODE_MEM"
+#endif
+#if !defined(OO7_MODE_MEM)
+#define OO7_ON_QS 1
+#endif
+#if defined(OO7_MODE_SW) != (QS_SOFTWARE_SWIZZLE + 0 == 1)
+#error "OO7_MODE_SW goes with qs-software (QS_SOFTWARE_SWIZZLE=1), the other qs modes with qs-hardware"
 #endif
 
 #include <cstddef>
@@ -43,7 +56,7 @@
 #include <type_traits>
 #include <utility>
 
-#ifdef OO7_MODE_QS
+#ifdef OO7_ON_QS
 #include <qs/qs.hpp>
 #endif
 
@@ -55,13 +68,75 @@ class error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-#ifdef OO7_MODE_QS
+#ifdef OO7_ON_QS
 
-inline constexpr const char* mode_name = "qs";
+#if defined(OO7_MODE_QS_BIG)
+inline constexpr const char* mode_name = "qs-big";
+// A pointer padded to the size of a software-mode reference.
+template <class T>
+struct big_ref {
+  T* p = nullptr;
+  std::uint64_t pad = 0;
+  big_ref() = default;
+  big_ref(std::nullptr_t) {}
+  big_ref(T* q) : p(q) {}
+  template <class U, class = std::enable_if_t<std::is_convertible_v<U*, T*>>>
+  big_ref(const big_ref<U>& o) : p(o.p) {}
+  T* operator->() const { return p; }
+  T& operator*() const { return *p; }
+  explicit operator bool() const { return p != nullptr; }
+  friend bool operator==(const big_ref& a, const big_ref& b) { return a.p == b.p; }
+  friend bool operator==(const big_ref& a, std::nullptr_t) { return a.p == nullptr; }
+};
+template <class T>
+using ref = big_ref<T>;
+template <class T>
+T* write(const ref<T>& r) {
+  return r.p;
+}
+template <class T>
+T* raw(const ref<T>& r) {
+  return r.p;
+}
+template <class T>
+qs::ref<T> to_qs(const ref<T>& r) {
+  return r.p;
+}
+template <class T, class U>
+ref<T> downcast(const ref<U>& r) {
+  return static_cast<T*>(r.p);
+}
+// The 8 bytes by which a software-mode object header is larger.
+#define OO7_PERSISTENT(T) \
+  QS_PERSISTENT(T)        \
+  std::uint64_t oo7_header_pad_;
+#else
 template <class T>
 using ref = qs::ref<T>;
 using qs::write;
+template <class T>
+qs::ref<T> to_qs(const ref<T>& r) {
+  return r;
+}
+#if defined(OO7_MODE_SW)
+inline constexpr const char* mode_name = "sw";
+template <class T>
+T* raw(const ref<T>& r) {
+  return r.get();
+}
+#else
+inline constexpr const char* mode_name = "qs";
+template <class T>
+T* raw(T* r) {
+  return r;
+}
+#endif
+template <class T, class U>
+ref<T> downcast(const ref<U>& r) {
+  return qs::static_ref_cast<T>(r);
+}
 #define OO7_PERSISTENT(T) QS_PERSISTENT(T)
+#endif
 
 // Where persistent objects go: an open qs database.
 struct store {
@@ -73,35 +148,30 @@ ref<T> make(store& s, A&&... a) {
   return new (*s.db) T(std::forward<A>(a)...);
 }
 template <class T, class U, class... A>
-ref<T> make_near(ref<U> near, A&&... a) {
-  return new (qs::near(near)) T(std::forward<A>(a)...);
+ref<T> make_near(const ref<U>& near, A&&... a) {
+  return new (qs::near(raw(near))) T(std::forward<A>(a)...);
 }
 template <class T>
-void destroy(ref<T> r) {
-  delete r;
-}
-// A reference to a base class object known to be a T.
-template <class T, class U>
-ref<T> downcast(ref<U> r) {
-  return static_cast<T*>(r);
+void destroy(const ref<T>& r) {
+  delete raw(r);
 }
 // A T object followed by `extra` more bytes, placed near `near` (or anywhere
 // when near is null). T must be trivially constructible: the object is a
 // header whose last member is a char array that the extra bytes extend. The
 // runtime sees an array of T (sizes are rounded up to a multiple of sizeof T).
 template <class T, class U>
-ref<T> make_extended(store& s, ref<U> near, std::size_t extra) {
+ref<T> make_extended(store& s, const ref<U>& near, std::size_t extra) {
   static_assert(std::is_trivially_default_constructible_v<T>);
   std::size_t n = (sizeof(T) + extra + sizeof(T) - 1) / sizeof(T);
   const qs::type_descriptor* d = qs::detail::descriptor_of<T>();
-  void* p = near ? qs::detail::allocate_near(near, d, n * sizeof(T))
+  void* p = near ? qs::detail::allocate_near(raw(near), d, n * sizeof(T))
                  : qs::detail::allocate(*s.db, d, n * sizeof(T));
   std::memset(p, 0, n * sizeof(T));
   return static_cast<T*>(p);
 }
 template <class T>
-void destroy_extended(ref<T> r) {
-  qs::destroy(static_cast<T*>(r));
+void destroy_extended(const ref<T>& r) {
+  qs::destroy(raw(r));
 }
 
 // The persistent cell of a named root holding a ref<T>.
@@ -112,8 +182,13 @@ ref<T>& root_ref(store& s, const char* name) {
 
 // Which page an object starts on (for the layout report).
 template <class T>
-std::uint64_t page_of(ref<T> r, const store& s) {
-  return reinterpret_cast<std::uintptr_t>(static_cast<const void*>(r)) / s.db->page_size();
+std::uint64_t page_of(const ref<T>& r, const store& s) {
+#if defined(OO7_MODE_SW)
+  (void)s;
+  return r.page();
+#else
+  return reinterpret_cast<std::uintptr_t>(static_cast<const void*>(raw(r))) / s.db->page_size();
+#endif
 }
 
 // One transaction, begun by begin() (or the constructor) and ended by
@@ -146,13 +221,13 @@ class index {
  public:
   index(store& s, const std::string& name, index_kind kind)
       : ix_(*s.db, name, static_cast<qs::index_kind>(kind)) {}
-  void insert(const Key& k, ref<T> r) { ix_.insert(k, r); }
-  bool erase(const Key& k, ref<T> r) { return ix_.erase(k, r); }
-  ref<T> find(const Key& k) { return ix_.find(k); }
+  void insert(const Key& k, const ref<T>& r) { ix_.insert(k, to_qs(r)); }
+  bool erase(const Key& k, const ref<T>& r) { return ix_.erase(k, to_qs(r)); }
+  ref<T> find(const Key& k) { return ref<T>(ix_.find(k)); }
   // f(key, ref) for lo <= key <= hi in key order, until f returns false.
   template <class F>
   void range(const Key& lo, const Key& hi, F f) {
-    ix_.range(lo, hi, [&](const Key& k, T* p) { return f(k, ref<T>(p)); });
+    ix_.range(lo, hi, [&](const Key& k, qs::ref<T> p) { return f(k, ref<T>(p)); });
   }
 
  private:
@@ -160,6 +235,10 @@ class index {
 };
 
 #else  // OO7_MODE_MEM
+template <class T>
+T* raw(T* r) {
+  return r;
+}
 
 inline constexpr const char* mode_name = "mem";
 template <class T>

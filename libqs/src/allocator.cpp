@@ -58,6 +58,7 @@ void* database_impl::try_allocate_on(page_desc* d, std::uint32_t type, std::uint
   d->referenced = true;
   if (heap_available(image(d), page_size_) < payload + sizeof(object_header)) return nullptr;
   if (needs_page_image(d)) make_writable(d);
+  pin_for_transaction(d);
   std::uint32_t off = heap_allocate(image(d), page_size_, type, payload, align);
   free_space_dirty_.insert(d->page);
   return off ? address(d) + off : nullptr;
@@ -124,8 +125,10 @@ void* database_impl::allocate_large(std::uint32_t type, std::uint64_t payload) {
   head->referenced = true;
   // Software mode touches no frame that is not mapped: the whole object is
   // built now.
-  if constexpr (software_swizzling)
+  if constexpr (software_swizzling) {
     for (std::uint64_t i = 1; i < n; ++i) page_in(table_.by_page(first.page + i));
+    for (std::uint64_t i = 0; i < n; ++i) pin_for_transaction(table_.by_page(first.page + i));
+  }
   return address(head) + sizeof(page_header) + sizeof(object_header);
 }
 

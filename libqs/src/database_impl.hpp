@@ -133,6 +133,15 @@ class database_impl final : public fault_target {
   // becomes writable (software mode).
   void save_object(page_desc* d, std::uint32_t offset);
   void forget_current_database();
+  // Software mode: keeps d in the pool until the transaction ends, so that
+  // the addresses references gave stay valid.
+  void pin_for_transaction(page_desc* d) {
+    if (!software_swizzling || d->txn_pinned) return;
+    d->txn_pinned = true;
+    ++d->pins;
+    txn_pinned_.push_back(d);
+  }
+  void unpin_transaction_pages();
   // Whether every change to the writable page d will be logged: it is
   // written whole, or diffed against a page before-image. (Otherwise only its
   // saved objects are diffed.)
@@ -272,6 +281,7 @@ class database_impl final : public fault_target {
   // Software mode: the residency table (page number -> address or null),
   // and the before-images of the objects written in the transaction.
   std::vector<std::byte*> resident_;
+  std::vector<page_desc*> txn_pinned_;
   std::vector<std::byte> saved_bytes_;
   std::unique_ptr<std::byte[]> zero_page_;
 

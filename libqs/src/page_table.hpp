@@ -53,6 +53,7 @@ struct page_desc {
   bool created_in_txn = false;  // created by the open transaction
   bool rewritten = false;       // changed on fault-in (vptrs): commit writes it whole
   int pins = 0;
+  bool txn_pinned = false;  // software mode: pinned until the transaction ends
   record_header hdr{};
   bool has_before = false;
   std::size_t written_pos = 0;  // index in the transaction's written list, while writable

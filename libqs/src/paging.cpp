@@ -66,9 +66,15 @@ std::uint32_t database_impl::take_slot(page_desc* d) {
   std::uint32_t slot;
   while (!pool_->take_free(d, slot)) {
     page_desc* v = pool_->victim();
-    if (!v)
+    if (!v) {
+      if (software_swizzling)
+        throw error("database " + name() + ": the transaction needs more pages than the buffer pool's " +
+                    std::to_string(pool_->size()) +
+                    " (in software mode a transaction keeps every page it uses until it ends); open the "
+                    "database with a larger pool_pages");
       throw error("database " + name() + ": every page of the buffer pool (" + std::to_string(pool_->size()) +
                   " pages) is pinned");
+    }
     evict(v);
   }
   return slot;
@@ -274,6 +280,11 @@ void database_impl::discard(page_desc* d) {
   d->has_before = false;
   d->saved.clear();
   d->stale = false;
+  if (d->txn_pinned) {
+    std::erase(txn_pinned_, d);
+    d->txn_pinned = false;
+    --d->pins;
+  }
   logged_.erase(d);
   suspect_.erase(d);
   free_space_dirty_.erase(d->page);

@@ -95,6 +95,14 @@ void database_impl::hide_all() {
   else std::fill(resident_.begin(), resident_.end(), nullptr);
 }
 
+void database_impl::unpin_transaction_pages() {
+  for (page_desc* d : txn_pinned_) {
+    d->txn_pinned = false;
+    --d->pins;
+  }
+  txn_pinned_.clear();
+}
+
 page_desc* database_impl::find_page_of(const void* p) {
   if (frames_->contains(p)) return find_frame(frames_->frame_of(p));
   if constexpr (software_swizzling) return pool_->owner_of(p);
@@ -124,6 +132,8 @@ page_desc* database_impl::sw_locate(std::uint64_t page) {
     page_desc* t = i == 0 ? h : table_.by_page(h->page + i);
     make_current(t);
     t->referenced = true;
+    pin_for_transaction(t);
+    set_access(t, t->state == page_state::writable);  // back in the residency table
   }
   if (h->page != page)
     throw dangling_reference("database " + name() + ": a reference names page " + std::to_string(page) +

@@ -34,6 +34,9 @@ void database_impl::begin() {
   txn_open_ = true;
   make_current_database();
   txn_log_start_ = store_->log_position();
+  // Software mode: each page's first use in the transaction takes the slow
+  // path, which pins it until the transaction ends.
+  if constexpr (software_swizzling) hide_all();
   if (store_->shared()) {
     // Other clients may have changed the cached pages since the last
     // transaction: each is revalidated when first touched (make_current).
@@ -130,6 +133,7 @@ void database_impl::commit() {
   logged_.clear();
   suspect_.clear();
   free_space_dirty_.clear();
+  unpin_transaction_pages();
   schema_.commit();
   txn_open_ = false;
   ++stats_.commits;
@@ -164,6 +168,7 @@ void database_impl::abort_locked() {
   }
   written_.clear();
   saved_bytes_.clear();
+  unpin_transaction_pages();
   for (page_desc* d : logged_)
     if (d->state != page_state::absent) evict_clean(d);
   logged_.clear();

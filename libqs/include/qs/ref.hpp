@@ -28,8 +28,10 @@
 //    in the object's header. (A header's tag is zeroed when the object is
 //    freed, and a later object there gets a new tag.)
 //  * The raw pointer that get(), ->, * or write() returns stays valid until
-//    the next dereference that misses, which may evict its page: keep
-//    references, not raw pointers, across calls that may touch other pages.
+//    the transaction ends: a page used in a transaction stays in the buffer
+//    pool until the transaction ends (its first use in each transaction
+//    takes the slow path, which pins it). So a transaction's pages must fit
+//    in the pool; one that needs more fails with a qs::error and is aborted.
 //  * References resolve in the database of the innermost open transaction,
 //    or, between transactions, the database last used.
 #pragma once

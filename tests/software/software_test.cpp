@@ -1,0 +1,245 @@
+// Tests of software-swizzling mode (qs-software): qs::ref object identifiers
+// with residency checks, object-level before-images, uniqueness tags.
+#include <catch2/catch.hpp>
+
+#include "support.hpp"
+
+#include <qs/qs.hpp>
+
+#include <cstring>
+#include <string>
+
+static_assert(qs::software_swizzling, "this test is built against qs-software");
+
+// Persistent types need external linkage: schema-gen binds them by name.
+namespace sw_test {
+
+struct Node {
+  QS_PERSISTENT(Node)
+  std::int64_t value = 0;
+  qs::ref<Node> next;
+  char pad[200] = {};  // a few dozen nodes per page
+};
+
+struct Raw {
+  QS_PERSISTENT(Raw)
+  Raw* next = nullptr;  // a raw address: not a persistent reference here
+};
+
+// A large object: several pages.
+struct Blob {
+  QS_PERSISTENT(Blob)
+  std::int64_t words[3000] = {};
+};
+
+struct Base {
+  QS_PERSISTENT(Base)
+  std::int64_t b = 1;
+};
+struct Derived : Base {
+  QS_PERSISTENT(Derived)
+  std::int64_t d = 2;
+};
+
+}  // namespace sw_test
+
+using namespace sw_test;
+
+namespace {
+
+qs::ref<Node> build_list(qs::database& db, int n) {
+  qs::ref<Node> head;
+  for (int i = n; i >= 1; --i) {
+    qs::ref<Node> x = new (db) Node;
+    qs::write(x)->value = i;
+    qs::write(x)->next = head;
+    head = x;
+  }
+  return head;
+}
+
+std::int64_t sum(qs::ref<Node> p) {
+  std::int64_t s = 0;
+  for (; p; p = p->next) s += p->value;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("software mode: a list of qs::ref outlives the process's handle") {
+  qs_test::test_dir dir;
+  {
+    auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+    qs::transaction t(db);
+    db.root<qs::ref<Node>>("list") = build_list(db, 500);
+    t.commit();
+  }
+  auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+  qs::transaction t(db);
+  auto s0 = db.stats();
+  CHECK(sum(db.root<qs::ref<Node>>("list")) == 500 * 501 / 2);
+  // Every page came in through a residency miss; no page was protected.
+  auto s1 = db.stats();
+  CHECK(s1.read_faults >= 500 * sizeof(Node) / 8192);
+  CHECK(s1.read_faults == s1.pages_fetched - s0.pages_fetched);
+  CHECK(s1.write_faults == 0);
+  t.commit();
+}
+
+TEST_CASE("software mode: a reference to a deleted object raises qs::dangling_reference") {
+  qs_test::test_dir dir;
+  auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+  qs::ref<Node> a, b;
+  {
+    qs::transaction t(db);
+    a = new (db) Node;
+    b = new (qs::near(a.get())) Node;
+    qs::write(b)->value = 7;
+    qs::write(a)->next = b;
+    db.root<qs::ref<Node>>("a") = a;
+    t.commit();
+  }
+  qs::ref<Node> stale = b;
+  SECTION("in the same transaction, the page resident") {
+    qs::transaction t(db);
+    CHECK(stale->value == 7);
+    qs::destroy(b.get());
+    CHECK_THROWS_AS(stale->value, qs::dangling_reference);
+    CHECK_THROWS_WITH(stale.get(), Catch::Contains("names a deleted object") &&
+                                       Catch::Contains("page " + std::to_string(stale.page())));
+    CHECK_THROWS_AS(qs::write(stale), qs::dangling_reference);
+    t.abort();
+    // The abort brought the object back, with its tag.
+    qs::transaction t2(db);
+    CHECK(stale->value == 7);
+    t2.commit();
+  }
+  SECTION("after a commit and a reopen, and after the space is reused") {
+    {
+      qs::transaction t(db);
+      qs::write(a)->next = nullptr;
+      qs::destroy(b.get());
+      t.commit();
+    }
+    db = qs::database::open(dir.sub("db2"), qs_test::small_options());  // another database in between
+    db = qs::database::open(dir.sub("db"), qs_test::small_options());
+    qs::transaction t(db);
+    CHECK(db.root<qs::ref<Node>>("a")->next == nullptr);
+    CHECK_THROWS_AS(stale->value, qs::dangling_reference);
+    // A new object in the freed space has a new tag: the old reference
+    // still does not name it.
+    qs::ref<Node> c = new (qs::near(db.root<qs::ref<Node>>("a").get())) Node;
+    CHECK(c.page() == stale.page());
+    CHECK(c.offset() == stale.offset());
+    CHECK(c.tag() != stale.tag());
+    CHECK(c->value == 0);
+    CHECK_THROWS_AS(stale->value, qs::dangling_reference);
+    t.commit();
+  }
+}
+
+TEST_CASE("software mode: commit logs the objects written, abort restores them") {
+  qs_test::test_dir dir;
+  auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+  {
+    qs::transaction t(db);
+    db.root<qs::ref<Node>>("list") = build_list(db, 300);
+    t.commit();
+  }
+  qs::ref<Node> head;
+  {
+    qs::transaction t(db);
+    head = db.root<qs::ref<Node>>("list");
+    t.commit();
+  }
+  SECTION("an update of 8 bytes in each of 30 objects logs about that much") {
+    auto s0 = db.stats();
+    qs::transaction t(db);
+    int i = 0;
+    for (qs::ref<Node> p = head; p; p = p->next)
+      if (i++ % 10 == 0) qs::write(p)->value += 1000;
+    t.commit();
+    auto s1 = db.stats();
+    CHECK(s1.write_faults - s0.write_faults == 30);
+    CHECK(s1.diff_bytes - s0.diff_bytes == 30 * 8);
+    qs::transaction t2(db);
+    CHECK(sum(head) == 300 * 301 / 2 + 30 * 1000);
+    t2.commit();
+  }
+  SECTION("an abort puts every written object back") {
+    {
+      qs::transaction t(db);
+      for (qs::ref<Node> p = head; p; p = p->next) qs::write(p)->value = -1;
+      qs::ref<Node> extra = new (db) Node;  // and the allocator's page changes
+      qs::write(extra)->next = head;
+      CHECK(sum(head) == -300);
+      t.abort();
+    }
+    qs::transaction t(db);
+    CHECK(sum(head) == 300 * 301 / 2);
+    t.commit();
+  }
+  SECTION("objects written before and after an allocation on their page") {
+    qs::transaction t(db);
+    qs::write(head)->value = 100;
+    qs::ref<Node> extra = new (qs::near(head.get())) Node;  // the page's whole image is saved now
+    qs::write(extra)->value = 5;
+    qs::write(head)->next = extra;
+    t.abort();
+    qs::transaction t2(db);
+    CHECK(head->value == 1);
+    CHECK(sum(head) == 300 * 301 / 2);
+    t2.commit();
+  }
+}
+
+TEST_CASE("software mode: large objects, and base-class references") {
+  qs_test::test_dir dir;
+  {
+    auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+    qs::transaction t(db);
+    qs::ref<Blob> b = new (db) Blob;
+    for (int i = 0; i < 3000; ++i) qs::write(b)->words[i] = i;
+    db.root<qs::ref<Blob>>("blob") = b;
+    qs::ref<Base> base = qs::ref<Derived>(new (db) Derived);
+    db.root<qs::ref<Base>>("base") = base;
+    t.commit();
+  }
+  auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+  qs::transaction t(db);
+  qs::ref<Blob> b = db.root<qs::ref<Blob>>("blob");
+  std::int64_t s = 0;
+  for (int i = 0; i < 3000; ++i) s += b->words[i];
+  CHECK(s == 2999LL * 3000 / 2);
+  qs::write(b)->words[2999] = 0;
+  qs::ref<Derived> d = qs::static_ref_cast<Derived>(db.root<qs::ref<Base>>("base"));
+  CHECK(d->b == 1);
+  CHECK(d->d == 2);
+  t.commit();
+  qs::transaction t2(db);
+  CHECK(b->words[2999] == 0);
+  CHECK(b->words[2998] == 2998);
+  t2.commit();
+}
+
+TEST_CASE("software mode: a raw address in a persistent object is refused at commit") {
+  qs_test::test_dir dir;
+  auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+  qs::transaction t(db);
+  Raw* r = new (db) Raw;
+  r->next = new (db) Raw;  // persistent, but an address: meaningless in another process
+  CHECK_THROWS_AS(t.commit(), qs::transient_pointer);
+  CHECK_FALSE(db.in_transaction());
+}
+
+TEST_CASE("software mode: a reference made from an address inside an object is refused") {
+  qs_test::test_dir dir;
+  auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+  qs::transaction t(db);
+  qs::ref<Node> n = new (db) Node;
+  auto* inside = reinterpret_cast<Node*>(reinterpret_cast<char*>(n.get()) + 8);
+  CHECK_THROWS_AS(qs::ref<Node>(inside), qs::invalid_argument);
+  Node transient;
+  CHECK_THROWS_AS(qs::ref<Node>(&transient), qs::invalid_argument);
+  t.commit();
+}
