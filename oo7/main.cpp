@@ -142,6 +142,7 @@ int cmd_gen(const std::string& size, const std::string& dir, const Options& o) {
   if (!o.quiet)
     std::printf("Database size on disk: %.2f MB of data files (%.2f MB with the log)\n",
                 static_cast<double>(dir_bytes(dir, true)) / 1e6, static_cast<double>(dir_bytes(dir, false)) / 1e6);
+  std::printf("DBSIZE mode=%s size=%s data_bytes=%" PRIu64 "\n", oo7::mode_name, size.c_str(), dir_bytes(dir, true));
 #else
   (void)dir;
   oo7::generate(db, cfg, o.quiet);
@@ -184,6 +185,8 @@ int cmd_bench(const std::string& size, const std::string& dir, int count, const 
     setup.commit();
   }
 #endif
+  // Measured before the run, on a page of its own.
+  double detect_ns = oo7::fault_detection_ns();
   oo7::txn tx(db.st, false);
   double cold_ms = 0, last_ms = 0;
   clk::time_point hot_start{};
@@ -223,12 +226,17 @@ int cmd_bench(const std::string& size, const std::string& dir, int count, const 
       "RESULT mode=%s op=%s count=%d xacts=%s result=%ld cold_ms=%.3f hot_ms=%.4f last_ms=%.3f "
       "cold_read_faults=%" PRIu64 " cold_write_faults=%" PRIu64 " cold_pages_fetched=%" PRIu64
       " read_faults=%" PRIu64 " write_faults=%" PRIu64 " pages_fetched=%" PRIu64 " pages_written=%" PRIu64
-      " evictions=%" PRIu64 " log_bytes=%" PRIu64 " commit_ms=%.3f\n",
+      " evictions=%" PRIu64 " log_bytes=%" PRIu64 " commit_ms=%.3f diff_bytes=%" PRIu64 " cold_fault_ns=%" PRIu64
+      " cold_fetch_ns=%" PRIu64 " cold_mapping_ns=%" PRIu64 " cold_swizzle_ns=%" PRIu64 " cold_protect_ns=%" PRIu64
+      " detect_ns=%.0f\n",
       oo7::mode_name, op.c_str(), count, many ? "many" : "one", result, cold_ms, hot_ms, last_ms,
       cold_end.read_faults - s0.read_faults, cold_end.write_faults - s0.write_faults,
       cold_end.pages_fetched - s0.pages_fetched, s1.read_faults - s0.read_faults, s1.write_faults - s0.write_faults,
       s1.pages_fetched - s0.pages_fetched, s1.pages_written - s0.pages_written, s1.evictions - s0.evictions,
-      s1.log_bytes - s0.log_bytes, static_cast<double>(s1.commit_ns - s0.commit_ns) / 1e6);
+      s1.log_bytes - s0.log_bytes, static_cast<double>(s1.commit_ns - s0.commit_ns) / 1e6,
+      s1.diff_bytes - s0.diff_bytes, cold_end.fault_ns - s0.fault_ns, cold_end.fetch_ns - s0.fetch_ns,
+      cold_end.mapping_ns - s0.mapping_ns, cold_end.swizzle_ns - s0.swizzle_ns, cold_end.protect_ns - s0.protect_ns,
+      detect_ns);
   return 0;
 }
 

@@ -23,6 +23,7 @@
 
 #include "page_format.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -69,6 +70,22 @@ struct page_desc {
   // Software mode, while writable without a page before-image: the objects
   // written, whose ranges alone are diffed at commit.
   std::vector<saved_object> saved;
+  std::vector<std::uint64_t> saved_at;  // bit k: an object at offset 8k is in `saved`
+
+  bool is_saved(std::uint32_t offset) const {
+    std::uint32_t k = offset / 8;
+    return k / 64 < saved_at.size() && (saved_at[k / 64] >> (k % 64) & 1);
+  }
+  void note_saved(std::uint32_t offset, std::uint32_t page_size) {
+    if (saved_at.empty()) saved_at.assign(page_size / 8 / 64 + 1, 0);
+    std::uint32_t k = offset / 8;
+    saved_at[k / 64] |= std::uint64_t{1} << (k % 64);
+  }
+  void forget_saved() {
+    if (saved.empty()) return;
+    saved.clear();
+    std::fill(saved_at.begin(), saved_at.end(), 0);
+  }
 };
 
 class page_table {

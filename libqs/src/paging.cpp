@@ -178,7 +178,7 @@ void database_impl::make_writable(page_desc* d) {
   std::byte* before = before_image(d);
   std::memcpy(before, image(d), page_size_);
   for (const saved_object& o : d->saved) std::memcpy(before + o.offset, saved_bytes_.data() + o.at, o.size);
-  d->saved.clear();
+  d->forget_saved();
   d->has_before = true;
   if (was_writable) return;
   d->state = page_state::writable;
@@ -249,7 +249,7 @@ void database_impl::evict(page_desc* d) {
     d->relocate_pending = false;
     if (writable) {
       d->has_before = false;
-      d->saved.clear();
+      d->forget_saved();
       remove_written(d);
     }
   }
@@ -261,7 +261,7 @@ void database_impl::evict(page_desc* d) {
 
 void database_impl::evict_clean(page_desc* d) {
   hide(d);
-  d->saved.clear();
+  d->forget_saved();
   pool_->release(static_cast<std::uint32_t>(d->slot));
   d->slot = -1;
   d->state = page_state::absent;
@@ -278,7 +278,7 @@ void database_impl::discard(page_desc* d) {
     d->state = page_state::absent;
   }
   d->has_before = false;
-  d->saved.clear();
+  d->forget_saved();
   d->stale = false;
   if (d->txn_pinned) {
     std::erase(txn_pinned_, d);

@@ -211,13 +211,13 @@ void database_impl::save_object(page_desc* d, std::uint32_t offset) {
     add_written(d);
   }
   if (whole_page_logged(d)) return;
-  for (const saved_object& s : d->saved)
-    if (s.offset == offset) return;
+  if (d->is_saved(offset)) return;
   ++stats_.write_faults;
   auto* oh = reinterpret_cast<const object_header*>(image(d) + offset - sizeof(object_header));
   std::size_t at = saved_bytes_.size();
   saved_bytes_.insert(saved_bytes_.end(), image(d) + offset, image(d) + offset + oh->size);
   d->saved.push_back({offset, oh->size, at});
+  d->note_saved(offset, page_size_);
 }
 
 void database_impl::identify_locked(const void* p, std::uint64_t& page, std::uint32_t& offset,

@@ -122,7 +122,7 @@ void database_impl::commit() {
     d->state = page_state::readable;
     set_access(d, false);
     d->has_before = false;
-    d->saved.clear();
+    d->forget_saved();
   }
   saved_bytes_.clear();
   for (page_desc* d : created_) d->created_in_txn = false;
@@ -161,7 +161,7 @@ void database_impl::abort_locked() {
     }
     if (d->has_before) std::memcpy(image(d), before_image(d), page_size_);
     for (const saved_object& o : d->saved) std::memcpy(image(d) + o.offset, saved_bytes_.data() + o.at, o.size);
-    d->saved.clear();
+    d->forget_saved();
     d->state = page_state::readable;
     set_access(d, false);
     d->has_before = false;

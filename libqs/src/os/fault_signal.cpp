@@ -7,7 +7,14 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <qs/database.hpp>
+#include <qs/error.hpp>
+
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -125,6 +132,57 @@ void unregister_fault_range(fault_target* target) {
   for (auto& r : ranges)
     if (r.target.load() == target) r.target.store(nullptr, std::memory_order_release);
 }
+
+namespace {
+
+// The target of the detection measurement: makes its page writable.
+struct probe : fault_target {
+  void* page;
+  std::size_t bytes;
+  void on_fault(void*, bool) override { ::mprotect(page, bytes, PROT_READ | PROT_WRITE); }
+};
+
+}  // namespace
+
+}  // namespace qs::detail
+
+namespace qs {
+
+double measure_fault_detection_ns(int faults) {
+  using clock = std::chrono::steady_clock;
+  std::size_t bytes = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  void* page = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) throw error("qs: mmap of a probe page failed");
+  detail::probe target;
+  target.page = page;
+  target.bytes = bytes;
+  detail::register_fault_range(page, static_cast<char*>(page) + bytes, &target);
+  auto* cell = static_cast<volatile int*>(page);
+  *cell = 0;
+  // Both loops protect and unprotect the page once per round; only the
+  // first takes a fault to do the second.
+  auto t0 = clock::now();
+  for (int i = 0; i < faults; ++i) {
+    ::mprotect(page, bytes, PROT_NONE);
+    *cell = i;  // faults; the handler makes the page writable
+  }
+  auto t1 = clock::now();
+  for (int i = 0; i < faults; ++i) {
+    ::mprotect(page, bytes, PROT_NONE);
+    ::mprotect(page, bytes, PROT_READ | PROT_WRITE);
+    *cell = i;
+  }
+  auto t2 = clock::now();
+  detail::unregister_fault_range(&target);
+  ::munmap(page, bytes);
+  double with = std::chrono::duration<double, std::nano>(t1 - t0).count();
+  double without = std::chrono::duration<double, std::nano>(t2 - t1).count();
+  return std::max(0.0, (with - without) / faults);
+}
+
+}  // namespace qs
+
+namespace qs::detail {
 
 void print_backtrace() noexcept {
   unw_context_t uc;
