@@ -167,18 +167,20 @@ void* database_impl::resolve_locked(std::uint64_t page, std::uint32_t offset, st
       stats_.fault_ns += static_cast<std::uint64_t>((std::chrono::steady_clock::now() - t0).count());
     }
   }
-  // Is the object still there?
+  // Is the object still there? Its header holds the reference's tag (the
+  // check the inline fast path makes too).
   const object_header* oh = nullptr;
-  if (h->hdr.kind == page_kind::small) {
-    if (offset >= sizeof(page_header) + sizeof(object_header) && offset < page_size_)
-      oh = heap_object_at(image(h), offset);
-  } else if (offset == sizeof(page_header) + sizeof(object_header)) {
-    oh = reinterpret_cast<const object_header*>(image(h) + sizeof(page_header));
-  }
-  if (!oh || oh->type == free_type || tag_of(*oh) != tag)
+  bool small = h->hdr.kind == page_kind::small;
+  if (small ? offset >= sizeof(page_header) + sizeof(object_header) &&
+                  offset <= reinterpret_cast<const page_header*>(image(h))->top
+            : offset == sizeof(page_header) + sizeof(object_header))
+    oh = reinterpret_cast<const object_header*>(image(h) + offset - sizeof(object_header));
+  if (!oh || oh->type == free_type || tag_of(*oh) != tag) {
+    bool other = small && offset < page_size_ && heap_object_at(image(h), offset);
     throw dangling_reference("database " + name() + ": the reference to " + where(page, offset, tag) +
-                             (oh && oh->type != free_type ? " names a deleted object (another object is there now)"
-                                                          : " names a deleted object"));
+                             (other ? " names a deleted object (another object is there now)"
+                                    : " names a deleted object"));
+  }
   if (for_write) {
     require_transaction("qs::write");
     if (h->hdr.kind == page_kind::small) {
