@@ -77,6 +77,12 @@ class database_impl final : public fault_target {
   // Roots (roots.cpp)
   // Rewrites the records of the roots used here whose cells moved.
   void update_roots();
+  // Software mode: root cells are written through the C++ reference
+  // root<T>() returns, not through qs::write. Each cell handed out in a
+  // transaction keeps its bytes as they were; commit announces the cells that
+  // differ (with those bytes as their before-images) and abort puts them back.
+  void announce_changed_roots();
+  void restore_roots();
   void* root_cell(std::string_view name, const type_descriptor* d, std::size_t size, const std::type_info& t);
   bool has_root(std::string_view name);
 
@@ -132,6 +138,9 @@ class database_impl final : public fault_target {
   // Records the before-image of the object at `offset` of page d, which
   // becomes writable (software mode).
   void save_object(page_desc* d, std::uint32_t offset);
+  // Makes the object at `offset` of the run headed by h writable: its
+  // before-image saved, or a large object's pages logged whole.
+  void announce_write(page_desc* h, std::uint32_t offset);
   void forget_current_database();
   // Software mode: keeps d in the pool until the transaction ends, so that
   // the addresses references gave stay valid.
@@ -278,6 +287,11 @@ class database_impl final : public fault_target {
     void* cell;
   };
   std::unordered_map<std::string, root_entry> roots_;
+  struct root_read {
+    void* cell;
+    std::string before;
+  };
+  std::vector<root_read> root_reads_;  // software mode, this transaction
   // Software mode: the residency table (page number -> address or null),
   // and the before-images of the objects written in the transaction.
   std::vector<std::byte*> resident_;

@@ -189,8 +189,6 @@ void database_impl::make_writable(page_desc* d) {
 void database_impl::write_back(page_desc* d) {
   std::byte* img = image(d);
   if (d->hdr.kind == page_kind::small && free_space_dirty_.count(d->page)) note_free_space(d);
-  d->hdr.magic = record_magic;
-  d->hdr.frame = d->frame;
   // Whole when the stored image is not the before-image (a new page, or one
   // whose pointers or vptrs were rewritten when it came in), or when nothing
   // says what changed (one-time relocation's write-back).
@@ -200,7 +198,17 @@ void database_impl::write_back(page_desc* d) {
     if (d->has_before) {
       diff_pages(before_image(d), img, page_size_, ranges);
     } else {
-      // Software mode: only the objects written can differ.
+      // Software mode: only the objects written can differ. The image with
+      // their before-images put back must be the stored one; if not,
+      // something was changed without qs::write, and storing the objects'
+      // ranges alone would leave a record that fails its checksum.
+      std::byte* stored = before_image(d);
+      std::memcpy(stored, img, page_size_);
+      for (const saved_object& o : d->saved) std::memcpy(stored + o.offset, saved_bytes_.data() + o.at, o.size);
+      if (record_checksum(d->hdr, stored, page_size_) != d->hdr.checksum)
+        throw error("database " + name() + ": commit refused: page " + std::to_string(d->page) +
+                    " was changed outside the objects announced with qs::write (in software mode every update "
+                    "goes through qs::write); the transaction is aborted");
       std::sort(d->saved.begin(), d->saved.end(),
                 [](const saved_object& a, const saved_object& b) { return a.offset < b.offset; });
       for (const saved_object& o : d->saved) {
@@ -211,6 +219,8 @@ void database_impl::write_back(page_desc* d) {
     }
     if (ranges.empty()) return;
   }
+  d->hdr.magic = record_magic;
+  d->hdr.frame = d->frame;
   update_mapping(d, img);
   ++d->hdr.version;  // clients caching the page see that it changed
   d->hdr.checksum = record_checksum(d->hdr, img, page_size_);

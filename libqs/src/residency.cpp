@@ -183,20 +183,24 @@ void* database_impl::resolve_locked(std::uint64_t page, std::uint32_t offset, st
   }
   if (for_write) {
     require_transaction("qs::write");
-    if (h->hdr.kind == page_kind::small) {
-      save_object(h, offset);
-    } else {
-      // A large object is logged page by page.
-      for (std::uint32_t i = 0; i < h->run_pages; ++i) {
-        page_desc* t = i == 0 ? h : table_.by_page(h->page + i);
-        if (t->state != page_state::writable) {
-          ++stats_.write_faults;
-          make_writable(t);
-        }
-      }
-    }
+    announce_write(h, offset);
   }
   return address(h) + offset;
+}
+
+void database_impl::announce_write(page_desc* h, std::uint32_t offset) {
+  if (h->hdr.kind == page_kind::small) {
+    save_object(h, offset);
+    return;
+  }
+  // A large object is logged page by page.
+  for (std::uint32_t i = 0; i < h->run_pages; ++i) {
+    page_desc* t = i == 0 ? h : table_.by_page(h->page + i);
+    if (t->state != page_state::writable) {
+      ++stats_.write_faults;
+      make_writable(t);
+    }
+  }
 }
 
 void database_impl::save_object(page_desc* d, std::uint32_t offset) {

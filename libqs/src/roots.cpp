@@ -4,7 +4,9 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cinttypes>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 
@@ -40,8 +42,15 @@ void* database_impl::root_cell(std::string_view name_, const type_descriptor* d,
     if (cached->second.type != t.name())
       throw root_type_mismatch("database " + this->name() + ": root '" + name + "' holds a " +
                                demangle(cached->second.type) + ", not a " + demangle(t.name()));
-    // Software mode: the cell's page may have left the pool since.
-    if constexpr (software_swizzling) return decode_location(cached->second.location);
+    if constexpr (software_swizzling) {
+      // The cell's page may have left the pool since (in a transaction it
+      // stays until the end); its bytes now are what commit compares with.
+      void* cell = decode_location(cached->second.location);
+      if (txn_open_ && std::none_of(root_reads_.begin(), root_reads_.end(),
+                                    [&](const root_read& r) { return r.cell == cell; }))
+        root_reads_.push_back({cell, std::string(static_cast<const char*>(cell), size)});
+      return cell;
+    }
     return cached->second.cell;
   }
   std::string key = "r:" + name;
@@ -60,6 +69,32 @@ void database_impl::update_roots() {
     std::string now = root.location + root.type;
     if (store_->get("r:" + name) != now) store_->put("r:" + name, now);
   }
+}
+
+void database_impl::announce_changed_roots() {
+  for (const root_read& r : root_reads_) {
+    std::size_t n = r.before.size();
+    if (std::memcmp(r.cell, r.before.data(), n) == 0) continue;
+    // The before-image is taken from the cell: put the old bytes back for it.
+    std::string now(static_cast<const char*>(r.cell), n);
+    std::memcpy(r.cell, r.before.data(), n);
+    std::uint64_t page;
+    std::uint32_t offset, tag;
+    identify_locked(r.cell, page, offset, tag);
+    try {
+      announce_write(table_.by_page(page), offset);
+    } catch (...) {
+      std::memcpy(r.cell, now.data(), n);
+      throw;
+    }
+    std::memcpy(r.cell, now.data(), n);
+  }
+  root_reads_.clear();
+}
+
+void database_impl::restore_roots() {
+  for (const root_read& r : root_reads_) std::memcpy(r.cell, r.before.data(), r.before.size());
+  root_reads_.clear();
 }
 
 bool database_impl::has_root(std::string_view name) {

@@ -82,6 +82,7 @@ void database_impl::commit() {
   require_transaction("commit");
   auto t0 = std::chrono::steady_clock::now();
   try {
+    announce_changed_roots();
     for (page_desc* d : written_) check_pointers(d, true);
     for (page_desc* d : std::vector<page_desc*>(suspect_.begin(), suspect_.end())) {
       // Evicted holding a non-persistent pointer: look again.
@@ -148,6 +149,7 @@ void database_impl::abort() {
 }
 
 void database_impl::abort_locked() {
+  restore_roots();  // first: a cell may be on a page this transaction created
   for (page_desc* d : relocated_) d->relocate_pending = false;
   relocated_.clear();
   // Pages created by this transaction disappear.

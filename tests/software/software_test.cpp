@@ -243,3 +243,68 @@ TEST_CASE("software mode: a reference made from an address inside an object is r
   CHECK_THROWS_AS(qs::ref<Node>(&transient), qs::invalid_argument);
   t.commit();
 }
+
+TEST_CASE("software mode: a change made without qs::write is refused at commit, and nothing committed is lost") {
+  qs_test::test_dir dir;
+  {
+    auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+    qs::transaction t(db);
+    db.root<qs::ref<Node>>("list") = build_list(db, 100);
+    t.commit();
+  }
+  {
+    auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+    qs::transaction t(db);
+    qs::ref<Node> head = db.root<qs::ref<Node>>("list");
+    qs::write(head)->value = 1000;  // announced
+    head->next->value = 2000;        // not announced: a plain store through the reference
+    CHECK_THROWS_WITH(t.commit(), Catch::Contains("commit refused: page") &&
+                                      Catch::Contains("outside the objects announced with qs::write"));
+    CHECK_FALSE(db.in_transaction());
+    // The aborted transaction's announced change is gone in this process too.
+    qs::transaction t2(db);
+    CHECK(db.root<qs::ref<Node>>("list")->value == 1);
+    t2.commit();
+  }
+  auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+  qs::transaction t(db);
+  qs::ref<Node> head = db.root<qs::ref<Node>>("list");
+  CHECK(head->value == 1);
+  CHECK(head->next->value == 2);
+  CHECK(sum(head) == 100 * 101 / 2);
+  t.commit();
+}
+
+TEST_CASE("software mode: a root written through its C++ reference is logged at commit and restored by abort") {
+  qs_test::test_dir dir;
+  {
+    auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+    qs::transaction t(db);
+    db.root<std::int64_t>("count") = 1;
+    db.root<qs::ref<Node>>("list") = build_list(db, 10);
+    t.commit();
+  }
+  {
+    auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+    {
+      qs::transaction t(db);
+      db.root<std::int64_t>("count") = 5;
+      db.root<qs::ref<Node>>("list") = qs::ref<Node>();
+      t.abort();
+    }
+    qs::transaction t(db);
+    CHECK(db.root<std::int64_t>("count") == 1);
+    CHECK(sum(db.root<qs::ref<Node>>("list")) == 55);
+    auto s0 = db.stats();
+    CHECK(db.root<std::int64_t>("count") == 1);  // read only: no write announced
+    db.root<std::int64_t>("count") += 1;
+    db.root<std::int64_t>("count") += 1;
+    t.commit();
+    CHECK(db.stats().write_faults - s0.write_faults == 1);
+  }
+  auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+  qs::transaction t(db);
+  CHECK(db.root<std::int64_t>("count") == 3);
+  CHECK(sum(db.root<qs::ref<Node>>("list")) == 55);
+  t.commit();
+}

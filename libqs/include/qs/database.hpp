@@ -130,8 +130,11 @@ class database {
   ~database();
 
   // A named root: a persistent cell holding a T, created zeroed when absent.
-  // T is a pointer, an arithmetic type, or a type with a schema. Needs an open
-  // transaction when the root is created.
+  // T is a pointer (qs::ref), an arithmetic type, or a type with a schema.
+  // Needs an open transaction when the root is created. The reference
+  // returned may be written through in both modes (in software mode, commit
+  // compares the cell with its bytes when the transaction first asked for
+  // it, and logs it if they differ).
   template <class T>
   T& root(std::string_view name) {
     static_assert(!std::is_reference_v<T>);
