@@ -39,9 +39,10 @@ int grow(const std::string& dir, int txns, int nodes, std::uint32_t pool) {
     qs::transaction tx(db);
     auto& count = db.root<std::int64_t>("count");
     auto& list = db.root<Node*>("list");
-    for (Node* n = list; n; n = n->next) n->value = t * scale + n->value % scale;
-    for (int i = 0; i < nodes; ++i) list = new (db) Node{t * scale + t, list};
-    count = t;
+    std::int64_t c = count + 1;  // a database's transactions are numbered across runs
+    for (Node* n = list; n; n = n->next) n->value = c * scale + n->value % scale;
+    for (int i = 0; i < nodes; ++i) list = new (db) Node{c * scale + c, list};
+    count = c;
     qs::pause_point("worker.mid");
     tx.commit();
   }

@@ -1,5 +1,6 @@
 // Tests of software-swizzling mode (qs-software): qs::ref object identifiers
-// with residency checks, object-level before-images, uniqueness tags.
+// with residency checks, object-level before-images, uniqueness tags, and
+// crash safety (worker processes killed with SIGKILL).
 #include <catch2/catch.hpp>
 
 #include "support.hpp"
@@ -242,6 +243,10 @@ TEST_CASE("software mode: a reference made from an address inside an object is r
   Node transient;
   CHECK_THROWS_AS(qs::ref<Node>(&transient), qs::invalid_argument);
   t.commit();
+}
+
+TEST_CASE("software mode: kill -9 at chosen points loses no committed transaction and keeps no partial one") {
+  qs_test::kill_at_chosen_points(3000);  // items per transaction, every item rewritten in each
 }
 
 TEST_CASE("software mode: a change made without qs::write is refused at commit, and nothing committed is lost") {

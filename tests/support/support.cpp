@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <db_cxx.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -121,6 +123,45 @@ void corrupt_stored_page(const std::string& dir, std::uint64_t page, std::uint32
   }
   env.txn_checkpoint(0, 0, 0);
   env.close(0);
+}
+
+int committed_transactions(const std::string& db, int nodes) {
+  auto c = spawn_worker({db, "check", std::to_string(nodes)});
+  int st = c.wait();
+  REQUIRE(st >= 10);
+  return st - 10;
+}
+
+void kill_at_chosen_points(int nodes, const std::vector<std::string>& extra) {
+  struct point {
+    const char* name;
+    int expect;  // transactions committed when killed in the third
+  };
+  const point points[] = {
+      {"worker.mid:3", 2},                  // inside the transaction
+      {"commit.half_written:3", 2},         // half the pages in the store transaction
+      {"commit.before_store_commit:3", 2},  // everything written, not committed
+      {"commit.after_store_commit:3", 3},   // committed, nothing cleaned up
+  };
+  auto grow = [&](const std::string& db, const char* txns) {
+    std::vector<std::string> args{db, "grow", txns, std::to_string(nodes)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  for (const point& p : points) {
+    DYNAMIC_SECTION(p.name) {
+      test_dir dir;
+      std::string db = dir.sub("db");
+      auto c = spawn_worker(grow(db, "5"), p.name);
+      c.kill9();
+      CHECK(c.wait() == -SIGKILL);
+      CHECK(committed_transactions(db, nodes) == p.expect);
+      // The database goes on working after recovery.
+      auto again = spawn_worker(grow(db, "1"));
+      CHECK(again.wait() == 0);
+      CHECK(committed_transactions(db, nodes) == p.expect + 1);
+    }
+  }
 }
 
 }  // namespace qs_test

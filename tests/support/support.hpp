@@ -49,6 +49,16 @@ child spawn_worker(const std::vector<std::string>& args, const std::string& paus
                    const std::string& stderr_path = "");
 std::string read_file(const std::string& path);
 
+// The crash workers' protocol (tests/core and tests/software): `DIR grow TXNS
+// NODES [extra...]` runs TXNS transactions; `DIR check NODES` exits with 10 +
+// the number of them the database holds, whole.
+int committed_transactions(const std::string& db, int nodes);
+// Kills a `grow` worker with SIGKILL at each chosen point of its third
+// transaction (inside it, half written, before and after the store's commit),
+// one section each, and checks that exactly the committed transactions
+// survive and that the database goes on working.
+void kill_at_chosen_points(int nodes, const std::vector<std::string>& extra = {});
+
 // Flips one byte of the stored image of `page` in the database at `dir`,
 // through Berkeley DB directly (the database must be closed).
 void corrupt_stored_page(const std::string& dir, std::uint64_t page, std::uint32_t offset);
