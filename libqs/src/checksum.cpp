@@ -49,10 +49,14 @@ std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t n) noexcep
   return ~crc;
 }
 
-std::uint32_t record_checksum(const record_header& h, const std::byte* image, std::size_t n) noexcept {
+std::uint32_t record_header_checksum(const record_header& h) noexcept {
   record_header z = h;
   z.checksum = 0;
-  return crc32c(crc32c(0, &z, sizeof z), image, n);
+  return crc32c(0, &z, sizeof z);
+}
+
+std::uint32_t record_checksum(const record_header& h, const std::byte* image, std::size_t n) noexcept {
+  return crc32c(record_header_checksum(h), image, n);
 }
 
 }  // namespace qs::detail

@@ -138,6 +138,9 @@ class database_impl final : public fault_target {
   // Records the before-image of the object at `offset` of page d, which
   // becomes writable (software mode).
   void save_object(page_desc* d, std::uint32_t offset);
+  // Copies the before-images of the objects saved on d into the page image
+  // `into` (d's own, or its page before-image), and forgets them.
+  void put_back_saved(page_desc* d, std::byte* into);
   // Makes the object at `offset` of the run headed by h writable: its
   // before-image saved, or a large object's pages logged whole.
   void announce_write(page_desc* h, std::uint32_t offset);

@@ -99,6 +99,15 @@ inline void set_tag([[maybe_unused]] object_header& h, [[maybe_unused]] std::uin
 
 constexpr std::uint32_t free_type = 0;
 
+// The header of a `size`-byte payload of `type` (free_type: a free block),
+// its tag (software mode) 0.
+inline object_header make_header(std::uint32_t type, std::uint32_t size) {
+  object_header h{};
+  h.type = type;
+  h.size = size;
+  return h;
+}
+
 constexpr std::uint32_t round8(std::uint64_t n) { return static_cast<std::uint32_t>((n + 7) & ~std::uint64_t{7}); }
 
 // CRC-32C of a buffer, continuing from `crc` (0 to start).
@@ -106,5 +115,7 @@ std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t n) noexcep
 
 // The checksum of a record: header (checksum field taken as zero) and image.
 std::uint32_t record_checksum(const record_header& h, const std::byte* image, std::size_t n) noexcept;
+// Its first part, the header's; crc32c continues it over the image's bytes.
+std::uint32_t record_header_checksum(const record_header& h) noexcept;
 
 }  // namespace qs::detail

@@ -18,14 +18,9 @@ std::uint32_t pad_for(std::uint32_t header_off, std::uint32_t align) {
 // a free block. Zeroes the payload. Returns the payload offset.
 std::uint32_t place(std::byte* image, std::uint32_t off, std::uint32_t pad, std::uint32_t type,
                     std::uint32_t payload) {
-  if (pad) {
-    *at(image, off) = {};
-    at(image, off)->size = pad - static_cast<std::uint32_t>(sizeof(object_header));
-  }
+  if (pad) *at(image, off) = make_header(free_type, pad - static_cast<std::uint32_t>(sizeof(object_header)));
   std::uint32_t h = off + pad;
-  *at(image, h) = {};
-  at(image, h)->type = type;
-  at(image, h)->size = payload;
+  *at(image, h) = make_header(type, payload);
   // Software mode: a tag this page has not given before (0 is never one).
   std::uint32_t tag = ++header(image)->last_tag;
   if (tag == 0) tag = ++header(image)->last_tag;
@@ -59,10 +54,7 @@ std::uint32_t heap_allocate(std::byte* image, std::uint32_t page_size, std::uint
         if (pad + hs + payload <= total) {
           std::uint32_t rest = total - pad - hs - payload;  // 0 or at least a header
           std::uint32_t p = place(image, off, pad, type, payload);
-          if (rest) {
-            *at(image, off + pad + hs + payload) = {};
-            at(image, off + pad + hs + payload)->size = rest - hs;
-          }
+          if (rest) *at(image, off + pad + hs + payload) = make_header(free_type, rest - hs);
           ph->free_bytes -= hs + payload;
           return p;
         }

@@ -91,8 +91,7 @@ void database_impl::page_in(page_desc* d) {
     } else if (d->hdr.kind == page_kind::large_head) {
       *reinterpret_cast<page_header*>(img) = {page_magic, page_size_, 0, 1};
       auto* oh = reinterpret_cast<object_header*>(img + sizeof(page_header));
-      oh->type = d->hdr.type;
-      oh->size = d->hdr.size;
+      *oh = make_header(d->hdr.type, d->hdr.size);
       set_tag(*oh, 1);
     }
     d->materialized = true;
@@ -175,10 +174,8 @@ void database_impl::accept_record(page_desc* d, const record_header& h, std::byt
 void database_impl::make_writable(page_desc* d) {
   bool was_writable = d->state == page_state::writable;  // software mode: objects saved
   if (!was_writable) store_->lock_for_write(d->page);
-  std::byte* before = before_image(d);
-  std::memcpy(before, image(d), page_size_);
-  for (const saved_object& o : d->saved) std::memcpy(before + o.offset, saved_bytes_.data() + o.at, o.size);
-  d->forget_saved();
+  std::memcpy(before_image(d), image(d), page_size_);
+  put_back_saved(d, before_image(d));
   d->has_before = true;
   if (was_writable) return;
   d->state = page_state::writable;
@@ -205,9 +202,7 @@ void database_impl::write_back(page_desc* d) {
       // checksum runs over the pieces; nothing is copied.)
       std::sort(d->saved.begin(), d->saved.end(),
                 [](const saved_object& a, const saved_object& b) { return a.offset < b.offset; });
-      record_header z = d->hdr;
-      z.checksum = 0;
-      std::uint32_t sum = crc32c(0, &z, sizeof z);
+      std::uint32_t sum = record_header_checksum(d->hdr);
       std::size_t at = 0;
       for (const saved_object& o : d->saved) {
         sum = crc32c(crc32c(sum, img + at, o.offset - at), saved_bytes_.data() + o.at, o.size);

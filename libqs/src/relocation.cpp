@@ -25,6 +25,14 @@ unsigned percentile(std::uint64_t page) {
 void put_be(std::string& s, std::uint64_t v, int bytes) {
   for (int i = bytes - 1; i >= 0; --i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
+
+// A stored location (or software mode's identity) is 24 bytes.
+void require_location_size(const std::string& db, std::string_view s) {
+  if (s.size() != 24)
+    throw corrupt_page(0, "database " + db + ": a stored reference has " + std::to_string(s.size()) +
+                              " bytes, not 24");
+}
+
 std::uint64_t get_be(std::string_view s, std::size_t at, int bytes) {
   std::uint64_t v = 0;
   for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(s[at + i]);
@@ -149,8 +157,7 @@ std::string database_impl::encode_identity(std::uint64_t page, std::uint32_t off
 
 void database_impl::decode_identity(std::string_view s, std::uint64_t& page, std::uint32_t& offset,
                                     std::uint32_t& tag) {
-  if (s.size() != 24) throw corrupt_page(0, "database " + name() + ": a stored reference has " +
-                                                std::to_string(s.size()) + " bytes, not 24");
+  require_location_size(name(), s);
   page = get_be(s, 0, 8);
   offset = static_cast<std::uint32_t>(get_be(s, 8, 4));
   tag = static_cast<std::uint32_t>(get_be(s, 16, 8));
@@ -186,8 +193,7 @@ void* database_impl::decode_location(std::string_view s) {
     decode_identity(s, page, offset, tag);
     return resolve_locked(page, offset, tag, false);
   }
-  if (s.size() != 24) throw corrupt_page(0, "database " + name() + ": a stored reference has " +
-                                                std::to_string(s.size()) + " bytes, not 24");
+  require_location_size(name(), s);
   page_desc* h = ensure_run(get_be(s, 16, 8), get_be(s, 0, 8), static_cast<std::uint32_t>(get_be(s, 12, 4)));
   return frame_address(h) + get_be(s, 8, 4);
 }

@@ -226,6 +226,11 @@ void database_impl::save_object(page_desc* d, std::uint32_t offset) {
   d->note_saved(offset, page_size_);
 }
 
+void database_impl::put_back_saved(page_desc* d, std::byte* into) {
+  for (const saved_object& o : d->saved) std::memcpy(into + o.offset, saved_bytes_.data() + o.at, o.size);
+  d->forget_saved();
+}
+
 void database_impl::identify_locked(const void* p, std::uint64_t& page, std::uint32_t& offset,
                                     std::uint32_t& tag) {
   page_desc* d = find_page_of(p);

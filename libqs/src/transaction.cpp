@@ -162,8 +162,7 @@ void database_impl::abort_locked() {
       continue;
     }
     if (d->has_before) std::memcpy(image(d), before_image(d), page_size_);
-    for (const saved_object& o : d->saved) std::memcpy(image(d) + o.offset, saved_bytes_.data() + o.at, o.size);
-    d->forget_saved();
+    put_back_saved(d, image(d));
     d->state = page_state::readable;
     set_access(d, false);
     d->has_before = false;
