@@ -59,6 +59,14 @@ qs::ref<Node> build_list(qs::database& db, int n) {
   return head;
 }
 
+// Creates the database at `path` with the root "list": values 1..n.
+void store_list(const std::string& path, int n) {
+  auto db = qs::database::open(path, qs_test::small_options());
+  qs::transaction t(db);
+  db.root<qs::ref<Node>>("list") = build_list(db, n);
+  t.commit();
+}
+
 std::int64_t sum(qs::ref<Node> p) {
   std::int64_t s = 0;
   for (; p; p = p->next) s += p->value;
@@ -69,12 +77,7 @@ std::int64_t sum(qs::ref<Node> p) {
 
 TEST_CASE("software mode: a list of qs::ref outlives the process's handle") {
   qs_test::test_dir dir;
-  {
-    auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
-    qs::transaction t(db);
-    db.root<qs::ref<Node>>("list") = build_list(db, 500);
-    t.commit();
-  }
+  store_list(dir.sub("db"), 500);
   auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
   qs::transaction t(db);
   auto s0 = db.stats();
@@ -251,12 +254,7 @@ TEST_CASE("software mode: kill -9 at chosen points loses no committed transactio
 
 TEST_CASE("software mode: a change made without qs::write is refused at commit, and nothing committed is lost") {
   qs_test::test_dir dir;
-  {
-    auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
-    qs::transaction t(db);
-    db.root<qs::ref<Node>>("list") = build_list(db, 100);
-    t.commit();
-  }
+  store_list(dir.sub("db"), 100);
   {
     auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
     qs::transaction t(db);
