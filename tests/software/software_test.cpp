@@ -42,6 +42,15 @@ struct Derived : Base {
   std::int64_t d = 2;
 };
 
+// A second base, at offset 8: references cannot name it.
+struct Left {
+  std::int64_t l = 0;
+};
+struct Right {
+  std::int64_t r = 0;
+};
+struct Both : Left, Right {};
+
 }  // namespace sw_test
 
 using namespace sw_test;
@@ -310,4 +319,40 @@ TEST_CASE("software mode: a root written through its C++ reference is logged at 
   CHECK(db.root<std::int64_t>("count") == 3);
   CHECK(sum(db.root<qs::ref<Node>>("list")) == 55);
   t.commit();
+}
+
+TEST_CASE("software mode: a conversion to a base class not at offset 0 is refused, naming the types") {
+  qs::ref<Both> both;
+  CHECK_THROWS_WITH(qs::ref<Right>(both), Catch::Contains("sw_test::Both") && Catch::Contains("sw_test::Right") &&
+                                              Catch::Contains("offset 0"));
+  CHECK_THROWS_AS(qs::static_ref_cast<Both>(qs::ref<Right>()), qs::invalid_argument);
+  CHECK_NOTHROW(qs::ref<Left>(both));
+}
+
+TEST_CASE("software mode: references that cannot be followed say why") {
+  qs_test::test_dir dir;
+  store_list(dir.sub("db"), 10);
+  auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+  qs::ref<Node> head;
+  qs::ref<Blob> blob;
+  {
+    qs::transaction t(db);
+    head = db.root<qs::ref<Node>>("list");
+    blob = new (db) Blob;
+    t.commit();
+  }
+  SECTION("outside a transaction, its page not resident") {
+    db.release_cache();
+    CHECK_THROWS_AS(head->value, qs::no_transaction);
+    CHECK_THROWS_WITH(head->value, Catch::Contains("page " + std::to_string(head.page())) &&
+                                       Catch::Contains("outside a transaction"));
+  }
+  SECTION("a page inside a large object") {
+    qs::transaction t(db);
+    auto inside = qs::ref<Node>::from_identifier(blob.page() + 1, blob.offset(), blob.tag());
+    CHECK_THROWS_AS(inside->value, qs::dangling_reference);
+    CHECK_THROWS_WITH(inside->value, Catch::Contains("page " + std::to_string(blob.page() + 1)) &&
+                                         Catch::Contains("inside a large object"));
+    t.commit();
+  }
 }
