@@ -57,9 +57,9 @@ struct moved_run {
 };
 
 // Relocations sorted by `from`; answers where a stored pointer points now.
-class relocator {
+class moved_runs {
  public:
-  explicit relocator(std::vector<moved_run> moves);
+  explicit moved_runs(std::vector<moved_run> moves);
   bool empty() const { return moves_.empty(); }
   // The pointer's new value, or nullopt when its run did not move.
   std::optional<std::uint64_t> moved(std::uint64_t pointer) const;
