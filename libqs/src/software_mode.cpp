@@ -1,15 +1,14 @@
 // Software mode: pages reached through the residency table that qs/ref.hpp
-// reads inline, references that are object identifiers, object-level
-// before-images for qs::write, and the entry points of qs/ref.hpp
-// (page_access.hpp, references.hpp).
-#include "database_impl.hpp"
+// reads inline, references that are object identifiers, and object-level
+// before-images for qs::write (page_access.hpp, references.hpp).
 #include "location.hpp"
-#include "open_databases.hpp"
+#include "os/fault_signal.hpp"
 #include "page_access.hpp"
 #include "page_heap.hpp"
 #include "pager.hpp"
 #include "references.hpp"
 #include "relocator.hpp"
+#include "software_current.hpp"
 
 #include <qs/error.hpp>
 #include <qs/ref.hpp>
@@ -21,17 +20,15 @@
 #include <cstring>
 #include <vector>
 
-#include <cxxabi.h>
 
 namespace qs::detail {
 
 // The residency table of the current database (qs/ref.hpp reads it inline).
 residency sw_residency;
 
-namespace {
+std::atomic<database_impl*> software_current_database{nullptr};
 
-// The database references resolve in.
-std::atomic<database_impl*> current_database{nullptr};
+namespace {
 
 std::string where(std::uint64_t page, std::uint32_t offset, std::uint32_t tag) {
   return "page " + std::to_string(page) + ", offset " + std::to_string(offset) + ", tag " + std::to_string(tag);
@@ -76,13 +73,13 @@ class software_access final : public page_access {
   // pins it until the transaction ends.
   void begin_transaction() override { hide_all(); }
   void make_current(database_impl* db) override {
-    current_database.store(db);
+    software_current_database.store(db);
     current_ = this;
     sw_residency = {resident_.data(), resident_.size()};
   }
   void forget_current(database_impl* db) override {
     database_impl* expected = db;
-    if (current_database.compare_exchange_strong(expected, nullptr)) sw_residency = {};
+    if (software_current_database.compare_exchange_strong(expected, nullptr)) sw_residency = {};
     if (current_ == this) current_ = nullptr;
   }
 
@@ -350,20 +347,6 @@ class software_references final : public references {
   std::vector<root_read> root_reads_;  // this transaction's
 };
 
-database_impl& current() {
-  database_impl* db = current_database.load();
-  if (!db) throw no_transaction("a qs::ref was followed, but no database is open");
-  return *db;
-}
-
-std::string demangle(const char* n) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(n, nullptr, nullptr, &status);
-  std::string s = status == 0 && d ? d : n;
-  std::free(d);
-  return s;
-}
-
 }  // namespace
 
 std::unique_ptr<page_access> make_page_access(std::unique_ptr<frame_space> frames, buffer_pool& pool,
@@ -382,31 +365,5 @@ const char* mode_name() { return "software"; }
 // Software mode's object headers carry a tag: its databases have a format
 // of their own.
 const char* format_name() { return "qs 3 software"; }
-
-// The entry points of qs/ref.hpp.
-
-void* sw_resolve(std::uint64_t page, std::uint32_t offset, std::uint32_t tag) {
-  return current().resolve_identity(page, offset, tag, false);
-}
-
-void* sw_write(std::uint64_t page, std::uint32_t offset, std::uint32_t tag) {
-  return current().resolve_identity(page, offset, tag, true);
-}
-
-void sw_identify(const void* p, std::uint64_t& page, std::uint32_t& offset, std::uint32_t& tag) {
-  database_impl* db = database_of(p);
-  if (!db) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%p", p);
-    throw invalid_argument(std::string("a qs::ref made from ") + buf + ", which is not in an open database");
-  }
-  db->identify(p, page, offset, tag);
-}
-
-void sw_bad_conversion(const char* from, const char* to) {
-  throw invalid_argument("qs::ref<" + demangle(from) + "> converted to qs::ref<" + demangle(to) +
-                         ">: in software mode a reference names a whole object, so the base class must be at "
-                         "offset 0");
-}
 
 }  // namespace qs::detail
