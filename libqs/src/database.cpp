@@ -82,6 +82,11 @@ void release(void* p) noexcept {
   }
 }
 
+void refuse_count(const type_descriptor* d, std::size_t n) {
+  throw invalid_argument("qs::allocator<" + std::string(d->name) + ">: " + std::to_string(n) + " objects of " +
+                         std::to_string(d->size) + " bytes are more bytes than a size_t holds");
+}
+
 void check_class_size(std::size_t requested, std::size_t own, const char* cls) {
   if (requested != own)
     throw schema_error(std::string("allocating ") + std::to_string(requested) + " bytes through " + cls +

@@ -34,6 +34,12 @@ void* object_allocator::allocate(const type_descriptor* d, std::size_t bytes, co
   if (d->align > page_size_ / 4 || (d->align & (d->align - 1)))
     throw invalid_argument(std::string("type ") + d->name + " has an alignment of " + std::to_string(d->align) +
                            " bytes, which qs cannot place");
+  // A record header and an object header hold the payload's size in 32
+  // bits; a large object's payload also shares its first page.
+  if (bytes > std::uint64_t{0xffffffff} - page_size_)
+    throw invalid_argument("database " + db_name_ + ": an object of " + std::to_string(bytes) + " bytes (type " +
+                           d->name + ") is larger than qs can store (" +
+                           std::to_string(std::uint64_t{0xffffffff} - page_size_) + " bytes at most)");
   std::uint32_t type = schema_.index_of(d);
   std::uint64_t payload = round8(bytes ? bytes : 1);
   std::uint32_t align = std::max<std::uint32_t>(d->align, 8);
@@ -109,9 +115,6 @@ void* object_allocator::allocate_small(std::uint32_t type, std::uint32_t payload
 }
 
 void* object_allocator::allocate_large(std::uint32_t type, std::uint64_t payload) {
-  if (payload > 0xffffffffull - page_size_)
-    throw invalid_argument("database " + db_name_ + ": objects of " + std::to_string(payload) +
-                           " bytes are larger than qs supports (4 GiB)");
   std::uint64_t total = sizeof(page_header) + sizeof(object_header) + payload;
   std::uint64_t n = (total + page_size_ - 1) / page_size_;
   store::page_range first = store_.allocate_pages(n);

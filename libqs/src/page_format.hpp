@@ -108,7 +108,8 @@ inline object_header make_header(std::uint32_t type, std::uint32_t size) {
   return h;
 }
 
-constexpr std::uint32_t round8(std::uint64_t n) { return static_cast<std::uint32_t>((n + 7) & ~std::uint64_t{7}); }
+// n rounded up to a multiple of 8 (n at most 2^64 - 8).
+constexpr std::uint64_t round8(std::uint64_t n) { return (n + 7) & ~std::uint64_t{7}; }
 
 // CRC-32C of a buffer, continuing from `crc` (0 to start).
 std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t n) noexcept;
