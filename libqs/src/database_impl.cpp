@@ -97,6 +97,7 @@ void database_impl::on_fault(void* address, bool write) {
 }
 
 void database_impl::begin() {
+  ensure_alternate_stack();
   lock_scope g(*this);
   if (log_.open()) throw error("database " + name() + ": a transaction is already open on this handle");
   // A reservation smaller than the database: when a quarter of its frames
