@@ -32,6 +32,8 @@ Invariants the package keeps (it fails with a message naming the type, and
 the member or DIE, rather than break one):
   * every type_key<T>::slot symbol defined in the inputs is registered, or
     it is a built-in (pointer, arithmetic or enum T), or the run fails;
+  * a persistent T with internal linkage, whose slot the generated file
+    could not reach, is refused, whether or not the compiler kept the slot;
   * pointer words and vptrs are 8-byte aligned, lie inside the object, and
     are listed sorted; a pointer word never shares storage with anything that
     is not that same pointer (unions, bit-fields);

@@ -8,7 +8,13 @@ Invariants:
   * every type_key<T>::slot symbol defined in the inputs is covered: T gets
     a descriptor, or it is a built-in the runtime describes (pointer,
     arithmetic or enum), or the run fails naming the slot;
-  * a type_key<T> whose slot no input defines is skipped: nothing reads it;
+  * a type_key<T> whose slot the DWARF shows without external linkage (T in
+    an anonymous namespace, a class local to a non-inline function, or a
+    template instantiated with such a type) is refused unless T is a
+    built-in, whether or not an input still defines the slot: the generated
+    file could never fill it (see internal_linkage);
+  * a type_key<T> whose slot no input defines is otherwise skipped: nothing
+    reads it;
   * a type name has one layout; a slot has one descriptor;
   * the inputs are closed when the run ends, whatever happens.
 """
@@ -16,7 +22,7 @@ Invariants:
 import re
 
 from .descriptor import describe, finish
-from .dwarf import CLASS_TAGS, Dwarf, attr, die_ref, strip
+from .dwarf import CLASS_TAGS, Dwarf, attr, die_name, die_ref, strip
 from .elf import Input
 from .errors import SchemaError
 from .layout import Layouter
@@ -30,6 +36,36 @@ def is_builtin(t):
     """Types the runtime describes itself: pointers, arithmetic types, enums."""
     return t is not None and t.tag in ("DW_TAG_pointer_type", "DW_TAG_base_type",
                                        "DW_TAG_enumeration_type")
+
+
+def internal_linkage(t, tname):
+    """The refusal of persistent type tname (DIE t), whose type_key<T>::slot
+    has internal linkage.
+
+    Such a slot is a local symbol of one object: the generated file, another
+    translation unit, cannot name it, and an optimising compiler, which sees
+    every access to it and no write, folds its reads to null and often drops
+    it. Either way the type would be allocated without a descriptor and fail
+    at run time ("has no schema"). Its name is not even unique in the
+    program (each source file may have its own `(anonymous namespace)::Node`),
+    while a database knows stored types by name."""
+    why = "a template argument of it has internal linkage"
+    fix = "Move that argument out of its anonymous namespace or function"
+    d = t.get_parent()
+    while d is not None and d.tag != "DW_TAG_compile_unit":
+        if d.tag == "DW_TAG_namespace" and die_name(d) is None:
+            why = "it is declared in an anonymous namespace"
+            fix = "Move the type out of the anonymous namespace"
+            break
+        if d.tag == "DW_TAG_subprogram":
+            why = "it is a class local to a function that is not inline"
+            fix = "Move the type out of the function"
+        d = d.get_parent()
+    return SchemaError("type `%s` has internal linkage (%s): its descriptor slot "
+                       "qs::detail::type_key<T>::slot is local to its source file, so the "
+                       "generated schema cannot fill it (an optimising compiler even folds the "
+                       "slot's reads to null) and the program would fail at run time with "
+                       "\"has no schema\". %s, into a named namespace" % (tname, why, fix))
 
 
 def build_schema(paths):
@@ -69,6 +105,11 @@ def _build_schema(inputs):
                                                                            slot_die.offset))
         t = strip(tdie)
         tname = speller.spell(t) if t is not None else "void"
+        if t is not None and not attr(slot_die, "DW_AT_external") and not is_builtin(t):
+            # g++ marks the slot external exactly when its symbol is global.
+            # Checked before looking for the symbol: when the compiler folded
+            # the slot away, nothing else would tell.
+            raise internal_linkage(t, tname)
         if not linkage:
             # Match the demangled slot symbols against the DWARF spelling.
             want = normalize_name("qs::detail::type_key<%s>::slot" % tname)
@@ -82,9 +123,7 @@ def _build_schema(inputs):
             continue
         owner = slot_syms[linkage][0]
         if owner.defined[linkage].bind == "STB_LOCAL":
-            raise SchemaError("type `%s` has internal linkage (anonymous namespace or local "
-                              "class): generated code cannot reach its registration slot; "
-                              "move it to a named namespace" % tname)
+            raise internal_linkage(t, tname)  # a local symbol the DWARF calls external
         if t.tag in CLASS_TAGS + ("DW_TAG_union_type",):
             t = dwarf.definition(t, "type `%s`" % tname)
         dm = demangled.get(linkage, "")
