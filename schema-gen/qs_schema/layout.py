@@ -19,7 +19,8 @@ Invariants:
     is walked as the V it holds.
 """
 
-from .dwarf import CLASS_TAGS, NULLPTR_NAMES, array_shape, attr, constant, die_name, die_ref, ref, strip
+from .dwarf import (CLASS_TAGS, NULLPTR_NAMES, array_shape, attr, constant, die_name, die_ref,
+                    ref, strip)
 from .elf import WORD
 from .errors import SchemaError, refuse, where
 from .location import Complete, location, member_offset_const
