@@ -2,10 +2,12 @@
 
 A SchemaError is a failure reported to the user as "qs_schema_gen: error:
 <message>" with exit status 1; its message names what is wrong (the input,
-the DIE, or the type and member path). Every stage raises only SchemaError
-for what it refuses or cannot read, never lets a traceback through for bad
-input, and names a type and member with where() so that all messages spell
-them the same way: type `T` member `a.b[1]`.
+the DIE, or the type and member path).
+
+Invariants: the stages raise SchemaError for every input they refuse or do
+not understand (an OSError, such as a missing file, and c++filt's failure
+are left as they are; cli reports all of them without a traceback), and every message spells a type and a
+member as where() does: type `T` member `a.b[1]`.
 """
 
 PROG = "qs_schema_gen"
