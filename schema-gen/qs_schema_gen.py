@@ -18,6 +18,8 @@ build_schema, generate and main of the package, and runs nothing.
 import os
 import sys
 
+# The build runs this from the source tree: leave no __pycache__ there.
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from qs_schema.cli import main  # noqa: E402
