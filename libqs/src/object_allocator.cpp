@@ -150,7 +150,7 @@ void object_allocator::deallocate(void* p) {
   pages_.make_current(d);
   auto off = static_cast<std::uint32_t>(static_cast<std::byte*>(p) - access_.address(d));
   if (d->hdr.kind == page_kind::small) {
-    if (!heap_object_at(pages_.image(d), off))
+    if (!heap_object_at(pages_.image(d), page_size_, off))
       throw error("database " + db_name_ + ": delete of " + where() + " on page " + std::to_string(d->page) +
                   ", where no persistent object starts");
     if (d->state() != page_state::writable || !d->whole_page_logged()) pages_.make_writable(d);

@@ -37,6 +37,19 @@ class page_words {
   template <class F>
   void for_each(const page_desc* d, const std::byte* img, F f);
 
+  // The size of a type's elements, or 0 when the database has no such type;
+  // has_words: whether its objects hold pointers or vptrs.
+  std::uint32_t type_size(std::uint32_t type, bool& has_words) {
+    const type_layout* l = schema_.layout(type);
+    if (!l && shared_) {
+      schema_.load();
+      l = schema_.layout(type);
+    }
+    if (!l) return 0;
+    has_words = !l->pointers.empty() || !l->vptrs.empty();
+    return l->size;
+  }
+
  private:
   const type_layout& layout_of(const page_desc* d, std::uint32_t type);
 
@@ -80,7 +93,7 @@ void page_words::for_each(const page_desc* d, const std::byte* img, F f) {
     }
   };
   if (d->hdr.kind == page_kind::small) {
-    heap_for_each(img, [&](std::uint32_t payload, const object_header& oh) {
+    heap_for_each(img, page_size_, [&](std::uint32_t payload, const object_header& oh) {
       const type_layout& l = layout_of(d, oh.type);
       visit(l, 0, oh.size / l.size, 0, oh.size, payload);
     });

@@ -2,6 +2,7 @@
 #include "pager.hpp"
 
 #include "diff.hpp"
+#include "page_check.hpp"
 #include "page_heap.hpp"
 #include "store_record.hpp"
 
@@ -148,6 +149,12 @@ void pager::accept_record(page_desc* d, const record_header& h, std::byte* img, 
     throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " is page " +
                                     std::to_string(h.index) + " of a large object, but was reached as page " +
                                     std::to_string(d->page - d->run_first) + " of one");
+  std::string wrong = check_page(h, img, page_size_, [&](std::uint32_t type, bool& has_words) {
+    return words_.type_size(type, has_words);
+  });
+  if (!wrong.empty())
+    throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " holds " + wrong +
+                                    "; the page is not used");
   d->hdr = h;
   d->mapping = std::move(mapping);
   fix_vptrs(d, img);

@@ -227,7 +227,7 @@ class software_references final : public references {
               : offset == sizeof(page_header) + sizeof(object_header))
       oh = reinterpret_cast<const object_header*>(img + offset - sizeof(object_header));
     if (!oh || oh->type == free_type || tag_of(*oh) != tag) {
-      bool other = small && offset < pages_.page_size() && heap_object_at(img, offset);
+      bool other = small && offset < pages_.page_size() && heap_object_at(img, pages_.page_size(), offset);
       throw dangling_reference("database " + db_name_ + ": the reference to " + where(page, offset, tag) +
                                (other ? " names a deleted object (another object is there now)"
                                       : " names a deleted object"));
@@ -245,7 +245,7 @@ class software_references final : public references {
       page_desc* h = table_.run_head(d);
       auto off = static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - access_.address(h));
       const object_header* oh = nullptr;
-      if (h->hdr.kind == page_kind::small) oh = heap_object_at(pages_.image(h), static_cast<std::uint32_t>(off));
+      if (h->hdr.kind == page_kind::small) oh = heap_object_at(pages_.image(h), pages_.page_size(), static_cast<std::uint32_t>(off));
       else if (off == sizeof(page_header) + sizeof(object_header))
         oh = reinterpret_cast<const object_header*>(pages_.image(h) + sizeof(page_header));
       if (oh) {
