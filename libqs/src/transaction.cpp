@@ -15,11 +15,13 @@
 namespace qs::detail {
 
 namespace {
-std::atomic<transaction*> current_txn{nullptr};
-}
+// The innermost open transaction of this thread; each links to the next
+// outer one.
+thread_local transaction* current_txn = nullptr;
+}  // namespace
 
 database& current_database() {
-  transaction* t = current_txn.load();
+  transaction* t = current_txn;
   if (!t) throw no_transaction("qs::allocator needs a transaction: none is open");
   return t->db();
 }
@@ -30,7 +32,18 @@ namespace qs {
 
 transaction::transaction(database& db) : db_(&db) {
   db.impl().begin();
-  previous_ = detail::current_txn.exchange(this);
+  previous_ = detail::current_txn;
+  detail::current_txn = this;
+}
+
+void transaction::unlink() noexcept {
+  // Usually the innermost; a transaction on another database may end first.
+  for (transaction** at = &detail::current_txn; *at; at = &(*at)->previous_) {
+    if (*at == this) {
+      *at = previous_;
+      return;
+    }
+  }
 }
 
 transaction::~transaction() {
@@ -45,20 +58,18 @@ transaction::~transaction() {
 void transaction::commit() {
   if (!active_) throw error("database " + db_->path() + ": commit of a finished transaction");
   active_ = false;
-  transaction* self = this;
-  detail::current_txn.compare_exchange_strong(self, previous_);
+  unlink();
   db_->impl().commit();
 }
 
 void transaction::abort() {
   if (!active_) return;
   active_ = false;
-  transaction* self = this;
-  detail::current_txn.compare_exchange_strong(self, previous_);
+  unlink();
   db_->impl().abort();
 }
 
-transaction* transaction::current() noexcept { return detail::current_txn.load(); }
+transaction* transaction::current() noexcept { return detail::current_txn; }
 
 void database::run(const std::function<void()>& body, int attempts) {
   if (attempts < 1) throw invalid_argument("database " + path() + ": run needs at least one attempt");

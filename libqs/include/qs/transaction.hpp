@@ -8,10 +8,15 @@
 //
 // Invariants:
 //  * At most one transaction per database handle is open at a time.
-//  * The transaction most recently begun in the process is the current one;
-//    qs::allocator allocates in its database.
+//  * Each thread has its own current transaction: the innermost one it
+//    began that is still open (transactions on different databases may
+//    nest, and may end in any order). qs::allocator allocates in its
+//    database.
 //  * After commit() or abort() the object is finished: no second commit.
 //  * A commit that throws has aborted the transaction.
+//
+// Thread-safety: a transaction belongs to the thread that began it; it is
+// committed, aborted and destroyed there.
 #pragma once
 
 #include <qs/database.hpp>
@@ -30,12 +35,15 @@ class transaction {
   bool active() const { return active_; }
   database& db() const { return *db_; }
 
-  // The current transaction of this process, or nullptr.
+  // The current transaction of the calling thread, or nullptr.
   static transaction* current() noexcept;
 
  private:
+  // Leaves the calling thread's stack of open transactions.
+  void unlink() noexcept;
+
   database* db_;
-  transaction* previous_;
+  transaction* previous_;  // the next outer open transaction of this thread
   bool active_ = true;
 };
 
