@@ -21,12 +21,19 @@ std::uint64_t since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-lock_scope::lock_scope(const database_impl& db) : lock_(db.mutex_) { ++lock_depth; }
+lock_scope::lock_scope(const database_impl& db) : lock_(db.mutex_, std::defer_lock) {
+  if (db.fork_generation_ != fork_generation())
+    throw error("database " + db.name() +
+                " was opened by the parent of this process: a child made by fork() cannot use it (open it again "
+                "in the child; an embedded database once the parent has closed it)");
+  lock_.lock();
+  ++lock_depth;
+}
 lock_scope::~lock_scope() { --lock_depth; }
 bool lock_scope::held() noexcept { return lock_depth > 0; }
 
 database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
-    : store_(std::move(s)), page_size_(opts.page_size), durable_(opts.durable), schema_(*store_, store_->name()) {
+    : store_(std::move(s)), fork_generation_(fork_generation()), page_size_(opts.page_size), durable_(opts.durable), schema_(*store_, store_->name()) {
   std::unique_ptr<frame_space> frames = open_catalog(*store_, opts, page_size_);
   const std::string& n = store_->name();
   pool_ = std::make_unique<buffer_pool>(opts.pool_pages, page_size_);
@@ -49,6 +56,14 @@ database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
 }
 
 database_impl::~database_impl() {
+  if (fork_generation_ != fork_generation()) {
+    // A forked child's copy: the store's handles (Berkeley DB's environment,
+    // a page server's socket) are the parent's, and are left alone.
+    (void)store_.release();
+    remove_open_database(this);
+    unregister_fault_range(this);
+    return;
+  }
   remove_open_database(this);
   access_->forget_current(this);
   unregister_fault_range(this);

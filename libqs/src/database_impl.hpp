@@ -17,6 +17,8 @@
 // Invariants (beyond those of the parts):
 //  * log_.open() <=> the store has a transaction open.
 //  * Page and frame numbers come from store::allocate_pages.
+//  * A database belongs to the process that opened it: in a child made by
+//    fork() its memory is gone (os/frames.hpp) and every call is refused.
 //
 // Thread-safety: one mutex guards everything here. Entry points (the fault
 // handler, allocation, transaction begin/commit/abort, roots, indexes,
@@ -96,6 +98,7 @@ class database_impl final : public fault_target {
   void reset_frames();
 
   std::unique_ptr<store> store_;
+  std::uint64_t fork_generation_;  // of the process that opened it
   std::uint32_t page_size_;
   bool durable_;
   mutable std::mutex mutex_;
@@ -117,6 +120,7 @@ class database_impl final : public fault_target {
 };
 
 // Holds a database's mutex and marks the thread as inside the runtime.
+// Refuses (qs::error) a database opened by the parent of a forked process.
 class lock_scope {
  public:
   explicit lock_scope(const database_impl& db);

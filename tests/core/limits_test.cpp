@@ -5,7 +5,14 @@
 #include "support.hpp"
 #include "types.hpp"
 
+#include <atomic>
+#include <barrier>
+#include <memory>
 #include <string>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace qs_test;
 
@@ -32,5 +39,93 @@ TEST_CASE("an allocation of 4 GiB or more is refused, naming the type and size")
   CHECK_THROWS_AS(qs::allocator<long>().allocate(std::size_t{1} << 62), qs::error);  // n * 8 overflows
   CHECK(keep[0] == 'x');  // the heap is as it was
   decltype(keep)().swap(keep);
+  tx.commit();
+}
+
+TEST_CASE("two databases in one thread: transactions end in any order, and the allocator follows the open one") {
+  test_dir dir;
+  auto db1 = qs::database::open(dir.sub("one"), small_options());
+  auto db2 = qs::database::open(dir.sub("two"), small_options());
+  auto t1 = std::make_unique<qs::transaction>(db1);
+  auto t2 = std::make_unique<qs::transaction>(db2);
+  CHECK(qs::transaction::current() == t2.get());
+  t1->commit();  // the outer one ends first
+  t1.reset();
+  CHECK(qs::transaction::current() == t2.get());
+  long* a = qs::allocator<long>().allocate(1000);
+  CHECK(db2.contains(a));
+  for (long i = 0; i < 1000; ++i) a[i] = i;
+  db2.root<long*>("array") = a;
+  t2->commit();
+  CHECK(qs::transaction::current() == nullptr);
+  t2.reset();
+  qs::transaction t3(db2);
+  CHECK(db2.root<long*>("array")[999] == 999);
+}
+
+TEST_CASE("threads with a database each allocate in their own") {
+  test_dir dir;
+  std::atomic<int> wrong{0};
+  std::barrier both(2);
+  auto work = [&](std::string path, long base) {
+    auto db = qs::database::open(path, small_options());
+    for (int round = 0; round < 20; ++round) {
+      qs::transaction tx(db);
+      both.arrive_and_wait();  // both threads are inside a transaction
+      long* a = qs::allocator<long>().allocate(200);
+      for (long i = 0; i < 200; ++i) a[i] = base + i;
+      if (!db.contains(a) || qs::transaction::current() != &tx) ++wrong;
+      db.root<long*>("array" + std::to_string(round)) = a;
+      both.arrive_and_wait();
+      tx.commit();
+    }
+    qs::transaction tx(db);
+    for (int round = 0; round < 20; ++round)
+      if (db.root<long*>("array" + std::to_string(round))[199] != base + 199) ++wrong;
+    tx.commit();
+  };
+  std::thread a(work, dir.sub("a"), 0), b(work, dir.sub("b"), 1000000);
+  a.join();
+  b.join();
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("a child made by fork() cannot use its parent's database, and the parent's pages are untouched") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options(64));
+  {
+    qs::transaction tx(db);
+    auto& head = db.root<Pair*>("head");
+    for (int i = 0; i < 20000; ++i) head = new (db) Pair{nullptr, static_cast<std::uint64_t>(i), head};
+    tx.commit();
+  }
+  qs::transaction tx(db);
+  Pair* head = db.root<Pair*>("head");
+  CHECK(head->key == 19999);  // resident in the parent
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int code = 0;
+    try {
+      touch(head->key);  // its page was resident in the parent
+      code |= 1;
+    } catch (const qs::error& e) {
+      if (!std::string(e.what()).starts_with("database " + db.path() + " was opened by the parent")) code |= 2;
+    }
+    try {
+      qs::transaction child_tx(db);  // would page the list into the shared pool
+      for (Pair* p = db.root<Pair*>("head"); p; p = p->right) touch(p->key);
+      code |= 4;
+    } catch (const qs::error&) {
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  std::uint64_t expect = 19999, n = 0;
+  for (Pair* p = head; p; p = p->right, ++n) REQUIRE(p->key == expect--);
+  CHECK(n == 20000);
+  head->key = 7;
   tx.commit();
 }

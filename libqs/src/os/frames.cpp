@@ -6,11 +6,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace qs::detail {
 namespace {
@@ -19,7 +24,61 @@ namespace {
   throw error(what + ": " + std::strerror(errno));
 }
 
+// The regions a forked child unmaps.
+struct region {
+  void* base;
+  std::size_t bytes;
+};
+std::mutex regions_mutex;
+std::vector<region>& regions() {
+  static std::vector<region> r;
+  return r;
+}
+std::atomic<std::uint64_t> generation{0};
+
+void before_fork() { regions_mutex.lock(); }
+void after_fork_parent() { regions_mutex.unlock(); }
+void after_fork_child() {
+  // The only thread of the child: nothing else touches the list.
+  for (const region& r : regions()) ::munmap(r.base, r.bytes);
+  regions().clear();
+  generation.fetch_add(1);
+  regions_mutex.unlock();
+}
+
+void add_region(void* base, std::size_t bytes) {
+  static std::once_flag once;
+  std::call_once(once, [] { ::pthread_atfork(before_fork, after_fork_parent, after_fork_child); });
+  std::lock_guard<std::mutex> g(regions_mutex);
+  regions().push_back({base, bytes});
+}
+
+// Unmaps a region unless a fork already did (then it is not ours to unmap:
+// something else of the child's may be there now).
+void remove_region(void* base, std::size_t bytes) {
+  std::lock_guard<std::mutex> g(regions_mutex);
+  auto& r = regions();
+  for (auto it = r.begin(); it != r.end(); ++it) {
+    if (it->base == base) {
+      r.erase(it);
+      ::munmap(base, bytes);
+      return;
+    }
+  }
+}
+
 }  // namespace
+
+std::uint64_t fork_generation() noexcept { return generation.load(); }
+
+zeroed_memory::zeroed_memory(std::size_t bytes) : bytes_(bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) fail("qs: reserving a table of " + std::to_string(bytes >> 20) + " MiB");
+  base_ = static_cast<std::byte*>(p);
+  add_region(base_, bytes_);
+}
+
+zeroed_memory::~zeroed_memory() { remove_region(base_, bytes_); }
 
 pool_memory::pool_memory(std::uint32_t slots, std::uint32_t page_size)
     : bytes_(std::size_t{slots} * page_size), page_size_(page_size) {
@@ -42,11 +101,13 @@ pool_memory::pool_memory(std::uint32_t slots, std::uint32_t page_size)
     fail("qs: mapping the buffer pool's before-images");
   }
   shadow_ = static_cast<std::byte*>(p);
+  add_region(base_, bytes_);
+  add_region(shadow_, bytes_);
 }
 
 pool_memory::~pool_memory() {
-  ::munmap(shadow_, bytes_);
-  ::munmap(base_, bytes_);
+  remove_region(shadow_, bytes_);
+  remove_region(base_, bytes_);
   ::close(fd_);
 }
 
@@ -77,9 +138,10 @@ frame_space::frame_space(std::uintptr_t preferred, std::uint64_t bytes, std::uin
     if (end > aligned + bytes) ::munmap(reinterpret_cast<void*>(aligned + bytes), end - aligned - bytes);
   }
   base_ = reinterpret_cast<std::byte*>(aligned);
+  add_region(base_, bytes_);
 }
 
-frame_space::~frame_space() { ::munmap(base_, bytes_); }
+frame_space::~frame_space() { remove_region(base_, bytes_); }
 
 void frame_space::map(std::uint64_t f, const pool_memory& pool, std::uint32_t slot, bool writable) {
   void* want = frame_address(f);

@@ -18,7 +18,7 @@
 //    out of them.
 //
 // This file and fault_signal.* are the only places that know about mmap,
-// mprotect and signals.
+// mprotect, fork and signals.
 #pragma once
 
 #include <cstddef>
@@ -87,5 +87,28 @@ class frame_space {
 // Throws qs::invalid_argument when a pool of `slots` pages could need more
 // memory mappings than vm.max_map_count allows.
 void check_map_budget(std::uint32_t slots);
+
+// Zero-filled memory reserved up front and committed page by page as it is
+// written (MAP_NORESERVE): a table that never moves, however far it grows.
+class zeroed_memory {
+ public:
+  explicit zeroed_memory(std::size_t bytes);
+  ~zeroed_memory();
+  zeroed_memory(const zeroed_memory&) = delete;
+  zeroed_memory& operator=(const zeroed_memory&) = delete;
+  std::byte* data() const { return base_; }
+  std::size_t size() const { return bytes_; }
+
+ private:
+  std::byte* base_;
+  std::size_t bytes_;
+};
+
+// fork(): a child does not keep an open database's memory. When a process
+// forks, the child unmaps every region of the pools, reservations and
+// tables above (the parent's stay as they are: the pool is shared memory,
+// which a child's page-ins would otherwise overwrite) and fork_generation()
+// grows, so that a database can tell it was opened by another process.
+std::uint64_t fork_generation() noexcept;
 
 }  // namespace qs::detail
