@@ -15,6 +15,12 @@ if(QS_CLANGXX)
   endif()
 endif()
 
+# The fuzzer's seed corpus is written by the protocol's own encoders:
+# `cmake --build build --target qs_make_fuzz_corpus && build/pageserver/qs_make_fuzz_corpus pageserver/fuzz/corpus`
+# after a change to the messages.
+add_executable(qs_make_fuzz_corpus EXCLUDE_FROM_ALL fuzz/make_corpus.cpp ${PROJECT_SOURCE_DIR}/libqs/src/wire/messages.cpp)
+target_include_directories(qs_make_fuzz_corpus PRIVATE ${PROJECT_SOURCE_DIR}/libqs/include ${PROJECT_SOURCE_DIR}/libqs/src)
+
 if(QS_FUZZER_OK)
   message(STATUS "qs: building the wire-protocol fuzzer with ${QS_CLANGXX}")
   set(_fuzzer ${CMAKE_CURRENT_BINARY_DIR}/qs_parser_fuzzer)

@@ -62,11 +62,13 @@ class session {
 
  private:
   enum class state { hello, idle, txn, doomed };
-  void dispatch(const wire::request& r, wire::response& resp);
+  wire::response dispatch(const wire::request& r);
+  wire::response error_reply(wire::error_code code, std::string text);
   void lock_page(std::uint64_t page, bool exclusive);
   void lock_meta(std::string_view key, bool exclusive);
   void lock_object(const std::string& object, bool exclusive);
-  void apply(const wire::request& r);
+  // The writes of a write or commit request.
+  void apply(const std::vector<wire::page_op>& pages, const std::vector<wire::meta_op>& metas, bool commit);
   void end_transaction(bool commit, bool durable);
   void abort_quietly();
   std::uint32_t page_size();
@@ -82,7 +84,8 @@ class session {
   std::vector<std::byte> scratch_;
   std::string mapping_;  // the mapping object sent with the last page
   std::uint32_t page_size_ = 0;
-  std::string text_;  // backs byte strings of the response
+  std::string text_;  // backs byte strings of the response (value, pong)
+  std::string error_text_;  // backs an error response's text
   std::vector<std::pair<std::string, std::string>> entries_;
 };
 

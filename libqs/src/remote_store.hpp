@@ -94,12 +94,15 @@ class remote_store final : public store {
 
   void connect();
   void lost();
-  // Sends r and returns the response (its byte strings view a buffer that
-  // the next call reuses); throws for an error response.
-  const wire::response& call(const wire::request& r);
-  [[noreturn]] void raise(const wire::response& r);
-  // Fills r's page and metadata operations from the buffered writes.
-  void fill_ops(wire::request& r, bool metas);
+  // Sends r and returns the response, which must be a Response (its byte
+  // strings view a buffer that the next call reuses); throws for an error
+  // response or an unexpected one.
+  template <class Response>
+  const Response& call(const wire::request& r);
+  [[noreturn]] void raise(const wire::error_response& r);
+  // The page and metadata operations of the buffered writes.
+  std::vector<wire::page_op> page_ops();
+  std::vector<wire::meta_op> meta_ops() const;
   void clear_pending();
   void flush_if_large();
   bool overlay_page(std::uint64_t page, record_header& h, std::byte* image, bool& found);
