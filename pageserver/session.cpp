@@ -73,7 +73,7 @@ void session::lock_object(const std::string& object, bool exclusive) {
 void session::lock_page(std::uint64_t page, bool exclusive) { lock_object("qs:p" + detail::be64(page), exclusive); }
 
 void session::lock_meta(std::string_view key, bool exclusive) {
-  if (key.starts_with("m:") || key.starts_with("s:")) return;
+  if (key.starts_with("s:")) return;
   lock_object("qs:m" + std::string(key.starts_with("t:") ? std::string_view("t:") : key), exclusive);
 }
 
@@ -105,9 +105,11 @@ void session::apply(const std::vector<wire::page_op>& pages, const std::vector<w
         }
         break;
       case wire::page_op_kind::remove:
-        c_.env->delete_record(txn_, op.page);
+        c_.env->delete_record(txn_, op.page);  // and its mapping object
         break;
     }
+    if (op.mapping_op == wire::mapping_change::set) c_.env->put_mapping(txn_, op.page, op.mapping);
+    else if (op.mapping_op == wire::mapping_change::remove) c_.env->put_mapping(txn_, op.page, {});
   }
   for (const wire::meta_op& op : metas) {
     if (op.kind == wire::meta_op_kind::put) c_.env->put(txn_, op.key, op.value);
@@ -261,7 +263,7 @@ wire::response session::dispatch(const wire::request& r) {
             if (n >= sizeof h) std::memcpy(&h, scratch_.data(), sizeof h);
             mapping_.clear();
             if (h.mapping_entries)
-              if (auto mo = c_.env->get(t, detail::mapping_key(m.page), read_flags)) mapping_ = std::move(*mo);
+              if (auto mo = c_.env->read_mapping(t, m.page, read_flags)) mapping_ = std::move(*mo);
             return wire::page_response{wire::page_status::record,
                                        std::string_view(reinterpret_cast<const char*>(scratch_.data()), n), mapping_};
           },

@@ -9,10 +9,9 @@
 // Locks, all taken with the transaction's Berkeley DB locker so that they are
 // released when it ends and the deadlock detector sees them:
 //  * page p: lock object "qs:p" + p; shared when the page is read,
-//    exclusive on lock_write and for every page the commit writes.
-//  * metadata: mapping objects (m:) and free-space hints (s:) are not locked
-//    (a mapping object is read and written with its page, under the page's
-//    lock; free-space entries are advice). Schema
+//    exclusive on lock_write and for every page the commit writes. A page's
+//    mapping object is part of its record, under the same lock.
+//  * metadata: free-space hints (s:) are not locked (they are advice). Schema
 //    records (t:) share one lock object; every other key (roots, the
 //    database's parameters) is its own object: shared when read in a
 //    transaction, exclusive when written. So two clients creating the same

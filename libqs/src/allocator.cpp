@@ -171,7 +171,6 @@ void database_impl::deallocate(void* p) {
       t->materialized = false;
     }
     store_->delete_page(page0 + i);
-    store_->del(mapping_key(page0 + i));
   }
 }
 

@@ -215,11 +215,12 @@ class database_impl final : public fault_target {
   page_desc* ensure_run(std::uint64_t address, std::uint64_t page, std::uint32_t pages);
   // Frames for a run of n new pages, near `hint` when free there.
   std::uint64_t take_frames(std::uint64_t hint, std::uint64_t n);
-  // Reads d's mapping object and rewrites the pointers of its image `img`
-  // into runs that moved.
+  // Decodes d's mapping object (read with its record) and rewrites the
+  // pointers of its image `img` into runs that moved.
   void relocate(page_desc* d, std::byte* img);
-  // d's mapping object as its pointers are now; stores it when it changed.
-  void update_mapping(page_desc* d, const std::byte* img);
+  // d's mapping object as its pointers are now: the new one, for the write of
+  // d's record, when it changed; nullptr when it did not.
+  const std::string* update_mapping(page_desc* d, const std::byte* img);
   // A persistent address as (page, offset in its run, run length, run
   // address), and back: how roots and indexes keep references that survive
   // relocation.

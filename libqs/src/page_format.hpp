@@ -54,8 +54,8 @@ struct record_header {
   // that caches pages across transactions of a shared store (qs-pageserver)
   // revalidates its copy by this number instead of fetching the page again.
   std::uint64_t version;
-  // Entries in the page's mapping object (mapping.hpp), stored beside the
-  // record as metadata "m:" + page; 0 when the page holds no pointer.
+  // Entries in the page's mapping object (mapping.hpp), which the store
+  // keeps with the record (store.hpp); 0 when the page holds no pointer.
   std::uint32_t mapping_entries;
   std::uint32_t reserved;
 };

@@ -104,7 +104,7 @@ void database_impl::page_in(page_desc* d) {
   record_header h;
   try {
     auto t0 = std::chrono::steady_clock::now();
-    bool found = store_->read_page(d->page, h, img);
+    bool found = store_->read_page(d->page, h, img, d->mapping);
     stats_.fetch_ns += static_cast<std::uint64_t>((std::chrono::steady_clock::now() - t0).count());
     if (!found)
       throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) + " at frame " +
@@ -130,7 +130,7 @@ void database_impl::revalidate(page_desc* d) {
   // transaction; the store resends it only if another client changed it.
   record_header h;
   try {
-    switch (store_->read_page_if_changed(d->page, d->hdr.version, h, image(d))) {
+    switch (store_->read_page_if_changed(d->page, d->hdr.version, h, image(d), d->mapping)) {
       case store::page_read::absent:
         throw corrupt_page(d->page, "database " + name() + ": page " + std::to_string(d->page) + " at frame " +
                                         std::to_string(d->frame) + " has no record in the store any more");
@@ -222,14 +222,14 @@ void database_impl::write_back(page_desc* d) {
   }
   d->hdr.magic = record_magic;
   d->hdr.frame = d->frame;
-  update_mapping(d, img);
+  const std::string* mapping = update_mapping(d, img);
   ++d->hdr.version;  // clients caching the page see that it changed
   d->hdr.checksum = record_checksum(d->hdr, img, page_size_);
   if (whole) {
-    store_->put_page(d->page, d->hdr, img);
+    store_->put_page(d->page, d->hdr, img, mapping);
     stats_.diff_bytes += page_size_;
   } else {
-    store_->patch_page(d->page, d->hdr, img, ranges);
+    store_->patch_page(d->page, d->hdr, img, ranges, mapping);
     for (auto& r : ranges) stats_.diff_bytes += r.length;
   }
   ++stats_.pages_written;

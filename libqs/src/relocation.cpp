@@ -80,17 +80,16 @@ page_desc* database_impl::ensure_run(std::uint64_t address, std::uint64_t page, 
 }
 
 void database_impl::relocate(page_desc* d, std::byte* img) {
-  d->mapping.clear();
-  if (d->hdr.mapping_entries == 0) return;
+  if (d->hdr.mapping_entries == 0) {
+    d->mapping.clear();
+    return;
+  }
   auto t0 = std::chrono::steady_clock::now();
-  auto bytes = store_->get(mapping_key(d->page));
   ++stats_.mapping_fetches;
-  std::optional<mapping> m;
-  if (bytes) m = decode_mapping(*bytes, page_size_);
+  std::optional<mapping> m = decode_mapping(d->mapping, page_size_);
   if (!m || m->size() != d->hdr.mapping_entries)
     throw corrupt_page(d->page, "database " + name() + ": the mapping object of page " + std::to_string(d->page) +
-                                    (bytes ? " is damaged" : " is missing"));
-  d->mapping = std::move(*bytes);
+                                    (d->mapping.empty() ? " is missing" : " is damaged"));
   std::vector<moved_run> moves;
   for (const mapping_entry& e : *m) {
     page_desc* head = ensure_run(e.address, e.page, e.pages);
@@ -124,7 +123,7 @@ void database_impl::relocate(page_desc* d, std::byte* img) {
   }
 }
 
-void database_impl::update_mapping(page_desc* d, const std::byte* img) {
+const std::string* database_impl::update_mapping(page_desc* d, const std::byte* img) {
   mapping_builder b;
   for_each_word(d, img, [&](std::uint32_t off, bool is_vptr, const type_layout&, std::uint32_t) {
     if (is_vptr) return;
@@ -140,10 +139,9 @@ void database_impl::update_mapping(page_desc* d, const std::byte* img) {
   mapping m = b.finish();
   std::string bytes = encode_mapping(m);
   d->hdr.mapping_entries = static_cast<std::uint32_t>(m.size());
-  if (bytes == d->mapping) return;
-  if (bytes.empty()) store_->del(mapping_key(d->page));
-  else store_->put(mapping_key(d->page), bytes);
+  if (bytes == d->mapping) return nullptr;
   d->mapping = std::move(bytes);
+  return &d->mapping;
 }
 
 std::string database_impl::encode_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag) {

@@ -2,8 +2,6 @@
 // (remote_store.hpp).
 #include "remote_store.hpp"
 
-#include "keys.hpp"
-
 #include <qs/error.hpp>
 
 #include <algorithm>
@@ -135,6 +133,10 @@ std::vector<wire::page_op> remote_store::page_ops() {
     op.kind = p.kind;
     op.page = page;
     if (p.kind == wire::page_op_kind::put) op.record = p.record;
+    if (p.mapping) {
+      op.mapping_op = p.mapping->empty() ? wire::mapping_change::remove : wire::mapping_change::set;
+      op.mapping = *p.mapping;
+    }
     if (p.kind == wire::page_op_kind::patch) {
       // Ranges from several writes of the page: sorted, merged, and sent
       // from the latest image.
@@ -166,7 +168,6 @@ std::vector<wire::meta_op> remote_store::meta_ops() const {
 }
 
 void remote_store::clear_pending() {
-  arrived_mapping_.reset();
   pages_.clear();
   metas_.clear();
   pending_bytes_ = 0;
@@ -223,22 +224,30 @@ void remote_store::take_record(std::uint64_t page, std::string_view rec, record_
   std::memcpy(image, rec.data() + sizeof h, page_size_);
 }
 
-bool remote_store::overlay_page(std::uint64_t page, record_header& h, std::byte* image, bool& found) {
-  auto it = pages_.find(page);
-  if (it == pages_.end()) return false;
-  found = it->second.kind != wire::page_op_kind::remove;
-  if (found) take_record(page, it->second.record, h, image);
-  return true;
+store::page_read remote_store::read_pending(std::uint64_t page, const pending_page& p, record_header& h,
+                                            std::byte* image, std::string& mapping) {
+  if (p.kind == wire::page_op_kind::remove) return page_read::absent;
+  take_record(page, p.record, h, image);
+  if (h.mapping_entries == 0) {
+    mapping.clear();
+  } else if (p.mapping) {
+    mapping = *p.mapping;
+  } else {
+    // The write kept the stored mapping object: the server has it.
+    const auto& resp = call<wire::page_response>(wire::read_page_request{page, {}});
+    if (resp.status == wire::page_status::record) mapping.assign(resp.mapping);
+    else mapping.clear();
+  }
+  return page_read::read;
 }
 
-bool remote_store::read_page(std::uint64_t page, record_header& h, std::byte* image) {
-  return read_page_if_changed(page, ~std::uint64_t{0}, h, image) == page_read::read;
+bool remote_store::read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) {
+  return read_page_if_changed(page, ~std::uint64_t{0}, h, image, mapping) == page_read::read;
 }
 
 store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uint64_t version,
-                                                    record_header& h, std::byte* image) {
-  bool found = false;
-  if (overlay_page(page, h, image, found)) return found ? page_read::read : page_read::absent;
+                                                    record_header& h, std::byte* image, std::string& mapping) {
+  if (auto it = pages_.find(page); it != pages_.end()) return read_pending(page, it->second, h, image, mapping);
   wire::read_page_request r{page, {}};
   if (version != ~std::uint64_t{0}) r.known_version = version;
   const auto& resp = call<wire::page_response>(r);
@@ -250,23 +259,34 @@ store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uin
     case wire::page_status::record: break;
   }
   take_record(page, resp.record, h, image);
-  // The runtime asks for the page's mapping object next (when it has one).
-  arrived_mapping_ = {page, std::string(resp.mapping)};
+  mapping.assign(resp.mapping);
   return page_read::read;
 }
 
-void remote_store::put_page(std::uint64_t page, const record_header& h, const std::byte* image) {
+void remote_store::note_mapping(pending_page& p, const std::string* mapping) {
+  if (!mapping) return;  // a later write that keeps it keeps an earlier one's
+  p.mapping = *mapping;
+  pending_bytes_ += mapping->size();
+}
+
+void remote_store::put_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                            const std::string* mapping) {
+  auto it = pages_.find(page);
+  bool removed = it != pages_.end() && it->second.kind == wire::page_op_kind::remove;
   pending_page& p = pages_[page];
+  // A record put where this transaction removed one has no mapping object to keep.
+  if (removed) p.mapping = std::string();
   p.kind = wire::page_op_kind::put;
   p.ranges.clear();
   p.record.assign(reinterpret_cast<const char*>(&h), sizeof h);
   p.record.append(reinterpret_cast<const char*>(image), page_size_);
   pending_bytes_ += p.record.size();
+  note_mapping(p, mapping);
   flush_if_large();
 }
 
 void remote_store::patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
-                              std::span<const byte_range> ranges) {
+                              std::span<const byte_range> ranges, const std::string* mapping) {
   auto it = pages_.find(page);
   bool fresh = it == pages_.end() || it->second.kind == wire::page_op_kind::remove;
   pending_page& p = pages_[page];
@@ -275,6 +295,7 @@ void remote_store::patch_page(std::uint64_t page, const record_header& h, const 
   if (fresh) {
     p.kind = wire::page_op_kind::patch;
     p.ranges.clear();
+    p.mapping.reset();
   }
   if (p.kind == wire::page_op_kind::patch) {  // (a put sends the whole record anyway)
     p.ranges.push_back({0, static_cast<std::uint32_t>(sizeof h)});
@@ -284,6 +305,7 @@ void remote_store::patch_page(std::uint64_t page, const record_header& h, const 
     }
     pending_bytes_ += sizeof h;
   }
+  note_mapping(p, mapping);
   flush_if_large();
 }
 
@@ -292,6 +314,7 @@ void remote_store::delete_page(std::uint64_t page) {
   p.kind = wire::page_op_kind::remove;
   p.record.clear();
   p.ranges.clear();
+  p.mapping.reset();  // removed with the record
   pending_bytes_ += 16;
 }
 
@@ -307,12 +330,6 @@ store::page_range remote_store::allocate_pages(std::uint64_t n) {
 
 std::optional<std::string> remote_store::get(std::string_view key) {
   if (auto it = metas_.find(key); it != metas_.end()) return it->second;
-  if (arrived_mapping_ && key == mapping_key(arrived_mapping_->first)) {
-    std::string m = std::move(arrived_mapping_->second);
-    arrived_mapping_.reset();
-    if (m.empty()) return std::nullopt;
-    return m;
-  }
   const auto& resp = call<wire::value_response>(wire::get_request{key});
   if (!resp.value) return std::nullopt;
   return std::string(*resp.value);

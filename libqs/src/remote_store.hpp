@@ -14,8 +14,9 @@
 // transaction that buffers more than a few MiB of pages sends those early in
 // `write` messages. Reads see the buffered writes first.
 //
-// A fault is one round trip: the server sends a page's mapping object
-// (metadata "m:" + page) with the page, and it serves the get that follows.
+// A fault is one round trip: the server sends a page's mapping object with
+// the page. A page written in the transaction is read from the buffered
+// write; when that write kept the stored mapping object, the server sends it.
 //
 // The store is `shared`: the runtime revalidates its cached pages by version
 // at their first touch in a transaction (read_page_if_changed), and the
@@ -55,12 +56,13 @@ class remote_store final : public store {
   void abort() override;
   bool in_transaction() const override { return in_txn_; }
 
-  bool read_page(std::uint64_t page, record_header& h, std::byte* image) override;
+  bool read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) override;
   page_read read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h,
-                                 std::byte* image) override;
-  void put_page(std::uint64_t page, const record_header& h, const std::byte* image) override;
+                                 std::byte* image, std::string& mapping) override;
+  void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                const std::string* mapping) override;
   void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
-                  std::span<const byte_range> ranges) override;
+                  std::span<const byte_range> ranges, const std::string* mapping) override;
   void delete_page(std::uint64_t page) override;
   void lock_for_write(std::uint64_t page) override;
   page_range allocate_pages(std::uint64_t n) override;
@@ -90,6 +92,9 @@ class remote_store final : public store {
     wire::page_op_kind kind;
     std::string record;  // header + image, as of the last write
     std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;  // patch: (offset, length) in the record
+    // The mapping object written with the page: nullopt keeps the stored
+    // one, an empty string removes it.
+    std::optional<std::string> mapping;
   };
 
   void connect();
@@ -105,7 +110,10 @@ class remote_store final : public store {
   std::vector<wire::meta_op> meta_ops() const;
   void clear_pending();
   void flush_if_large();
-  bool overlay_page(std::uint64_t page, record_header& h, std::byte* image, bool& found);
+  // Takes a page written in this transaction from its buffered write.
+  page_read read_pending(std::uint64_t page, const pending_page& p, record_header& h, std::byte* image,
+                         std::string& mapping);
+  void note_mapping(pending_page& p, const std::string* mapping);
   void take_record(std::uint64_t page, std::string_view rec, record_header& h, std::byte* image);
 
   std::string url_;
@@ -121,9 +129,6 @@ class remote_store final : public store {
   std::map<std::uint64_t, pending_page> pages_;
   std::map<std::string, std::optional<std::string>, std::less<>> metas_;
   std::size_t pending_bytes_ = 0;
-  // The mapping object that came with the last page read, for the get of it
-  // that follows.
-  std::optional<std::pair<std::uint64_t, std::string>> arrived_mapping_;
   std::uint64_t shipped_ = 0;
 };
 

@@ -107,7 +107,7 @@ void database_impl::commit() {
       if (d->is_new && !d->materialized) {
         d->hdr.magic = record_magic;
         d->hdr.checksum = record_checksum(d->hdr, zero_page_.get(), page_size_);
-        store_->put_page(d->page, d->hdr, zero_page_.get());
+        store_->put_page(d->page, d->hdr, zero_page_.get(), nullptr);
         d->is_new = false;
         ++stats_.pages_written;
       }

@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   save(dir, "begin_abort", (stream() << request(hello) << request(begin_request{}) << request(abort_request{})).bytes);
   {
     write_request w;
-    w.pages.push_back({page_op_kind::put, 1, record, {}});
+    w.pages.push_back({page_op_kind::put, 1, record, {}, mapping_change::set, mapping});
     w.pages.push_back({page_op_kind::remove, 2, {}, {}});
     w.metas.push_back({meta_op_kind::put, "r:root", "123 x"});
     save(dir, "write_put", (stream() << request(w)).bytes);
@@ -62,8 +62,10 @@ int main(int argc, char** argv) {
     page_op patch{page_op_kind::patch, 7, {}, {}};
     patch.parts.push_back({0, std::string_view(record).substr(0, 48)});
     patch.parts.push_back({100, "hhhh"});
+    patch.mapping_op = mapping_change::remove;
     c.pages.push_back(patch);
-    c.pages.push_back({page_op_kind::put, 8, record, {}});
+    c.pages.push_back({page_op_kind::put, 8, record, {}, mapping_change::keep, {}});
+    c.pages.push_back({page_op_kind::put, 10, record, {}, mapping_change::set, mapping});
     c.pages.push_back({page_op_kind::remove, 9, {}, {}});
     c.metas.push_back({meta_op_kind::put, "r:root", "123 x"});
     c.metas.push_back({meta_op_kind::remove, std::string_view("s:\0\0\0\0\0\0\0\1", 10), {}});

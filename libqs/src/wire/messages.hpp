@@ -10,6 +10,8 @@
 //   begin                                              -> ok
 //   write         page ops, meta ops (in the txn)      -> ok | error
 //   commit        durable, page ops, meta ops          -> ok | error (txn ended)
+//                 (a page op puts, patches or removes a record, and keeps,
+//                 sets or removes the page's mapping object with it)
 //   abort                                              -> ok
 //   read_page     page, [known version]                -> page: absent | unchanged |
 //                                                         record and mapping object
@@ -94,12 +96,17 @@ struct part {
 };
 
 enum class page_op_kind : std::uint8_t { put = 1, patch = 2, remove = 3 };
+// What a put or patch does to the page's mapping object (removing a page
+// removes its mapping object too).
+enum class mapping_change : std::uint8_t { keep = 0, set = 1, remove = 2 };
 // A write of one page record.
 struct page_op {
   page_op_kind kind = page_op_kind::put;
   std::uint64_t page = 0;
   std::string_view record;  // put: the whole record
   std::vector<part> parts;  // patch: at least one
+  mapping_change mapping_op = mapping_change::keep;  // put, patch
+  std::string_view mapping;                         // set: the new mapping object
   template <class M, class W>
   static void fields(M& m, W& w) {
     w.enumeration("kind", m.kind, page_op_kind::put, page_op_kind::remove);
@@ -108,6 +115,10 @@ struct page_op {
     if (m.kind == page_op_kind::patch) {
       w.list("parts", m.parts, 8, [&](auto& p) { part::fields(p, w); });
       w.check(!m.parts.empty(), "a page patch with no parts");
+    }
+    if (m.kind != page_op_kind::remove) {
+      w.enumeration("mapping_op", m.mapping_op, mapping_change::keep, mapping_change::remove);
+      if (m.mapping_op == mapping_change::set) w.bytes("mapping", m.mapping, max_mapping, 1);
     }
   }
 };
