@@ -22,8 +22,8 @@ bool is_remote_url(const std::string& path) {
   return path.starts_with(tcp_scheme) || path.starts_with(unix_scheme);
 }
 
-std::unique_ptr<store> connect_remote_store(const std::string& url, const options& opts) {
-  std::string secret = opts.server_secret;
+std::unique_ptr<store> connect_remote_store(const std::string& url, const remote_options& o) {
+  std::string secret = o.secret;
   if (secret.empty())
     if (const char* s = std::getenv("QS_SECRET")) secret = s;
   return std::make_unique<remote_store>(url, secret);

@@ -26,13 +26,13 @@
 // transaction and frees its locks. The next transaction (or a read outside
 // one) connects again. log_position() counts the bytes of writes shipped to
 // the server (the client's log records), not the server's log.
+//
+// Thread-safety: one thread at a time (store.hpp).
 #pragma once
 
 #include "store.hpp"
 #include "wire/connection.hpp"
 #include "wire/messages.hpp"
-
-#include <qs/database.hpp>
 
 #include <map>
 #include <memory>
@@ -42,8 +42,14 @@
 
 namespace qs::detail {
 
+struct remote_options {
+  // The shared secret of a server reached over TCP (qs://host:port); when
+  // empty, the environment variable QS_SECRET gives it.
+  std::string secret;
+};
+
 bool is_remote_url(const std::string& path);
-std::unique_ptr<store> connect_remote_store(const std::string& url, const options& opts);
+std::unique_ptr<store> connect_remote_store(const std::string& url, const remote_options& o);
 
 class remote_store final : public store {
  public:
