@@ -206,7 +206,7 @@ void database_impl::load_free_space() {
 // The public allocation functions of qs/persistent.hpp.
 
 void* allocate(database& db, const type_descriptor* d, std::size_t bytes, const void* near_object) {
-  return db.impl().allocate(d, bytes, near_object);
+  return impl_of(db).allocate(d, bytes, near_object);
 }
 
 void* allocate_near(const void* near_object, const type_descriptor* d, std::size_t bytes) {

@@ -81,18 +81,18 @@ std::string database_impl::location_of_ref(std::string_view value) {
 }
 
 std::uint32_t index_open(database& db, const std::string& name, bool unique) {
-  return db.impl().open_index(name, unique);
+  return impl_of(db).open_index(name, unique);
 }
 void index_insert(database& db, std::uint32_t ix, const std::string& name, std::string_view key,
                   std::string_view value) {
-  db.impl().index_insert(ix, name, key, value);
+  impl_of(db).index_insert(ix, name, key, value);
 }
 bool index_erase(database& db, std::uint32_t ix, std::string_view key, std::string_view value) {
-  return db.impl().index_erase(ix, key, value);
+  return impl_of(db).index_erase(ix, key, value);
 }
 std::vector<index_entry> index_scan(database& db, std::uint32_t ix, std::string_view lo, std::string_view hi,
                                     std::size_t limit) {
-  return db.impl().index_scan(ix, lo, hi, limit);
+  return impl_of(db).index_scan(ix, lo, hi, limit);
 }
 
 }  // namespace qs::detail

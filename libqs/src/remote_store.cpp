@@ -412,11 +412,4 @@ void remote_store::index_scan(std::uint32_t index, std::string_view lo, std::str
   }
 }
 
-void remote_store::ping(std::uint32_t request_bytes, std::uint32_t reply_bytes) {
-  std::string payload(request_bytes, 'p');
-  const auto& resp = call<wire::pong_response>(wire::ping_request{payload, reply_bytes});
-  if (resp.payload.size() != reply_bytes)
-    throw store_error("server " + url_ + ": unexpected answer to ping");
-}
-
 }  // namespace qs::detail

@@ -89,10 +89,6 @@ class remote_store final : public store {
   std::uint64_t log_position() override { return shipped_; }
   const std::string& name() const override { return url_; }
 
-  // A bare round trip: request_bytes to the server, reply_bytes back
-  // (benchmarks).
-  void ping(std::uint32_t request_bytes, std::uint32_t reply_bytes);
-
  private:
   struct pending_page {
     wire::page_op_kind kind;

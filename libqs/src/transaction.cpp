@@ -199,7 +199,7 @@ database& current_database() {
 namespace qs {
 
 transaction::transaction(database& db) : db_(&db) {
-  db.impl().begin();
+  detail::impl_of(db).begin();
   previous_ = detail::current_txn.exchange(this);
 }
 
@@ -217,7 +217,7 @@ void transaction::commit() {
   active_ = false;
   transaction* self = this;
   detail::current_txn.compare_exchange_strong(self, previous_);
-  db_->impl().commit();
+  detail::impl_of(*db_).commit();
 }
 
 void transaction::abort() {
@@ -225,7 +225,7 @@ void transaction::abort() {
   active_ = false;
   transaction* self = this;
   detail::current_txn.compare_exchange_strong(self, previous_);
-  db_->impl().abort();
+  detail::impl_of(*db_).abort();
 }
 
 transaction* transaction::current() noexcept { return detail::current_txn.load(); }
