@@ -17,8 +17,8 @@
 //    (disjoint pages, durable commits) in db.run transactions.
 #include <qs/qs.hpp>
 
-#include <wire/connection.hpp>
-#include <wire/messages.hpp>
+#include <connection.hpp>
+#include <messages.hpp>
 
 #include <fcntl.h>
 #include <signal.h>

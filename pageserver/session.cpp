@@ -5,7 +5,7 @@
 #include "log.hpp"
 
 #include <keys.hpp>
-#include <page_format.hpp>
+#include <page_record.hpp>
 #include <qs/error.hpp>
 #include <qs/pause_point.hpp>
 

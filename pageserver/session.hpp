@@ -32,7 +32,7 @@
 #include "page_numbers.hpp"
 
 #include <bdb_env.hpp>
-#include <wire/messages.hpp>
+#include <messages.hpp>
 
 #include <cstdint>
 #include <string>

@@ -31,8 +31,8 @@
 #pragma once
 
 #include "store.hpp"
-#include "wire/connection.hpp"
-#include "wire/messages.hpp"
+#include "connection.hpp"
+#include "messages.hpp"
 
 #include <map>
 #include <memory>

@@ -25,7 +25,7 @@
 // it under its database lock).
 #pragma once
 
-#include "page_format.hpp"
+#include "page_record.hpp"
 
 #include <cstdint>
 #include <functional>

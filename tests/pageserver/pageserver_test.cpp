@@ -8,8 +8,8 @@
 #include "support.hpp"
 #include "types.hpp"
 
-#include <wire/connection.hpp>
-#include <wire/messages.hpp>
+#include <connection.hpp>
+#include <messages.hpp>
 
 #include <poll.h>
 #include <sys/socket.h>

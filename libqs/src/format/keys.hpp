@@ -9,10 +9,14 @@
 //   "s:" + page     a small-object page with room: "frame bytes"
 //   "t:" + name     a stored type layout (schema_registry.cpp)
 //   "r:" + name     a named root: "run-address page pages offset mangled-type-name"
+//
+// Page numbers in keys are big-endian, so that keys sort by page.
+// Thread-safety: pure functions.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace qs::detail {
 
