@@ -96,7 +96,8 @@ struct statistics {
   // Where fetching pages in went (QuickStore's Table 6), summed over every
   // page brought in: the handler's whole time (hardware mode: from entry to
   // return; the kernel's signal delivery is not in it), and its parts: the
-  // store read and checksum, the mapping object, rewriting pointers and
+  // store read (the record and its mapping object) and checksum, decoding
+  // the mapping object and giving its runs frames, rewriting pointers and
   // vptrs, and mapping the frame.
   std::uint64_t fault_ns = 0;
   std::uint64_t fetch_ns = 0;
