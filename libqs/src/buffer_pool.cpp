@@ -24,7 +24,7 @@ page_desc* buffer_pool::victim() {
   for (std::uint64_t steps = 0; steps < 3ull * owner_.size(); ++steps) {
     page_desc* d = owner_[hand_];
     hand_ = (hand_ + 1) % owner_.size();
-    if (!d || d->pins > 0) continue;
+    if (!d || d->pinned()) continue;
     if (d->referenced) {
       d->referenced = false;
       continue;

@@ -70,6 +70,7 @@ inline object_header make_header(std::uint32_t type, std::uint32_t size) {
   return h;
 }
 
-constexpr std::uint32_t round8(std::uint64_t n) { return static_cast<std::uint32_t>((n + 7) & ~std::uint64_t{7}); }
+// n rounded up to a multiple of 8 (n at most 2^64 - 8).
+constexpr std::uint64_t round8(std::uint64_t n) { return (n + 7) & ~std::uint64_t{7}; }
 
 }  // namespace qs::detail

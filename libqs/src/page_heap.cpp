@@ -71,17 +71,16 @@ std::uint32_t heap_allocate(std::byte* image, std::uint32_t page_size, std::uint
   return p;
 }
 
-const object_header* heap_object_at(const std::byte* image, std::uint32_t offset) {
+const object_header* heap_object_at(const std::byte* image, std::uint32_t page_size, std::uint32_t offset) {
   const object_header* found = nullptr;
-  heap_for_each(image, [&](std::uint32_t p, const object_header& oh) {
+  heap_for_each(image, page_size, [&](std::uint32_t p, const object_header& oh) {
     if (p == offset) found = &oh;
   });
   return found;
 }
 
 bool heap_free(std::byte* image, std::uint32_t page_size, std::uint32_t offset) {
-  (void)page_size;
-  auto* oh = const_cast<object_header*>(heap_object_at(image, offset));
+  auto* oh = const_cast<object_header*>(heap_object_at(image, page_size, offset));
   if (!oh) return false;
   oh->type = free_type;
   set_tag(*oh, 0);

@@ -35,20 +35,25 @@ std::uint32_t heap_allocate(std::byte* image, std::uint32_t page_size, std::uint
 bool heap_free(std::byte* image, std::uint32_t page_size, std::uint32_t offset);
 
 // The object whose payload starts at `offset`, or nullptr.
-const object_header* heap_object_at(const std::byte* image, std::uint32_t offset);
+const object_header* heap_object_at(const std::byte* image, std::uint32_t page_size, std::uint32_t offset);
 
 // Bytes free on the page, in blocks and in the tail.
 std::uint32_t heap_available(const std::byte* image, std::uint32_t page_size);
 
-// Calls f(payload_offset, header) for every allocated object.
+// Calls f(payload_offset, header) for every allocated object. The walk
+// stops at the first object that does not end inside the page (an image
+// changed in memory behind the allocator's back; page_check.hpp refuses such
+// records before they are used), so it never reads outside the image.
 template <class F>
-void heap_for_each(const std::byte* image, F f) {
+void heap_for_each(const std::byte* image, std::uint32_t page_size, F f) {
   auto* ph = reinterpret_cast<const page_header*>(image);
-  std::uint32_t off = sizeof(page_header);
-  while (off < ph->top) {
+  std::uint64_t top = ph->top < page_size ? ph->top : page_size;
+  std::uint64_t off = sizeof(page_header);
+  while (off + sizeof(object_header) <= top) {
     auto* oh = reinterpret_cast<const object_header*>(image + off);
-    std::uint32_t payload = off + sizeof(object_header);
-    if (oh->type != free_type) f(payload, *oh);
+    std::uint64_t payload = off + sizeof(object_header);
+    if (payload + oh->size > top) return;
+    if (oh->type != free_type) f(static_cast<std::uint32_t>(payload), *oh);
     off = payload + oh->size;
   }
 }

@@ -1,30 +1,50 @@
-// page_table.hpp: what the runtime knows about each page it has seen.
+// page_table.hpp: what the runtime knows about each page it has seen, and the
+// page's lifecycle as a state machine.
 //
 // A page_desc exists for every page this process has faulted in, created or
-// looked up since the database was opened. It is found by page number or by
-// frame. Its state says how the page's frame is mapped:
-//   absent    the frame is reserved; touching it faults the page in
-//   readable  resident in a pool slot, mapped read-only
-//   writable  resident, mapped read-write; written in the current transaction
-//             (its before-image is kept, unless the page is new)
+// looked up since the database was opened (or since its frames were last
+// reset). It is found by page number or by frame.
 //
-// Invariants:
+// Residency (page_state), changed only by the pager through the transition
+// functions below, which refuse (as a runtime bug) any transition the
+// diagram does not have:
+//
+//        load / build                begin (shared store)
+//   absent ──────────► readable ─────────────────► stale
+//     ▲                 │   ▲    ◄─────────────────  │
+//     │   make_writable │   │ commit, abort   revalidate
+//     │                 ▼   │
+//     └──── evict ──── writable
+//   (evict from any resident state)
+//
+// Where the page's record is (page_origin): `stored` pages have a record;
+// pages created by the open transaction are `unbuilt` until their image is
+// first built in a slot, then `built`, and `stored` once written to the
+// store transaction.
+//
+// How a writable page's changes are found and undone (undo_kind): `page`,
+// the pool's before-image of its slot holds the page as of its first write;
+// `objects` (software mode), the before-images of the objects announced with
+// qs::write, kept by the transaction log; `none`, the page is written whole
+// (it is new, or its image was rewritten when it came in), and abort
+// forgets it.
+//
+// Invariants (kept by the transition functions):
 //  * state != absent  <=>  slot >= 0.
-//  * state == writable  =>  the page is listed in the transaction's written
-//    set, and has_before says that the pool's before-image of its slot holds
-//    its image as of its first write (never for a new page). In software
-//    mode a page written only through qs::write has no page before-image:
-//    `saved` holds the before-images of the objects written instead.
-//  * has_before => saved is empty.
-//  * is_new: the page has no record in the store yet (created in this
-//    transaction and never evicted); `materialized` says whether its image has
-//    been built in a slot.
+//  * undo != none  =>  state == writable.
+//  * origin == unbuilt  =>  state == absent.
+//  * The transaction membership (written list, software-mode pin,
+//    one-time relocation, saved objects) is the transaction log's, in the
+//    fields only it touches.
+//
+// Thread-safety: none; the runtime's lock guards every page_desc.
 #pragma once
 
 #include "page_format.hpp"
 
-#include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -32,60 +52,126 @@
 
 namespace qs::detail {
 
-enum class page_state : std::uint8_t { absent, readable, writable };
+enum class page_state : std::uint8_t { absent, readable, stale, writable };
+enum class page_origin : std::uint8_t { stored, unbuilt, built };
+enum class undo_kind : std::uint8_t { none, objects, page };
 
 // Software mode: the before-image of one object written in the open
 // transaction (its payload offset and size in the page, and where its bytes
-// are in the transaction's before-image arena).
+// are in the transaction log's arena).
 struct saved_object {
   std::uint32_t offset;
   std::uint32_t size;
   std::size_t at;
 };
 
-struct page_desc {
-  std::uint64_t page = 0;
-  std::uint64_t frame = 0;
-  std::int32_t slot = -1;
-  page_state state = page_state::absent;
-  bool referenced = false;
-  bool is_new = false;
-  bool materialized = false;
-  bool created_in_txn = false;  // created by the open transaction
-  bool rewritten = false;       // changed on fault-in (vptrs): commit writes it whole
-  int pins = 0;
-  bool txn_pinned = false;  // software mode: pinned until the transaction ends
-  record_header hdr{};
-  bool has_before = false;
-  std::size_t written_pos = 0;  // index in the transaction's written list, while writable
-  // Shared stores: resident from an earlier transaction and not yet
-  // revalidated in this one (its frame is inaccessible meanwhile).
-  bool stale = false;
-  // The run of frames the page belongs to: the page alone, or every page of
-  // its large object (whose frames stay contiguous).
-  std::uint64_t run_first = 0;
-  std::uint32_t run_pages = 1;
-  std::string mapping;            // its mapping object, as stored
-  bool relocate_pending = false;  // one-time relocation: write it back
-  // Software mode, while writable without a page before-image: the objects
-  // written, whose ranges alone are diffed at commit.
-  std::vector<saved_object> saved;
-  std::vector<std::uint64_t> saved_at;  // bit k: an object at offset 8k is in `saved`
+[[noreturn]] inline void page_state_bug(std::uint64_t page, const char* what) noexcept {
+  std::fprintf(stderr, "qs: runtime bug: page %llu: %s\n", static_cast<unsigned long long>(page), what);
+  std::abort();
+}
 
-  bool is_saved(std::uint32_t offset) const {
-    std::uint32_t k = offset / 8;
-    return k / 64 < saved_at.size() && (saved_at[k / 64] >> (k % 64) & 1);
+class page_desc {
+ public:
+  page_desc(std::uint64_t page, std::uint64_t frame, std::uint64_t run_first, std::uint32_t run_pages)
+      : page(page), frame(frame), run_first(run_first), run_pages(run_pages) {}
+
+  // Identity: the page, its frame in this process, and the run of frames it
+  // belongs to (the page alone, or every page of its large object, whose
+  // frames stay contiguous).
+  const std::uint64_t page;
+  const std::uint64_t frame;
+  const std::uint64_t run_first;
+  const std::uint32_t run_pages;
+  bool is_run_head() const { return run_first == page; }
+
+  // The record: its header as last read or as it will be written, and its
+  // mapping object as stored.
+  record_header hdr{};
+  std::string mapping;
+
+  // The replacement policy's reference bit (set on every use).
+  bool referenced = false;
+
+  page_state state() const { return state_; }
+  bool resident() const { return state_ != page_state::absent; }
+  std::uint32_t slot() const { return static_cast<std::uint32_t>(slot_); }
+  page_origin origin() const { return origin_; }
+  bool is_new() const { return origin_ != page_origin::stored; }
+  undo_kind undo() const { return undo_; }
+  // Its image differs from its record beyond what the program wrote (vptrs
+  // or pointers rewritten when it came in): it is written whole.
+  bool rewritten() const { return rewritten_; }
+  // Whether every change to the page will be logged without saving objects:
+  // it is written whole, or diffed against a page before-image.
+  bool whole_page_logged() const { return undo_ == undo_kind::page || is_new() || rewritten_; }
+  // Software mode: pinned in the pool until the transaction ends.
+  bool pinned() const { return pinned_; }
+
+  // Transitions (the pager's).
+  void created() { origin_ = page_origin::unbuilt; }
+  void built(std::uint32_t slot) {
+    if (state_ != page_state::absent || origin_ != page_origin::unbuilt) page_state_bug(page, "built twice");
+    slot_ = static_cast<std::int32_t>(slot);
+    origin_ = page_origin::built;
+    state_ = page_state::writable;
   }
-  void note_saved(std::uint32_t offset, std::uint32_t page_size) {
-    if (saved_at.empty()) saved_at.assign(page_size / 8 / 64 + 1, 0);
-    std::uint32_t k = offset / 8;
-    saved_at[k / 64] |= std::uint64_t{1} << (k % 64);
+  void loaded(std::uint32_t slot) {
+    if (state_ != page_state::absent || origin_ == page_origin::unbuilt) page_state_bug(page, "loaded while resident");
+    slot_ = static_cast<std::int32_t>(slot);
+    state_ = page_state::readable;
   }
-  void forget_saved() {
-    if (saved.empty()) return;
-    saved.clear();
-    std::fill(saved_at.begin(), saved_at.end(), 0);
+  void made_writable(undo_kind u) {
+    if (state_ != page_state::readable) page_state_bug(page, "made writable from a state other than readable");
+    state_ = page_state::writable;
+    undo_ = u;
   }
+  // A writable page's before-image is now its whole page.
+  void took_page_before() {
+    if (state_ != page_state::writable) page_state_bug(page, "page before-image of a page not writable");
+    undo_ = undo_kind::page;
+  }
+  void made_readable() {
+    if (state_ != page_state::writable) page_state_bug(page, "made readable from a state other than writable");
+    state_ = page_state::readable;
+    undo_ = undo_kind::none;
+  }
+  void made_stale() {
+    if (state_ != page_state::readable) page_state_bug(page, "made stale from a state other than readable");
+    state_ = page_state::stale;
+  }
+  void revalidated() {
+    if (state_ != page_state::stale) page_state_bug(page, "revalidated while not stale");
+    state_ = page_state::readable;
+  }
+  void evicted() {
+    if (state_ == page_state::absent) page_state_bug(page, "evicted while absent");
+    state_ = page_state::absent;
+    slot_ = -1;
+    undo_ = undo_kind::none;
+  }
+  void stored() {
+    if (origin_ == page_origin::unbuilt && state_ != page_state::absent) page_state_bug(page, "stored unbuilt");
+    origin_ = page_origin::stored;
+    rewritten_ = false;
+  }
+  void mark_rewritten() { rewritten_ = true; }
+
+ private:
+  friend class transaction_log;
+
+  page_state state_ = page_state::absent;
+  page_origin origin_ = page_origin::stored;
+  undo_kind undo_ = undo_kind::none;
+  bool rewritten_ = false;
+  std::int32_t slot_ = -1;
+
+  // The transaction log's.
+  bool pinned_ = false;
+  bool relocate_pending_ = false;
+  bool written_ = false;
+  std::size_t written_pos_ = 0;
+  std::vector<saved_object> saved_;
+  std::vector<std::uint64_t> saved_at_;  // bit k: an object at offset 8k is saved
 };
 
 class page_table {
@@ -98,10 +184,10 @@ class page_table {
     auto it = frames_.find(frame);
     return it == frames_.end() ? nullptr : it->second;
   }
-  page_desc* add(std::uint64_t page, std::uint64_t frame) {
-    auto d = std::make_unique<page_desc>();
-    d->page = page;
-    d->frame = frame;
+  // The first page of the run d belongs to.
+  page_desc* run_head(page_desc* d) const { return d->is_run_head() ? d : by_page(d->run_first); }
+  page_desc* add(std::uint64_t page, std::uint64_t frame, std::uint64_t run_first, std::uint32_t run_pages) {
+    auto d = std::make_unique<page_desc>(page, frame, run_first, run_pages);
     page_desc* p = d.get();
     pages_[page] = std::move(d);
     frames_[frame] = p;

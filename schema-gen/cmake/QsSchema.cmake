@@ -13,8 +13,9 @@
 #    includes the usage requirements of everything it links), plus -g;
 #  * runs qs_schema_gen.py over those objects into <target>_qs_schema.cpp;
 #  * compiles that file into the target and links the objects into it.
-# Any change to an object re-runs the generator; the generated file is only
-# rewritten (and recompiled) when a type's schema changed.
+# Any change to an object or to the generator re-runs the generator; the
+# generated file is only rewritten (and recompiled) when a type's schema
+# changed.
 #
 # Supported targets: executables, shared libraries and modules (a static
 # library's registration object would be dropped by the linker). Call it in
@@ -25,6 +26,9 @@ include_guard(GLOBAL)
 
 get_filename_component(_QS_SCHEMA_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 set(QS_SCHEMA_GEN_SCRIPT "${_QS_SCHEMA_DIR}/qs_schema_gen.py")
+# The command runs the package next to it: a change to any module of it
+# re-runs the generator as a change to the command does.
+file(GLOB _QS_SCHEMA_GEN_MODULES CONFIGURE_DEPENDS "${_QS_SCHEMA_DIR}/qs_schema/*.py")
 get_filename_component(_QS_SCHEMA_INCLUDE_DIR "${_QS_SCHEMA_DIR}/../libqs/include" ABSOLUTE)
 
 # The Python that runs the generator must have pyelftools. /usr/bin/python3
@@ -147,6 +151,7 @@ function(_qs_add_schema_now target)
     OUTPUT "${gen}"
     COMMAND "${QS_SCHEMA_PYTHON}" "${QS_SCHEMA_GEN_SCRIPT}" -o "${gen}" "$<TARGET_OBJECTS:${objs}>"
     DEPENDS "$<TARGET_OBJECTS:${objs}>" "${objs}" "${QS_SCHEMA_GEN_SCRIPT}"
+            ${_QS_SCHEMA_GEN_MODULES}
     COMMENT "qs schema-gen: persistent types of ${target}"
     COMMAND_EXPAND_LISTS VERBATIM)
   # The generated file needs only <qs/schema.hpp>.

@@ -97,6 +97,25 @@ int segv(const std::string& dir, bool own_handler) {
   return *null;
 }
 
+// raise(SIGSEGV) with the default action in place (`raise`) or with SIGSEGV
+// ignored before the database opened (`raise-ignored`), then a transaction
+// that faults pages in. Exits 0 when the transaction committed.
+int raise_segv(const std::string& dir, bool ignored) {
+  if (ignored) signal(SIGSEGV, SIG_IGN);
+  auto db = qs::database::open(dir, worker_options(64));
+  {
+    qs::transaction tx(db);
+    db.root<Node*>("list") = new (db) Node{7, nullptr};
+    tx.commit();
+  }
+  db.release_cache();
+  raise(SIGSEGV);
+  qs::transaction tx(db);
+  int v = static_cast<int>(db.root<Node*>("list")->value);  // faults the page in
+  tx.commit();
+  return v == 7 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,6 +130,8 @@ int main(int argc, char** argv) {
     if (mode == "badptr") return badptr(dir);
     if (mode == "segv") return segv(dir, false);
     if (mode == "chain") return segv(dir, true);
+    if (mode == "raise") return raise_segv(dir, false);
+    if (mode == "raise-ignored") return raise_segv(dir, true);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qs_crash_worker: %s\n", e.what());
     return 3;

@@ -138,3 +138,17 @@ TEST_CASE("a fault outside persistent memory keeps its usual meaning") {
     CHECK(c.wait() == 42);
   }
 }
+
+TEST_CASE("a SIGSEGV sent with raise gets what it would get without qs, and qs's handler stays") {
+  test_dir dir;
+  SECTION("the default action ends the process") {
+    std::string err = dir.sub("stderr");
+    auto c = spawn_worker({dir.sub("db"), "raise"}, "", err);
+    CHECK(c.wait() == -SIGSEGV);
+    CHECK_THAT(read_file(err), Catch::Contains("SIGSEGV sent to the process"));
+  }
+  SECTION("an ignored SIGSEGV is ignored, and pages still fault in afterwards") {
+    auto c = spawn_worker({dir.sub("db"), "raise-ignored"});
+    CHECK(c.wait() == 0);
+  }
+}

@@ -1,4 +1,4 @@
-// The pieces of relocation: free frames, mapping objects, relocators.
+// The pieces of relocation: free frames, mapping objects, moved runs.
 #include <catch2/catch.hpp>
 
 #include "frame_map.hpp"
@@ -49,8 +49,8 @@ TEST_CASE("mapping objects encode, decode and find runs") {
   CHECK_FALSE(decode_mapping(encode_mapping(overlapping), ps));
 }
 
-TEST_CASE("a relocator rewrites pointers into moved runs only") {
-  relocator r({{0x2000, 0x9000, 0x2000}, {0x100, 0x500, 0x100}});
+TEST_CASE("moved runs rewrite pointers into moved runs only") {
+  moved_runs r({{0x2000, 0x9000, 0x2000}, {0x100, 0x500, 0x100}});
   CHECK(r.moved(0x2010) == 0x9010u);
   CHECK(r.moved(0x3fff) == 0xafffu);
   CHECK_FALSE(r.moved(0x4000));

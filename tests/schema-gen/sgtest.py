@@ -1,5 +1,6 @@
 """Helpers of the schema-gen Python tests: compile C++ snippets with the real
-compiler in a temporary directory and run qs_schema_gen on the objects.
+compiler in a temporary directory and run qs_schema_gen on the objects, or
+import the stages of its package qs_schema.
 
 Environment (set by ctest, with defaults for a run from this folder):
 QS_SCHEMA_GEN (the tool), QS_INCLUDE_DIR (libqs/include), CXX (g++).
@@ -17,6 +18,10 @@ TOOL = os.environ.get("QS_SCHEMA_GEN") or os.path.join(HERE, "..", "..", "schema
                                                         "qs_schema_gen.py")
 INCLUDE = os.environ.get("QS_INCLUDE_DIR") or os.path.join(HERE, "..", "..", "libqs", "include")
 CXX = os.environ.get("CXX") or "g++"
+
+# The package the tool runs (schema-gen/qs_schema), for the tests of its
+# stages: `from qs_schema import emit`.
+sys.path.insert(0, os.path.dirname(os.path.abspath(TOOL)))
 
 # The flag sets the tool must understand: g++'s default DWARF 5 and DWARF 4,
 # unoptimised and optimised.

@@ -106,6 +106,25 @@ class Layout(CompilingTest):
             QS_USE(int) QS_USE(N*) QS_USE(double) QS_USE(Color) QS_USE(N)"""))
         self.assertEqual(list(s), ["N"])
 
+    def test_internal_linkage_that_needs_no_slot(self):
+        # Built-ins of internal linkage are left to the runtime, whose
+        # fallback needs no slot; a class local to an inline function has a
+        # global slot (vague linkage) and is described like any other.
+        src = """
+            namespace { enum class Mood { calm }; struct Hidden { int x; }; }
+            inline const qs::type_descriptor* f() {
+              struct InInline { InInline* next; };
+              return qs::detail::descriptor_of<InInline>();
+            }
+            const qs::type_descriptor* (*keep)() = f;
+            QS_USE(Mood) QS_USE(Hidden*)
+        """
+        for flags in VARIANTS:
+            with self.subTest(flags=flags):
+                s = self.schema(self.compile(src, flags))
+                self.assertEqual(list(s), ["f::InInline"])
+                self.assertEqual(s["f::InInline"].pointers, [0])
+
     def test_types_seen_in_two_objects_are_emitted_once(self):
         src = "struct Shared { Shared* next; int v; }; QS_USE(Shared)"
         a = self.compile(src, ("-O0", "-gdwarf-4"))

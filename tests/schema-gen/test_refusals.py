@@ -102,6 +102,44 @@ class Refusals(CompilingTest):
             QS_USE(Hidden)""", "(anonymous namespace)::Hidden", None, "internal linkage")
         self.assertIn("named namespace", err)
 
+    # What the qs allocation templates do with the slot: read it, never take
+    # its address. Optimised, g++ folds the read of a file-local slot to null
+    # and drops the slot, so no symbol is left to tell; the DWARF still does.
+    READ_SLOT = "const qs::type_descriptor* d() { return qs::detail::descriptor_of<%s>(); }"
+
+    def test_anonymous_namespace_when_the_slot_is_optimised_away(self):
+        for flags in VARIANTS:
+            with self.subTest(flags=flags):
+                err = self.refused("namespace { struct Hidden { Hidden* next; }; }\n" +
+                                   self.READ_SLOT % "Hidden",
+                                   "(anonymous namespace)::Hidden", None,
+                                   "has internal linkage (it is declared in an anonymous "
+                                   "namespace)", flags)
+                self.assertIn("Move the type out of the anonymous namespace, into a named "
+                              "namespace", err)
+                self.assertIn("has no schema", err)
+
+    def test_template_of_an_anonymous_namespace_type(self):
+        for flags in (VARIANTS[0], VARIANTS[3]):
+            with self.subTest(flags=flags):
+                self.refused("""
+                    namespace { struct Hidden { int x; }; }
+                    namespace app { template <class T> struct Box { T* item; }; }
+                    """ + self.READ_SLOT % "app::Box<Hidden>",
+                             "app::Box<(anonymous namespace)::Hidden>", None,
+                             "a template argument of it has internal linkage", flags)
+
+    def test_class_local_to_a_function(self):
+        for flags in (VARIANTS[0], VARIANTS[3]):
+            with self.subTest(flags=flags):
+                err = self.refused("""
+                    const qs::type_descriptor* make() {
+                      struct Local { Local* next; };
+                      return qs::detail::descriptor_of<Local>();
+                    }""", "make::Local", None,
+                                   "it is a class local to a function that is not inline", flags)
+                self.assertIn("Move the type out of the function", err)
+
 
 if __name__ == "__main__":
     unittest.main()

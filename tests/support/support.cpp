@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include "page_format.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <db_cxx.h>
@@ -117,6 +119,31 @@ void corrupt_stored_page(const std::string& dir, std::uint64_t page, std::uint32
     if (db.get(nullptr, &key, &data, 0) != 0) throw std::runtime_error("no such page");
     auto* bytes = static_cast<unsigned char*>(data.get_data());
     bytes[48 + offset] ^= 0x5a;  // past the 48-byte record header (page_format.hpp)
+    db.put(nullptr, &key, &data, DB_AUTO_COMMIT);
+    std::free(data.get_data());
+    db.close(0);
+  }
+  env.txn_checkpoint(0, 0, 0);
+  env.close(0);
+}
+
+void rewrite_stored_page(const std::string& dir, std::uint64_t page,
+                         const std::function<void(std::byte* header, std::byte* image)>& change) {
+  DbEnv env(0);
+  env.open(dir.c_str(), DB_CREATE | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL | DB_PRIVATE, 0600);
+  {
+    Db db(&env, 0);
+    db.open(nullptr, "pages.db", nullptr, DB_BTREE, DB_AUTO_COMMIT, 0);
+    unsigned char k[8];
+    for (int i = 7; i >= 0; --i, page >>= 8) k[i] = static_cast<unsigned char>(page);
+    Dbt key(k, 8), data;
+    data.set_flags(DB_DBT_MALLOC);
+    if (db.get(nullptr, &key, &data, 0) != 0) throw std::runtime_error("no such page");
+    auto* bytes = static_cast<std::byte*>(data.get_data());
+    std::size_t image_bytes = data.get_size() - sizeof(qs::detail::record_header);
+    change(bytes, bytes + sizeof(qs::detail::record_header));
+    auto* h = reinterpret_cast<qs::detail::record_header*>(bytes);
+    h->checksum = qs::detail::record_checksum(*h, bytes + sizeof *h, image_bytes);
     db.put(nullptr, &key, &data, DB_AUTO_COMMIT);
     std::free(data.get_data());
     db.close(0);

@@ -7,7 +7,9 @@
 
 #include <qs/qs.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,5 +64,10 @@ void kill_at_chosen_points(int nodes, const std::vector<std::string>& extra = {}
 // Flips one byte of the stored image of `page` in the database at `dir`,
 // through Berkeley DB directly (the database must be closed).
 void corrupt_stored_page(const std::string& dir, std::uint64_t page, std::uint32_t offset);
+// Lets `change` rewrite the stored record of `page` (its 48-byte header and
+// its image), then gives it a valid checksum again: a record that is wrong
+// although its checksum is right.
+void rewrite_stored_page(const std::string& dir, std::uint64_t page,
+                         const std::function<void(std::byte* header, std::byte* image)>& change);
 
 }  // namespace qs_test

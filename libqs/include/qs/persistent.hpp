@@ -54,6 +54,9 @@ void* allocate_near(const void* near_object, const type_descriptor* d, std::size
 void release(void* p) noexcept;
 // The database of the current transaction; throws qs::no_transaction.
 database& current_database();
+// Refuses (qs::invalid_argument) an allocation of n objects of d whose size
+// does not fit in a size_t.
+[[noreturn]] void refuse_count(const type_descriptor* d, std::size_t n);
 // Refuses an allocation whose size is not the class's own.
 void check_class_size(std::size_t requested, std::size_t own, const char* cls);
 
@@ -94,6 +97,7 @@ struct allocator {
   template <class U>
   allocator(const allocator<U>&) noexcept {}
   T* allocate(std::size_t n) {
+    if (n > std::size_t(-1) / sizeof(T)) detail::refuse_count(detail::descriptor_of<T>(), n);
     return static_cast<T*>(
         detail::allocate(detail::current_database(), detail::descriptor_of<T>(), n * sizeof(T)));
   }

@@ -58,11 +58,11 @@ mapping mapping_builder::finish() {
   return std::move(entries_);
 }
 
-relocator::relocator(std::vector<moved_run> moves) : moves_(std::move(moves)) {
+moved_runs::moved_runs(std::vector<moved_run> moves) : moves_(std::move(moves)) {
   std::sort(moves_.begin(), moves_.end(), [](const moved_run& a, const moved_run& b) { return a.from < b.from; });
 }
 
-std::optional<std::uint64_t> relocator::moved(std::uint64_t pointer) const {
+std::optional<std::uint64_t> moved_runs::moved(std::uint64_t pointer) const {
   auto it = std::upper_bound(moves_.begin(), moves_.end(), pointer,
                              [](std::uint64_t v, const moved_run& r) { return v < r.from; });
   if (it == moves_.begin()) return std::nullopt;

@@ -16,7 +16,7 @@
 //  * the encoding is 24 bytes per entry, little-endian, with nothing else:
 //    its size alone says how many entries there are.
 //
-// Thread-safety: values; a builder or relocator is used by one thread at a
+// Thread-safety: values; a builder or moved_runs is used by one thread at a
 // time.
 #pragma once
 
@@ -60,9 +60,9 @@ struct moved_run {
 };
 
 // Relocations sorted by `from`; answers where a stored pointer points now.
-class relocator {
+class moved_runs {
  public:
-  explicit relocator(std::vector<moved_run> moves);
+  explicit moved_runs(std::vector<moved_run> moves);
   bool empty() const { return moves_.empty(); }
   // The pointer's new value, or nullopt when its run did not move.
   std::optional<std::uint64_t> moved(std::uint64_t pointer) const;

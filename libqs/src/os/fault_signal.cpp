@@ -50,32 +50,49 @@ fault_target* find_target(const void* a) noexcept {
   return nullptr;
 }
 
+// A SIGSEGV that no fault of ours caused gets what it would get without
+// qs: the handler installed before qs's, or the default action.
 void chain(int sig, siginfo_t* info, void* ctx) {
+  // Sent by kill(), raise() or sigqueue(), not by a faulting instruction.
+  bool sent = info->si_code <= 0;
   if (previous.sa_flags & SA_SIGINFO) {
     if (previous.sa_sigaction) {
       previous.sa_sigaction(sig, info, ctx);
       return;
     }
+  } else if (previous.sa_handler == SIG_IGN && sent) {
+    return;  // ignored, as it would be without qs
   } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
     previous.sa_handler(sig);
     return;
   }
-  // The default action: say where it happened, then let the faulting
-  // instruction run again under SIG_DFL, which kills the process as usual.
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "qs: segmentation fault at address %p (not persistent memory)\n", info->si_addr);
+  // The default action (a fault cannot be ignored): say where it happened,
+  // then end the process with SIGSEGV as the default action does. qs's
+  // handler is never left uninstalled in a process that goes on.
+  char buf[160];
+  if (sent)
+    std::snprintf(buf, sizeof buf, "qs: SIGSEGV sent to the process (by pid %d)\n", static_cast<int>(info->si_pid));
+  else
+    std::snprintf(buf, sizeof buf, "qs: segmentation fault at address %p (not persistent memory)\n", info->si_addr);
   say(buf);
   print_backtrace();
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   sigaction(SIGSEGV, &dfl, nullptr);
+  if (!sent) return;  // the faulting instruction runs again, under SIG_DFL
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGSEGV);
+  pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
+  ::raise(SIGSEGV);
+  std::abort();  // not reached
 }
 
 void handler(int sig, siginfo_t* info, void* ctx) {
   void* addr = info->si_addr;
   fault_target* t = find_target(addr);
-  if (!t || info->si_code == SI_USER || info->si_code == SI_TKILL) {
+  if (!t || info->si_code <= 0) {
     chain(sig, info, ctx);
     return;
   }
@@ -99,7 +116,11 @@ void handler(int sig, siginfo_t* info, void* ctx) {
 void install() {
   struct sigaction sa {};
   sa.sa_sigaction = handler;
-  sa.sa_flags = SA_SIGINFO;
+  // SA_NODEFER: a fault inside the handler reaches it again and is
+  // reported, instead of killing the process silently. SA_ONSTACK: on the
+  // thread's alternate stack when it has one (a stack overflow is reported
+  // too).
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
   if (sigaction(SIGSEGV, &sa, &previous) != 0) {
     say("qs: cannot install the SIGSEGV handler\n");
@@ -109,7 +130,25 @@ void install() {
 
 }  // namespace
 
+void ensure_alternate_stack() noexcept {
+  thread_local bool done = false;
+  if (done) return;
+  done = true;
+  stack_t current{};
+  if (sigaltstack(nullptr, &current) == 0 && !(current.ss_flags & SS_DISABLE)) return;  // the program's own
+  // Never freed: it must outlive every signal the thread may take. One per
+  // thread that uses qs.
+  std::size_t bytes = std::max<std::size_t>(SIGSTKSZ, 64 * 1024);
+  void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return;
+  stack_t st{};
+  st.ss_sp = mem;
+  st.ss_size = bytes;
+  if (sigaltstack(&st, nullptr) != 0) ::munmap(mem, bytes);
+}
+
 void register_fault_range(const void* begin, const void* end, fault_target* target) {
+  ensure_alternate_stack();
   std::lock_guard<std::mutex> g(install_mutex);
   if (!installed) {
     install();

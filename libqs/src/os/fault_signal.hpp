@@ -12,10 +12,16 @@
 // unwinds through the faulting instruction (the program is compiled with
 // -fnon-call-exceptions). SIGSEGV is unblocked before it leaves.
 //
+// A SIGSEGV that no fault in a registered range caused (another address, or
+// one sent with kill or raise) gets what it would get without qs: the
+// previous handler, or the default action, which ends the process.
+//
 // Invariants:
-//  * The handler is installed when the first range is registered and stays.
+//  * The handler is installed when the first range is registered and stays
+//    for as long as the process runs.
 //  * A fault taken while the same thread is already inside on_fault is a
-//    runtime bug: it is reported with a backtrace and the process aborts.
+//    runtime bug: it is reported with a backtrace and the process aborts
+//    (the handler runs with SA_NODEFER, on the thread's alternate stack).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +37,10 @@ class fault_target {
 };
 
 void register_fault_range(const void* begin, const void* end, fault_target* target);
+// Gives the calling thread an alternate signal stack, unless it has one, so
+// that a fault on an exhausted stack can still be reported. Called by every
+// thread that begins a transaction.
+void ensure_alternate_stack() noexcept;
 void unregister_fault_range(fault_target* target);
 
 // Writes a backtrace of the calling thread to stderr.

@@ -1,0 +1,92 @@
+// The catalog: creating a database's records, and checking them at open.
+#include "catalog.hpp"
+
+#include "page_access.hpp"
+
+#include <qs/error.hpp>
+
+#include <string>
+
+namespace qs::detail {
+namespace {
+
+// Where reservations go: 16 TiB up, well clear of the heap, of PIE
+// executables (0x55...) and of shared libraries (0x7f...).
+constexpr std::uintptr_t first_base = std::uintptr_t{0x1000} << 32;
+
+std::uint64_t number(store& s, const char* key) {
+  auto v = s.get(key);
+  if (!v) throw corrupt_page(0, "database " + s.name() + ": metadata record '" + key + "' is missing");
+  return std::stoull(*v);
+}
+
+// Creates the records; false when another client created them first.
+bool create(store& s, const options& opts, std::uint32_t page_size, const frame_space& frames) {
+  bool created = false;
+  s.begin();
+  try {
+    if (!s.get("page_size")) {
+      s.put("format", format_name());
+      s.put("page_size", std::to_string(page_size));
+      s.put("base", std::to_string(reinterpret_cast<std::uintptr_t>(frames.base())));
+      s.put("reservation", std::to_string(opts.reservation_bytes));
+      s.put("next_page", "1");
+      s.put("next_frame", "0");
+      s.commit(true);
+      created = true;
+    } else {
+      s.abort();
+    }
+  } catch (const deadlock&) {
+    s.abort();
+  } catch (...) {
+    s.abort();
+    throw;
+  }
+  return created;
+}
+
+}  // namespace
+
+std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::uint32_t& page_size) {
+  auto ps = s.get("page_size");
+  if (!ps) {
+    // A new database: find a free place for its reservation.
+    std::unique_ptr<frame_space> frames;
+    std::uint64_t step = (opts.reservation_bytes + (std::uint64_t{1} << 40) - 1) & ~((std::uint64_t{1} << 40) - 1);
+    for (int k = 0; k < 64 && !frames; ++k) {
+      try {
+        frames = std::make_unique<frame_space>(first_base + k * step, opts.reservation_bytes, page_size, true);
+      } catch (const error&) {
+      }
+    }
+    if (!frames) throw error("database " + s.name() + ": no free address range for its reservation");
+    // Two clients of a page server may create the database at once: the
+    // check is repeated in the transaction, and the loser of the race (a
+    // deadlock victim, or one that finds the records) loads the winner's.
+    if (create(s, opts, page_size, *frames)) return frames;
+    ps = s.get("page_size");
+    if (!ps) throw store_error("database " + s.name() + ": creating the database failed");
+  }
+  std::string format = format_name();
+  if (auto f = s.get("format"); f && *f != format) {
+    if (*f == "qs 3" || *f == "qs 3 software")
+      throw error("database " + s.name() + " was created by a program built in " +
+                  (*f == "qs 3" ? "hardware" : "software") + " mode; this program is built in " + mode_name() +
+                  " mode (QS_SWIZZLE), and the two lay objects out differently");
+    throw error("database " + s.name() + " has format '" + *f + "'; this qs reads format '" + format + "' only");
+  }
+  page_size = static_cast<std::uint32_t>(std::stoul(*ps));
+  s.set_page_size(page_size);
+  // The preferred base, where the database's pointers need no rewriting;
+  // when something else is there, anywhere else: pages are then relocated as
+  // they come in.
+  std::uintptr_t base = number(s, "base");
+  try {
+    return std::make_unique<frame_space>(base, opts.reservation_bytes, page_size, true);
+  } catch (const error&) {
+    return std::make_unique<frame_space>(base, opts.reservation_bytes, page_size, false);
+  }
+}
+
+}  // namespace qs::detail

@@ -1,0 +1,250 @@
+// The coordinator: wiring the components, and the sequences that span them.
+#include "database_impl.hpp"
+
+#include "catalog.hpp"
+#include "open_databases.hpp"
+
+#include <qs/pause_point.hpp>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+
+namespace qs::detail {
+namespace {
+
+thread_local int lock_depth = 0;
+
+std::uint64_t since(std::chrono::steady_clock::time_point t0) {
+  return static_cast<std::uint64_t>((std::chrono::steady_clock::now() - t0).count());
+}
+
+}  // namespace
+
+lock_scope::lock_scope(const database_impl& db) : lock_(db.mutex_) { ++lock_depth; }
+lock_scope::~lock_scope() { --lock_depth; }
+bool lock_scope::held() noexcept { return lock_depth > 0; }
+
+database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
+    : store_(std::move(s)), page_size_(opts.page_size), durable_(opts.durable), schema_(*store_, store_->name()) {
+  std::unique_ptr<frame_space> frames = open_catalog(*store_, opts, page_size_);
+  const std::string& n = store_->name();
+  pool_ = std::make_unique<buffer_pool>(opts.pool_pages, page_size_);
+  access_ = make_page_access(std::move(frames), *pool_, table_);
+  words_ = std::make_unique<page_words>(schema_, store_->shared(), page_size_, n);
+  pointers_ = std::make_unique<pointer_check>(*words_, *access_, n);
+  relocator_ = std::make_unique<relocator>(*access_, table_, *words_, log_, stats_, opts, page_size_, n);
+  pager_ = std::make_unique<pager>(*store_, *pool_, table_, log_, *access_, *relocator_, *words_, *pointers_, stats_,
+                                   page_size_, n);
+  allocator_ = std::make_unique<object_allocator>(*store_, *pager_, *relocator_, *access_, table_, log_, schema_,
+                                                  page_size_, n);
+  refs_ = make_references(*pager_, *relocator_, *access_, table_, log_, *store_, stats_, n);
+  roots_ = std::make_unique<roots>(*store_, *refs_, *allocator_, log_, n);
+  indexes_ = std::make_unique<indexes>(*store_, *refs_, n);
+  schema_.load();
+  allocator_->load();
+  register_fault_range(access_->frames().base(), access_->frames().end(), this);
+  add_open_database(this, access_.get(), &store_->name());
+  access_->make_current(this);
+}
+
+database_impl::~database_impl() {
+  remove_open_database(this);
+  access_->forget_current(this);
+  unregister_fault_range(this);
+  if (log_.open()) {
+    try {
+      abort_locked();
+    } catch (...) {
+    }
+  }
+}
+
+void database_impl::require_transaction(const std::string& what) const {
+  if (!log_.open()) throw no_transaction(what + " in database " + name() + " needs a transaction");
+}
+
+statistics database_impl::stats() const {
+  std::lock_guard<std::mutex> g(mutex_);
+  return stats_;
+}
+
+void database_impl::on_fault(void* address, bool write) {
+  if (lock_scope::held())
+    invalid_persistent_pointer(address, "the qs runtime touched a protected frame while holding its lock");
+  access_->check_fault(address);
+  auto t0 = std::chrono::steady_clock::now();
+  lock_scope g(*this);
+  page_desc* d = table_.by_frame(access_->frames().frame_of(address));
+  if (d && (d->state() == page_state::writable || (d->state() == page_state::readable && !write))) return;
+  if (!d) invalid_persistent_pointer(address, ("no page of database " + name() + " is at this address").c_str());
+  if (!log_.open()) {
+    char at[32];
+    std::snprintf(at, sizeof at, "%#" PRIxPTR, reinterpret_cast<std::uintptr_t>(address));
+    throw no_transaction("persistent object at " + std::string(at) + " (page " + std::to_string(d->page) +
+                         " of database " + name() + ") touched outside a transaction");
+  }
+  if (d->state() == page_state::absent || d->state() == page_state::stale) {
+    ++stats_.read_faults;
+    pager_->make_current(d);
+  }
+  if (write && d->state() != page_state::writable) {
+    ++stats_.write_faults;
+    pager_->make_writable(d);
+  }
+  d->referenced = true;
+  stats_.fault_ns += since(t0);
+}
+
+void database_impl::begin() {
+  ensure_alternate_stack();
+  lock_scope g(*this);
+  if (log_.open()) throw error("database " + name() + ": a transaction is already open on this handle");
+  // A reservation smaller than the database: when a quarter of its frames
+  // is left, the transaction starts from a fresh assignment (the counter
+  // wrap of QuickStore), so that it can take any page the database has.
+  if (relocator_->running_short()) reset_frames();
+  store_->begin();
+  log_.opened();
+  access_->make_current(this);
+  txn_log_start_ = store_->log_position();
+  access_->begin_transaction();
+  // Other clients may have changed the cached pages since the last
+  // transaction: each is revalidated when first touched.
+  if (store_->shared()) pager_->mark_all_stale();
+}
+
+void database_impl::commit() {
+  lock_scope g(*this);
+  require_transaction("commit");
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    refs_->announce_root_cells();
+    for (page_desc* d : log_.written()) pointers_->check(d, pager_->image(d), true);
+    for (page_desc* d : log_.suspects()) {
+      // Evicted holding a non-persistent pointer: look again.
+      pager_->make_current(d);
+      pointers_->check(d, pager_->image(d), true);
+    }
+    // One-time relocation: pages rewritten when they came in go back to the
+    // store with their new pointers, so that later runs find them in place;
+    // and the roots this process used name their cells where they are now.
+    for (page_desc* d : log_.relocated()) {
+      if (!log_.relocate_pending(d) || d->state() != page_state::readable) continue;
+      store_->lock_for_write(d->page);
+      pager_->write_back(d);
+    }
+    if (!log_.relocated().empty()) roots_->update_records();
+    const std::vector<page_desc*>& written = log_.written();
+    for (std::size_t i = 0; i < written.size(); ++i) {
+      if (i == written.size() / 2) pause_point("commit.half_written");
+      pager_->write_back(written[i]);
+    }
+    for (page_desc* d : log_.created()) pager_->store_unbuilt(d);
+    allocator_->commit();
+    pause_point("commit.before_store_commit");
+    store_->commit(durable_);
+    pause_point("commit.after_store_commit");
+  } catch (...) {
+    abort_locked();
+    throw;
+  }
+  pager_->committed();
+  log_.reset();
+  schema_.commit();
+  ++stats_.commits;
+  stats_.log_bytes += store_->log_position() - txn_log_start_;
+  stats_.commit_ns += since(t0);
+}
+
+void database_impl::abort() {
+  lock_scope g(*this);
+  if (log_.open()) abort_locked();
+}
+
+void database_impl::abort_locked() {
+  refs_->restore_root_cells();  // first: a cell may be on a page this transaction created
+  // Pages created by this transaction disappear.
+  for (page_desc* d : std::vector<page_desc*>(log_.created())) pager_->drop(d);
+  pager_->aborted();
+  log_.reset();
+  roots_->forget();
+  schema_.abort();
+  ++stats_.aborts;
+  store_->abort();
+  allocator_->abort();
+}
+
+void database_impl::reset_frames() {
+  pager_->evict_all_clean();
+  table_.clear();
+  relocator_->reset();
+  roots_->forget();
+  allocator_->forget_current_page();
+  ++stats_.frame_resets;
+}
+
+void database_impl::release_cache() {
+  lock_scope g(*this);
+  if (log_.open()) throw error("database " + name() + ": release_cache inside a transaction");
+  pager_->evict_all_clean();
+}
+
+void* database_impl::allocate(const type_descriptor* d, std::size_t bytes, const void* near_object) {
+  lock_scope g(*this);
+  require_transaction("allocating a persistent object");
+  return allocator_->allocate(d, bytes, near_object);
+}
+
+void database_impl::deallocate(void* p) {
+  lock_scope g(*this);
+  require_transaction("freeing a persistent object");
+  allocator_->deallocate(p);
+}
+
+std::uint32_t database_impl::open_index(const std::string& name, bool unique) {
+  lock_scope g(*this);
+  return indexes_->open(name, unique);
+}
+
+void database_impl::index_insert(std::uint32_t ix, const std::string& name, std::string_view key,
+                                 std::string_view value) {
+  lock_scope g(*this);
+  require_transaction("updating index " + name);
+  indexes_->insert(ix, name, key, value);
+}
+
+bool database_impl::index_erase(std::uint32_t ix, std::string_view key, std::string_view value) {
+  lock_scope g(*this);
+  require_transaction("updating an index");
+  return indexes_->erase(ix, key, value);
+}
+
+std::vector<index_entry> database_impl::index_scan(std::uint32_t ix, std::string_view lo, std::string_view hi,
+                                                   std::size_t limit) {
+  lock_scope g(*this);
+  return indexes_->scan(ix, lo, hi, limit);
+}
+
+void* database_impl::root_cell(std::string_view name, const type_descriptor* d, std::size_t size,
+                               const std::type_info& t) {
+  lock_scope g(*this);
+  return roots_->cell(name, d, size, t);
+}
+
+bool database_impl::has_root(std::string_view name) {
+  lock_scope g(*this);
+  return roots_->exists(name);
+}
+
+void* database_impl::resolve_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag, bool for_write) {
+  lock_scope g(*this);
+  return refs_->resolve_identity(page, offset, tag, for_write);
+}
+
+void database_impl::identify(const void* p, std::uint64_t& page, std::uint32_t& offset, std::uint32_t& tag) {
+  lock_scope g(*this);
+  refs_->identify(p, page, offset, tag);
+}
+
+}  // namespace qs::detail

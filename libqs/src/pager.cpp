@@ -1,0 +1,346 @@
+// The pager: page-in, write enabling, write-back and eviction.
+#include "pager.hpp"
+
+#include "diff.hpp"
+#include "page_check.hpp"
+#include "page_heap.hpp"
+
+#include <qs/error.hpp>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace qs::detail {
+namespace {
+
+std::string hex(std::uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%#" PRIx64, v);
+  return buf;
+}
+
+std::uint64_t since(std::chrono::steady_clock::time_point t0) {
+  return static_cast<std::uint64_t>((std::chrono::steady_clock::now() - t0).count());
+}
+
+}  // namespace
+
+pager::pager(store& s, buffer_pool& pool, page_table& table, transaction_log& log, page_access& access,
+             relocator& frames, page_words& words, pointer_check& pointers, statistics& stats,
+             std::uint32_t page_size, const std::string& db_name)
+    : store_(s),
+      pool_(pool),
+      table_(table),
+      log_(log),
+      access_(access),
+      frames_(frames),
+      words_(words),
+      pointers_(pointers),
+      stats_(stats),
+      page_size_(page_size),
+      db_name_(db_name),
+      zero_page_(std::make_unique<std::byte[]>(page_size)) {}
+
+std::uint32_t pager::take_slot(page_desc* d) {
+  std::uint32_t slot;
+  while (!pool_.take_free(d, slot)) {
+    page_desc* v = pool_.victim();
+    if (!v) throw error(access_.pool_full_message(db_name_, pool_.size()));
+    evict(v);
+  }
+  return slot;
+}
+
+void pager::show(page_desc* d, bool writable) {
+  auto t0 = std::chrono::steady_clock::now();
+  access_.show(d, writable);
+  stats_.protect_ns += since(t0);
+}
+
+void pager::release_slot(page_desc* d) {
+  pool_.release(d->slot());
+  d->evicted();
+}
+
+void pager::page_in(page_desc* d) {
+  std::uint32_t slot = take_slot(d);
+  std::byte* img = pool_.data(slot);
+  if (d->origin() == page_origin::unbuilt) {
+    // A page created in this transaction that has never been built.
+    std::memset(img, 0, page_size_);
+    if (d->hdr.kind == page_kind::small) {
+      init_small_page(img, page_size_);
+    } else if (d->hdr.kind == page_kind::large_head) {
+      *reinterpret_cast<page_header*>(img) = {page_magic, page_size_, 0, 1};
+      auto* oh = reinterpret_cast<object_header*>(img + sizeof(page_header));
+      *oh = make_header(d->hdr.type, d->hdr.size);
+      set_tag(*oh, 1);
+    }
+    d->built(slot);
+    show(d, true);
+    log_.add_written(d);
+    return;
+  }
+  record_header h;
+  std::string m;
+  try {
+    auto t0 = std::chrono::steady_clock::now();
+    bool found = store_.read_page(d->page, h, img, m);
+    stats_.fetch_ns += since(t0);
+    if (!found)
+      throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " at frame " +
+                                      std::to_string(d->frame) + " has no record in the store");
+    accept_record(d, h, img, std::move(m));
+  } catch (...) {
+    pool_.release(slot);
+    throw;
+  }
+  ++stats_.pages_fetched;
+  d->loaded(slot);
+  show(d, false);
+}
+
+void pager::make_current(page_desc* d) {
+  if (d->state() == page_state::absent) page_in(d);
+  else if (d->state() == page_state::stale) revalidate(d);
+}
+
+void pager::revalidate(page_desc* d) {
+  // The page is resident (its frame inaccessible) from an earlier
+  // transaction; the store resends it only if another client changed it.
+  record_header h;
+  std::string m;
+  try {
+    switch (store_.read_page_if_changed(d->page, d->hdr.version, h, image(d), m)) {
+      case store::page_read::absent:
+        throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " at frame " +
+                                        std::to_string(d->frame) + " has no record in the store any more");
+      case store::page_read::unchanged:
+        break;
+      case store::page_read::read:
+        accept_record(d, h, image(d), std::move(m));
+        ++stats_.pages_fetched;
+        break;
+    }
+  } catch (...) {
+    evict_clean(d);  // the cached image is no good now
+    throw;
+  }
+  d->revalidated();
+  access_.set_access(d, false);
+}
+
+void pager::accept_record(page_desc* d, const record_header& h, std::byte* img, std::string mapping) {
+  if (h.magic != record_magic)
+    throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) +
+                                    " has a damaged record header");
+  auto t0 = std::chrono::steady_clock::now();
+  std::uint32_t sum = record_checksum(h, img, page_size_);
+  auto t1 = std::chrono::steady_clock::now();
+  stats_.fetch_ns += static_cast<std::uint64_t>((t1 - t0).count());
+  if (sum != h.checksum)
+    throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) +
+                                    " failed its checksum (stored " + hex(h.checksum) + ", computed " + hex(sum) +
+                                    "); the page is not used");
+  if (h.kind != page_kind::small && d->page - d->run_first != h.index)
+    throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " is page " +
+                                    std::to_string(h.index) + " of a large object, but was reached as page " +
+                                    std::to_string(d->page - d->run_first) + " of one");
+  std::string wrong = check_page(h, img, page_size_, [&](std::uint32_t type, bool& has_words) {
+    return words_.type_size(type, has_words);
+  });
+  if (!wrong.empty())
+    throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " holds " + wrong +
+                                    "; the page is not used");
+  d->hdr = h;
+  d->mapping = std::move(mapping);
+  fix_vptrs(d, img);
+  stats_.swizzle_ns += since(t1);
+  frames_.relocate(d, img);
+}
+
+void pager::fix_vptrs(page_desc* d, std::byte* img) {
+  words_.for_each(d, img, [&](std::uint32_t off, bool is_vptr, const type_layout& l, std::uint32_t which) {
+    if (!is_vptr || !l.program || which >= l.program->vptr_count) return;
+    const vptr_entry& e = l.program->vptrs[which];
+    if (!e.vtable) return;
+    auto want = reinterpret_cast<std::uintptr_t>(static_cast<const char*>(e.vtable) + e.address_point);
+    std::uintptr_t have;
+    std::memcpy(&have, img + off, sizeof have);
+    if (have != want) {
+      std::memcpy(img + off, &want, sizeof want);
+      d->mark_rewritten();
+    }
+  });
+}
+
+void pager::make_writable(page_desc* d) {
+  bool was_writable = d->state() == page_state::writable;  // software mode: objects saved
+  if (!was_writable) store_.lock_for_write(d->page);
+  std::memcpy(before_image(d), image(d), page_size_);
+  log_.put_back_saved(d, before_image(d));
+  if (was_writable) {
+    d->took_page_before();
+    return;
+  }
+  d->made_writable(undo_kind::page);
+  access_.set_access(d, true);
+  log_.add_written(d);
+}
+
+void pager::make_writable_by_objects(page_desc* d) {
+  store_.lock_for_write(d->page);
+  d->made_writable(d->whole_page_logged() ? undo_kind::none : undo_kind::objects);
+  log_.add_written(d);
+}
+
+void pager::write_back(page_desc* d) {
+  std::byte* img = image(d);
+  // Whole when the stored image is not the before-image (a new page, or one
+  // whose pointers or vptrs were rewritten when it came in), or when nothing
+  // says what changed (one-time relocation's write-back).
+  bool whole = d->is_new() || d->rewritten() || (d->undo() != undo_kind::page && log_.saved(d).empty());
+  std::vector<byte_range> ranges;
+  if (!whole) {
+    if (d->undo() == undo_kind::page) {
+      diff_pages(before_image(d), img, page_size_, ranges);
+    } else {
+      // Software mode: only the objects written can differ. The image with
+      // their before-images in place must be the stored one; if not,
+      // something was changed without qs::write, and storing the objects'
+      // ranges alone would leave a record that fails its checksum. (The
+      // checksum runs over the pieces; nothing is copied.)
+      const std::vector<saved_object>& saved = log_.saved(d);
+      std::uint32_t sum = record_header_checksum(d->hdr);
+      std::size_t at = 0;
+      for (const saved_object& o : saved) {
+        sum = crc32c(crc32c(sum, img + at, o.offset - at), log_.saved_bytes(o), o.size);
+        at = o.offset + o.size;
+      }
+      if (crc32c(sum, img + at, page_size_ - at) != d->hdr.checksum)
+        throw error("database " + db_name_ + ": commit refused: page " + std::to_string(d->page) +
+                    " was changed outside the objects announced with qs::write (in software mode every update "
+                    "goes through qs::write); the transaction is aborted");
+      for (const saved_object& o : saved) {
+        std::size_t first = ranges.size();
+        diff_pages(log_.saved_bytes(o), img + o.offset, o.size, ranges);
+        for (std::size_t i = first; i < ranges.size(); ++i) ranges[i].offset += o.offset;
+      }
+    }
+    if (ranges.empty()) return;
+  }
+  d->hdr.magic = record_magic;
+  d->hdr.frame = d->frame;
+  const std::string* mapping = frames_.update_mapping(d, img) ? &d->mapping : nullptr;
+  ++d->hdr.version;  // clients caching the page see that it changed
+  d->hdr.checksum = record_checksum(d->hdr, img, page_size_);
+  if (whole) {
+    store_.put_page(d->page, d->hdr, img, mapping);
+    stats_.diff_bytes += page_size_;
+  } else {
+    store_.patch_page(d->page, d->hdr, img, ranges, mapping);
+    for (auto& r : ranges) stats_.diff_bytes += r.length;
+  }
+  ++stats_.pages_written;
+  d->stored();
+  log_.add_logged(d);
+}
+
+void pager::store_unbuilt(page_desc* d) {
+  if (d->origin() != page_origin::unbuilt) return;
+  d->hdr.magic = record_magic;
+  d->hdr.checksum = record_checksum(d->hdr, zero_page_.get(), page_size_);
+  store_.put_page(d->page, d->hdr, zero_page_.get(), nullptr);
+  d->stored();
+  ++stats_.pages_written;
+}
+
+void pager::evict(page_desc* d) {
+  ++stats_.evictions;
+  // The frame goes first: once unmapped, no other thread can still be
+  // writing to the page while its changes are diffed from the pool's copy.
+  access_.hide(d);
+  bool writable = d->state() == page_state::writable;
+  if (writable || log_.relocate_pending(d)) {
+    if (writable) {
+      ++stats_.dirty_evictions;
+      if (!pointers_.check(d, image(d), false)) log_.add_suspect(d);
+    } else {
+      store_.lock_for_write(d->page);  // one-time relocation writes it back
+    }
+    try {
+      write_back(d);
+    } catch (...) {
+      access_.show(d, writable);
+      throw;
+    }
+    log_.relocation_written(d);
+    if (writable) {
+      log_.forget_saved(d);
+      log_.remove_written(d);
+    }
+  }
+  release_slot(d);
+}
+
+void pager::evict_clean(page_desc* d) {
+  access_.hide(d);
+  log_.forget_saved(d);
+  release_slot(d);
+}
+
+void pager::evict_all_clean() {
+  table_.for_each([&](page_desc* d) {
+    if (d->resident()) evict_clean(d);
+  });
+}
+
+void pager::discard(page_desc* d) {
+  if (d->resident()) {
+    access_.hide(d);
+    release_slot(d);
+  }
+  log_.forget(d);
+}
+
+void pager::drop(page_desc* d) {
+  discard(d);
+  frames_.give_back(d->frame, 1);
+  table_.erase(d);
+}
+
+void pager::mark_all_stale() {
+  bool any = false;
+  pool_.for_each_page([&](page_desc* d) {
+    if (d->state() == page_state::readable) d->made_stale();
+    any = true;
+  });
+  if (any) access_.hide_all();
+}
+
+void pager::committed() {
+  for (page_desc* d : log_.written()) {
+    d->made_readable();
+    access_.set_access(d, false);
+  }
+}
+
+void pager::aborted() {
+  for (page_desc* d : std::vector<page_desc*>(log_.written())) {
+    if (log_.is_logged(d)) {
+      // Its resident image came back from the store transaction: forget it.
+      evict_clean(d);
+      continue;
+    }
+    if (d->undo() == undo_kind::page) std::memcpy(image(d), before_image(d), page_size_);
+    log_.put_back_saved(d, image(d));
+    d->made_readable();
+    access_.set_access(d, false);
+  }
+  for (page_desc* d : log_.logged())
+    if (d->resident()) evict_clean(d);
+}
+
+}  // namespace qs::detail

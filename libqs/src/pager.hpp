@@ -1,0 +1,119 @@
+// pager.hpp: pages in and out of the buffer pool.
+//
+// The pager brings a page's record into a pool slot (checking it and
+// rewriting its vptrs and pointers), makes a page writable (taking its
+// before-image), writes a page's changes to the store transaction (diffing
+// it against its before-image), and evicts pages to make room (QuickStore's
+// clock, buffer_pool.hpp), writing a dirty victim's changes first. It is the
+// only component that moves a page_desc through its states (page_table.hpp),
+// and it tells page_access of every move so the program sees the page as its
+// state allows.
+//
+// Invariants:
+//  * A resident page's image in its slot is its record, with vptrs and
+//    pointers rewritten for this process, plus what the open transaction
+//    wrote.
+//  * A writable page is on the transaction log's written list; a page whose
+//    changes went to the store transaction is on its logged list.
+//  * A dirty page leaves the pool only after its changes are in the store
+//    transaction.
+//
+// Depends on: store, buffer_pool, page_table, transaction_log, page_access,
+// relocator, page_words, pointer_check. Calls nothing above it.
+//
+// Thread-safety: none; the runtime's lock guards it.
+#pragma once
+
+#include "buffer_pool.hpp"
+#include "page_access.hpp"
+#include "page_table.hpp"
+#include "page_words.hpp"
+#include "pointer_check.hpp"
+#include "relocator.hpp"
+#include "store.hpp"
+#include "transaction_log.hpp"
+
+#include <qs/database.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace qs::detail {
+
+class pager {
+ public:
+  pager(store& s, buffer_pool& pool, page_table& table, transaction_log& log, page_access& access,
+        relocator& frames, page_words& words, pointer_check& pointers, statistics& stats,
+        std::uint32_t page_size, const std::string& db_name);
+
+  std::byte* image(const page_desc* d) const { return pool_.data(d->slot()); }
+  std::byte* before_image(const page_desc* d) const { return pool_.before(d->slot()); }
+  std::uint32_t page_size() const { return page_size_; }
+
+  // Brings d in: builds a new page's image, or reads its record.
+  void page_in(page_desc* d);
+  // Brings d's image up to date for the open transaction: faults it in when
+  // absent, revalidates it with the store when stale.
+  void make_current(page_desc* d);
+  // Takes d's before-image (taking in the objects saved on it so far) and
+  // makes it writable.
+  void make_writable(page_desc* d);
+  // Software mode: d becomes writable with its objects saved one by one
+  // (nothing is copied now).
+  void make_writable_by_objects(page_desc* d);
+  // Writes d's changes (or its whole image) to the store transaction.
+  void write_back(page_desc* d);
+  // The pages created by the open transaction whose image was never built
+  // (pages of a large object nobody touched) get their records.
+  void store_unbuilt(page_desc* d);
+
+  // Evicts d, writing its changes first when it is dirty.
+  void evict(page_desc* d);
+  // Forgets a resident page's image without writing it.
+  void evict_clean(page_desc* d);
+  // evict_clean() for every resident page (between transactions).
+  void evict_all_clean();
+  // Forgets a page's image and every transaction list it is on; it stays in
+  // the page table with its frame.
+  void discard(page_desc* d);
+  // discard(), and the page leaves the page table, its frame free again.
+  void drop(page_desc* d);
+
+  // A transaction begins on a shared store: every resident page must be
+  // revalidated before its next use.
+  void mark_all_stale();
+  // The open transaction committed: written pages become read-only.
+  void committed();
+  // The open transaction aborted: written pages get their before-images
+  // back, or are forgotten when their changes reached the store transaction.
+  void aborted();
+
+  std::uint32_t pool_pages() const { return pool_.size(); }
+
+ private:
+  std::uint32_t take_slot(page_desc* d);
+  void revalidate(page_desc* d);
+  // Checks a record read from the store for d (magic, checksum, run) and
+  // takes its header; throws qs::corrupt_page.
+  void accept_record(page_desc* d, const record_header& h, std::byte* img, std::string mapping);
+  void fix_vptrs(page_desc* d, std::byte* img);
+  void release_slot(page_desc* d);
+  // page_access::show, timed.
+  void show(page_desc* d, bool writable);
+
+  store& store_;
+  buffer_pool& pool_;
+  page_table& table_;
+  transaction_log& log_;
+  page_access& access_;
+  relocator& frames_;
+  page_words& words_;
+  pointer_check& pointers_;
+  statistics& stats_;
+  std::uint32_t page_size_;
+  const std::string& db_name_;
+  std::unique_ptr<std::byte[]> zero_page_;
+};
+
+}  // namespace qs::detail

@@ -1,0 +1,59 @@
+// The entry points of qs/ref.hpp in software mode: a reference's slow path,
+// qs::write, and a reference made from an address, each forwarded to the
+// database it belongs to.
+#include "database_impl.hpp"
+#include "open_databases.hpp"
+#include "software_current.hpp"
+
+#include <qs/error.hpp>
+#include <qs/ref.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <cxxabi.h>
+
+namespace qs::detail {
+namespace {
+
+database_impl& current() {
+  database_impl* db = software_current_database.load();
+  if (!db) throw no_transaction("a qs::ref was followed, but no database is open");
+  return *db;
+}
+
+std::string demangle(const char* n) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(n, nullptr, nullptr, &status);
+  std::string s = status == 0 && d ? d : n;
+  std::free(d);
+  return s;
+}
+
+}  // namespace
+
+void* sw_resolve(std::uint64_t page, std::uint32_t offset, std::uint32_t tag) {
+  return current().resolve_identity(page, offset, tag, false);
+}
+
+void* sw_write(std::uint64_t page, std::uint32_t offset, std::uint32_t tag) {
+  return current().resolve_identity(page, offset, tag, true);
+}
+
+void sw_identify(const void* p, std::uint64_t& page, std::uint32_t& offset, std::uint32_t& tag) {
+  database_impl* db = database_of(p);
+  if (!db) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%p", p);
+    throw invalid_argument(std::string("a qs::ref made from ") + buf + ", which is not in an open database");
+  }
+  db->identify(p, page, offset, tag);
+}
+
+void sw_bad_conversion(const char* from, const char* to) {
+  throw invalid_argument("qs::ref<" + demangle(from) + "> converted to qs::ref<" + demangle(to) +
+                         ">: in software mode a reference names a whole object, so the base class must be at "
+                         "offset 0");
+}
+
+}  // namespace qs::detail
