@@ -14,10 +14,24 @@ namespace {
 // executables (0x55...) and of shared libraries (0x7f...).
 constexpr std::uintptr_t first_base = std::uintptr_t{0x1000} << 32;
 
-std::uint64_t number(store& s, const char* key) {
+// A decimal metadata record, checked: it may come from a damaged file or
+// from any client of a page server.
+std::uint64_t number(store& s, const char* key, std::uint64_t lo, std::uint64_t hi) {
   auto v = s.get(key);
   if (!v) throw corrupt_page(0, "database " + s.name() + ": metadata record '" + key + "' is missing");
-  return std::stoull(*v);
+  std::uint64_t x = 0;
+  bool ok = !v->empty() && v->size() <= 20;
+  for (char c : *v) {
+    if (c < '0' || c > '9' || x > (~std::uint64_t{0} - 9) / 10) {
+      ok = false;
+      break;
+    }
+    x = x * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (!ok || x < lo || x > hi)
+    throw corrupt_page(0, "database " + s.name() + ": metadata record '" + key + "' holds '" + v->substr(0, 40) +
+                              "', not a number from " + std::to_string(lo) + " to " + std::to_string(hi));
+  return x;
 }
 
 // Creates the records; false when another client created them first.
@@ -76,12 +90,15 @@ std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::ui
                   " mode (QS_SWIZZLE), and the two lay objects out differently");
     throw error("database " + s.name() + " has format '" + *f + "'; this qs reads format '" + format + "' only");
   }
-  page_size = static_cast<std::uint32_t>(std::stoul(*ps));
+  page_size = static_cast<std::uint32_t>(number(s, "page_size", 4096, 65536));
+  if (page_size & (page_size - 1))
+    throw corrupt_page(0, "database " + s.name() + ": its page size, " + std::to_string(page_size) +
+                              ", is not a power of two");
   s.set_page_size(page_size);
   // The preferred base, where the database's pointers need no rewriting;
   // when something else is there, anywhere else: pages are then relocated as
   // they come in.
-  std::uintptr_t base = number(s, "base");
+  std::uintptr_t base = number(s, "base", 0, std::uint64_t{1} << 47);
   try {
     return std::make_unique<frame_space>(base, opts.reservation_bytes, page_size, true);
   } catch (const error&) {

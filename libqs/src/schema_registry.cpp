@@ -36,26 +36,66 @@ std::string join(const std::vector<std::uint32_t>& v) {
   return s;
 }
 
-type_layout parse(const std::string& v, std::uint32_t& index, const std::string& name) {
+// The most type indexes a database may hold: the registry keeps a table
+// indexed by them.
+constexpr std::uint32_t max_type_index = 1u << 24;
+
+// Parses a stored layout ("t:" record); throws qs::corrupt_page naming the
+// type and what is wrong. Every value is checked: the record may come from
+// a damaged file or from any client of a page server.
+type_layout parse(const std::string& db, const std::string& v, std::uint32_t& index, const std::string& name) {
+  auto bad = [&](const std::string& what) {
+    return corrupt_page(0, "database " + db + ": the schema record of type " + name + " is damaged: " + what);
+  };
   type_layout l;
   l.name = name;
   std::istringstream in(v);
   std::string line, word;
-  std::getline(in, line);  // "qs-type 1"
+  std::getline(in, line);
+  if (line != "qs-type 1") throw bad("it does not start with 'qs-type 1'");
+  bool have_index = false, have_size = false, have_align = false;
+  auto number = [&](std::istringstream& ls, const char* what) {
+    long long x = -1;
+    if (!(ls >> x) || x < 0 || x > 0xffffffffll) throw bad(std::string("its ") + what + " is not a 32-bit number");
+    return static_cast<std::uint32_t>(x);
+  };
+  auto offsets = [&](std::istringstream& ls, std::vector<std::uint32_t>& out, const char* what) {
+    std::string x;
+    while (ls >> x) {
+      std::istringstream one(x);
+      out.push_back(number(one, what));
+    }
+  };
   while (std::getline(in, line)) {
     std::istringstream ls(line);
-    ls >> word;
-    if (word == "index") ls >> index;
-    else if (word == "size") ls >> l.size;
-    else if (word == "align") ls >> l.align;
-    else if (word == "pointers") for (std::uint32_t x; ls >> x;) l.pointers.push_back(x);
-    else if (word == "vptrs") for (std::uint32_t x; ls >> x;) l.vptrs.push_back(x);
+    if (!(ls >> word)) continue;
+    if (word == "index") index = number(ls, "index"), have_index = true;
+    else if (word == "size") l.size = number(ls, "size"), have_size = true;
+    else if (word == "align") l.align = number(ls, "alignment"), have_align = true;
+    else if (word == "pointers") offsets(ls, l.pointers, "pointer offset");
+    else if (word == "vptrs") offsets(ls, l.vptrs, "vptr offset");
     else if (word == "members") {
       std::string rest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       l.members = rest;
       break;
+    } else {
+      throw bad("unknown line '" + word + "'");
     }
   }
+  if (!have_index || !have_size || !have_align) throw bad("its index, size or alignment is missing");
+  if (index < first_stored_type || index >= max_type_index)
+    throw bad("type index " + std::to_string(index) + " is outside " + std::to_string(first_stored_type) + " to " +
+              std::to_string(max_type_index - 1));
+  if (l.size == 0 || l.size > 0x7fffffffu) throw bad("a size of " + std::to_string(l.size) + " bytes");
+  if (l.align == 0 || (l.align & (l.align - 1)) || l.align > 4096)
+    throw bad("an alignment of " + std::to_string(l.align));
+  for (const auto* words : {&l.pointers, &l.vptrs})
+    for (std::uint32_t off : *words)
+      if (off % 8 || std::uint64_t{off} + 8 > l.size)
+        throw bad("a pointer or vptr at offset " + std::to_string(off) + " of a " + std::to_string(l.size) +
+                  "-byte type");
+  if ((!l.pointers.empty() || !l.vptrs.empty()) && l.size % 8)
+    throw bad("a type with pointers whose size, " + std::to_string(l.size) + ", is not a multiple of 8");
   return l;
 }
 
@@ -111,9 +151,10 @@ void schema_registry::load() {
   store_.scan("t:", [&](std::string_view key, std::string_view value) {
     std::string name(key.substr(2));
     std::uint32_t index = 0;
-    type_layout l = parse(std::string(value), index, name);
-    if (index < first_stored_type)
-      throw corrupt_page(0, "database " + db_name_ + ": schema record of type " + name + " is damaged");
+    type_layout l = parse(db_name_, std::string(value), index, name);
+    if (index < layouts_.size() && !layouts_[index].name.empty() && layouts_[index].name != name)
+      throw corrupt_page(0, "database " + db_name_ + ": the schema records of types " + layouts_[index].name +
+                                " and " + name + " both claim type index " + std::to_string(index));
     if (layouts_.size() <= index) layouts_.resize(index + 1);
     layouts_[index] = std::move(l);
     by_name_[name] = index;
@@ -174,6 +215,9 @@ std::uint32_t schema_registry::add(const type_descriptor* d) {
     if (auto index = bind_stored(d)) return *index;
   }
   std::uint32_t index = static_cast<std::uint32_t>(std::max<std::size_t>(layouts_.size(), first_stored_type));
+  if (index >= max_type_index)
+    throw schema_error("database " + db_name_ + ": no type index is left for type " + d->name + " (" +
+                       std::to_string(max_type_index) + " at most)");
   type_layout l = layout_of(d);
   store_.put(std::string("t:") + d->name, serialize(l, index));
   layouts_.resize(index + 1);

@@ -127,6 +127,21 @@ void corrupt_stored_page(const std::string& dir, std::uint64_t page, std::uint32
   env.close(0);
 }
 
+void put_stored_record(const std::string& dir, const std::string& key, const std::string& value) {
+  DbEnv env(0);
+  env.open(dir.c_str(), DB_CREATE | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL | DB_PRIVATE, 0600);
+  {
+    Db db(&env, 0);
+    db.open(nullptr, "meta.db", nullptr, DB_BTREE, DB_AUTO_COMMIT, 0);
+    Dbt k(const_cast<char*>(key.data()), static_cast<u_int32_t>(key.size()));
+    Dbt v(const_cast<char*>(value.data()), static_cast<u_int32_t>(value.size()));
+    db.put(nullptr, &k, &v, DB_AUTO_COMMIT);
+    db.close(0);
+  }
+  env.txn_checkpoint(0, 0, 0);
+  env.close(0);
+}
+
 void rewrite_stored_page(const std::string& dir, std::uint64_t page,
                          const std::function<void(std::byte* header, std::byte* image)>& change) {
   DbEnv env(0);

@@ -64,6 +64,8 @@ void kill_at_chosen_points(int nodes, const std::vector<std::string>& extra = {}
 // Flips one byte of the stored image of `page` in the database at `dir`,
 // through Berkeley DB directly (the database must be closed).
 void corrupt_stored_page(const std::string& dir, std::uint64_t page, std::uint32_t offset);
+// Writes the metadata record `key` (meta.db) of the closed database at `dir`.
+void put_stored_record(const std::string& dir, const std::string& key, const std::string& value);
 // Lets `change` rewrite the stored record of `page` (its 48-byte header and
 // its image), then gives it a valid checksum again: a record that is wrong
 // although its checksum is right.

@@ -1,0 +1,72 @@
+// Metadata records whose values are wrong: refused at open with
+// qs::corrupt_page naming the record, never a crash.
+#include <catch2/catch.hpp>
+
+#include "support.hpp"
+#include "types.hpp"
+
+using namespace qs_test;
+
+namespace {
+
+// A small database with one stored type, closed.
+void make(const std::string& dir) {
+  auto db = qs::database::open(dir, small_options());
+  qs::transaction tx(db);
+  db.root<Pair*>("head") = new (db) Pair{nullptr, 1, nullptr};
+  tx.commit();
+}
+
+void refused(const std::string& dir, const std::string& says) {
+  try {
+    auto db = qs::database::open(dir, small_options());
+    qs::transaction tx(db);
+    touch(db.root<Pair*>("head")->key);
+    FAIL("the damaged database opened");
+  } catch (const qs::corrupt_page& e) {
+    CHECK_THAT(e.what(), Catch::Contains(says));
+  }
+}
+
+std::string type_record(const std::string& index, const std::string& size, const std::string& pointers) {
+  return "qs-type 1\nindex " + index + "\nsize " + size + "\nalign 8\npointers " + pointers + "\nvptrs \nmembers\n";
+}
+
+}  // namespace
+
+TEST_CASE("damaged metadata records are refused at open, naming the record") {
+  test_dir dir;
+  make(dir.path());
+  SECTION("a type index that would wrap the type table") {
+    put_stored_record(dir.path(), "t:Pair", type_record("4294967295", "24", "0 16"));
+    refused(dir.path(), "type index 4294967295");
+  }
+  SECTION("a type of size 0") {
+    put_stored_record(dir.path(), "t:Pair", type_record("16", "0", ""));
+    refused(dir.path(), "a size of 0 bytes");
+  }
+  SECTION("a pointer outside its type") {
+    put_stored_record(dir.path(), "t:Pair", type_record("16", "24", "0 4096"));
+    refused(dir.path(), "offset 4096");
+  }
+  SECTION("a type index that is not a number") {
+    put_stored_record(dir.path(), "t:Pair", type_record("sixteen", "24", "0 16"));
+    refused(dir.path(), "index is not a 32-bit number");
+  }
+  SECTION("two types with one index") {
+    put_stored_record(dir.path(), "t:Other", type_record("16", "8", ""));
+    refused(dir.path(), "both claim type index 16");
+  }
+  SECTION("a page size of 0") {
+    put_stored_record(dir.path(), "page_size", "0");
+    refused(dir.path(), "'page_size' holds '0'");
+  }
+  SECTION("a page size that is not a number") {
+    put_stored_record(dir.path(), "page_size", "8k");
+    refused(dir.path(), "'page_size' holds '8k'");
+  }
+  SECTION("a page size that is not a power of two") {
+    put_stored_record(dir.path(), "page_size", "12288");
+    refused(dir.path(), "not a power of two");
+  }
+}
