@@ -10,14 +10,15 @@
 //  * cold read fault, remote: the page comes from the server over TCP;
 //  * revalidated fault, remote: a page cached from an earlier transaction,
 //    first touched in a new one (the server answers "unchanged");
-//  * bare round trips on the same connection carrying a page record, and a
-//    small message (what the fault exchanges on the wire, without qs);
+//  * bare round trips to the same server over loopback TCP, on a wire
+//    connection of the benchmark's own (wire/), of the sizes a fault and a
+//    revalidation exchange: ping messages, without qs;
 //  * commits per second of N clients, each incrementing its own counter
 //    (disjoint pages, durable commits) in db.run transactions.
 #include <qs/qs.hpp>
 
-#include "remote_store.hpp"
-#include "database_impl.hpp"
+#include <connection.hpp>
+#include <messages.hpp>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -51,6 +52,42 @@ const bool registered = [] {
   qs::register_type<Slab>(slab_desc);
   return true;
 }();
+
+// A connection to the server that speaks the protocol itself: for bare round
+// trips, with no qs runtime in between.
+class wire_client {
+ public:
+  wire_client(int port, const std::string& secret)
+      : conn_(qs::wire::connect_tcp({"127.0.0.1", static_cast<std::uint16_t>(port)})) {
+    call(qs::wire::hello_request{qs::wire::magic, qs::wire::version, secret});
+  }
+  // One ping whose frames have the sizes of `out` and `back` (as near as a
+  // ping's own fields allow).
+  void round_trip(const qs::wire::request& out, const qs::wire::response& back) {
+    std::size_t out_body = body_size(out), back_body = body_size(back);
+    payload_.assign(out_body > 9 ? out_body - 9 : 0, 'p');  // type, length, payload, reply_bytes
+    call(qs::wire::ping_request{payload_, static_cast<std::uint32_t>(back_body > 5 ? back_body - 5 : 0)});
+  }
+  template <class M>
+  static std::size_t body_size(const M& m) {
+    qs::wire::writer w;
+    qs::wire::encode(m, w);
+    return w.body_size();
+  }
+
+ private:
+  void call(const qs::wire::request& r) {
+    qs::wire::writer w;
+    qs::wire::encode(r, w);
+    conn_.send(w.finish());
+    if (!conn_.receive(in_, qs::wire::max_message)) throw qs::error("the server closed the connection");
+    auto resp = qs::wire::parse_response(in_);
+    if (auto* e = std::get_if<qs::wire::error_response>(&resp)) throw qs::error(std::string(e->text));
+  }
+  qs::wire::connection conn_;
+  std::vector<std::byte> in_;
+  std::string payload_;
+};
 
 using clock_type = std::chrono::steady_clock;
 double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
@@ -152,6 +189,7 @@ int main(int argc, char** argv) {
     if (!port) throw qs::error("the server did not start; see " + dir + "/server.log");
     std::printf("qs-pageserver benchmark: %d pages of 8 KiB, loopback TCP (%s)\n\n", pages, url.c_str());
     double embedded, remote, revalidate, rtt_page, rtt_small;
+    std::pair<std::size_t, std::size_t> fault_sizes, check_sizes;  // bytes out, back
     // Each walk after a fresh open: the process knows no page but the
     // roots, and gives each page its frame as the pointers to it come in.
     {
@@ -170,26 +208,40 @@ int main(int argc, char** argv) {
       auto db = qs::database::open(url, bench_options());
       remote = walk(db, pages);
       revalidate = walk(db, pages);  // cached: revalidated by version
-      auto& rs = dynamic_cast<qs::detail::remote_store&>(db.impl().backing_store());
+    }
+    {
+      // What a fault and a revalidation send and receive.
+      std::string record(8192 + 48, 'r');
+      const qs::wire::request fault = qs::wire::read_page_request{1, {}};
+      const qs::wire::response page = qs::wire::page_response{qs::wire::page_status::record, record, {}};
+      const qs::wire::request check = qs::wire::read_page_request{1, 1};
+      const qs::wire::response unchanged = qs::wire::page_response{qs::wire::page_status::unchanged, {}, {}};
+      fault_sizes = {wire_client::body_size(fault) + 4, wire_client::body_size(page) + 4};
+      check_sizes = {wire_client::body_size(check) + 4, wire_client::body_size(unchanged) + 4};
+      wire_client c(port, "bench-secret");
       const int n = 2000;
       auto t0 = clock_type::now();
-      for (int i = 0; i < n; ++i) rs.ping(17, 8192 + 40);  // a read_page's sizes
+      for (int i = 0; i < n; ++i) c.round_trip(fault, page);
       rtt_page = since(t0) / n;
       t0 = clock_type::now();
-      for (int i = 0; i < n; ++i) rs.ping(17, 2);  // a revalidation's sizes
+      for (int i = 0; i < n; ++i) c.round_trip(check, unchanged);
       rtt_small = since(t0) / n;
     }
     std::printf("%-52s %9.1f us\n", "cold read fault, embedded (Berkeley DB in-process)", embedded * 1e6);
     std::printf("%-52s %9.1f us  (%.1fx embedded)\n", "cold read fault, remote (page over TCP)", remote * 1e6,
                 remote / embedded);
-    std::printf("%-52s %9.1f us\n", "bare round trip, 17 B out, 8 KiB back (same socket)", rtt_page * 1e6);
+    std::string label = "bare round trip, " + std::to_string(fault_sizes.first) + " B out, " +
+                        std::to_string(fault_sizes.second) + " B back";
+    std::printf("%-52s %9.1f us\n", label.c_str(), rtt_page * 1e6);
     std::printf("%-52s %9.1f us  (fault = %.2fx bare round trip)\n", "  remote fault minus bare round trip",
                 (remote - rtt_page) * 1e6, remote / rtt_page);
     std::printf("%-52s %9.1f us\n", "  remote fault minus (round trip + embedded fault)",
                 (remote - rtt_page - embedded) * 1e6);
     std::printf("%-52s %9.1f us\n", "revalidated fault, remote (\"unchanged\", no page)", revalidate * 1e6);
-    std::printf("%-52s %9.1f us  (revalidation = %.2fx bare round trip)\n\n", "bare round trip, 17 B out, 2 B back",
-                rtt_small * 1e6, revalidate / rtt_small);
+    label = "bare round trip, " + std::to_string(check_sizes.first) + " B out, " +
+            std::to_string(check_sizes.second) + " B back";
+    std::printf("%-52s %9.1f us  (revalidation = %.2fx bare round trip)\n\n", label.c_str(), rtt_small * 1e6,
+                revalidate / rtt_small);
 
     std::printf("commit throughput (durable commits, each client its own counter page, %.1f s):\n", seconds);
     char self[4096];

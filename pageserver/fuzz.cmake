@@ -15,15 +15,22 @@ if(QS_CLANGXX)
   endif()
 endif()
 
+# The fuzzer's seed corpus is written by the protocol's own encoders:
+# `cmake --build build --target qs_make_fuzz_corpus && build/pageserver/qs_make_fuzz_corpus pageserver/fuzz/corpus`
+# after a change to the messages.
+add_executable(qs_make_fuzz_corpus EXCLUDE_FROM_ALL fuzz/make_corpus.cpp)
+target_link_libraries(qs_make_fuzz_corpus PRIVATE qs_wire)
+
 if(QS_FUZZER_OK)
   message(STATUS "qs: building the wire-protocol fuzzer with ${QS_CLANGXX}")
   set(_fuzzer ${CMAKE_CURRENT_BINARY_DIR}/qs_parser_fuzzer)
-  set(_sources ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/parser_fuzzer.cpp ${PROJECT_SOURCE_DIR}/libqs/src/wire/messages.cpp)
+  set(_wire ${PROJECT_SOURCE_DIR}/libqs/src/wire)
+  set(_sources ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/parser_fuzzer.cpp ${_wire}/messages.cpp)
   add_custom_command(
     OUTPUT ${_fuzzer}
     COMMAND ${QS_CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-            -I${PROJECT_SOURCE_DIR}/libqs/include -I${PROJECT_SOURCE_DIR}/libqs/src ${_sources} -o ${_fuzzer}
-    DEPENDS ${_sources} ${PROJECT_SOURCE_DIR}/libqs/src/wire/messages.hpp ${PROJECT_SOURCE_DIR}/libqs/src/wire/codec.hpp
+            -I${PROJECT_SOURCE_DIR}/libqs/include -I${_wire} ${_sources} -o ${_fuzzer}
+    DEPENDS ${_sources} ${_wire}/messages.hpp ${_wire}/codec.hpp
     COMMENT "Building the wire-protocol fuzzer with clang (libFuzzer)")
   add_custom_target(qs_parser_fuzzer_build ALL DEPENDS ${_fuzzer})
   set(_corpus ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus)

@@ -187,12 +187,8 @@ void server::serve(client* c) {
         // An oversized or empty frame: answer, then close.
         log_line(c->id, std::string("error: protocol: ") + e.what() + "; closing the connection");
         wire::writer out;
-        wire::response r;
-        r.type = wire::msg::error;
-        r.code = wire::error_code::protocol;
         std::string text = std::string("protocol error: ") + e.what();
-        r.text = text;
-        wire::encode(r, out);
+        wire::encode(wire::error_response{wire::error_code::protocol, text}, out);
         try {
           c->conn->send(out.finish());
         } catch (...) {

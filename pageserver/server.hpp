@@ -16,7 +16,7 @@
 #include "page_numbers.hpp"
 
 #include <bdb_env.hpp>
-#include <wire/connection.hpp>
+#include <connection.hpp>
 
 #include <atomic>
 #include <cstdint>

@@ -5,7 +5,7 @@
 #include "log.hpp"
 
 #include <keys.hpp>
-#include <page_format.hpp>
+#include <page_record.hpp>
 #include <qs/error.hpp>
 #include <qs/pause_point.hpp>
 
@@ -73,11 +73,11 @@ void session::lock_object(const std::string& object, bool exclusive) {
 void session::lock_page(std::uint64_t page, bool exclusive) { lock_object("qs:p" + detail::be64(page), exclusive); }
 
 void session::lock_meta(std::string_view key, bool exclusive) {
-  if (key.starts_with("m:") || key.starts_with("s:")) return;
+  if (key.starts_with("s:")) return;
   lock_object("qs:m" + std::string(key.starts_with("t:") ? std::string_view("t:") : key), exclusive);
 }
 
-void session::apply(const wire::request& r) {
+void session::apply(const std::vector<wire::page_op>& pages, const std::vector<wire::meta_op>& metas, bool commit) {
   std::uint32_t ps = page_size();
   std::uint64_t record = ps ? sizeof(detail::record_header) + ps : wire::max_record;
   // Every lock first, then the writes: while this transaction holds B-tree
@@ -85,11 +85,11 @@ void session::apply(const wire::request& r) {
   // page-number allocations), never for a client that is computing; the
   // server's allocation mutex could otherwise close a cycle the deadlock
   // detector cannot see.
-  for (const wire::page_op& op : r.pages) lock_page(op.page, true);
-  for (const wire::meta_op& op : r.metas) lock_meta(op.key, true);
-  for (std::size_t i = 0; i < r.pages.size(); ++i) {
-    const wire::page_op& op = r.pages[i];
-    if (r.type == wire::msg::commit && i == r.pages.size() / 2) pause_point("server.commit.half_applied");
+  for (const wire::page_op& op : pages) lock_page(op.page, true);
+  for (const wire::meta_op& op : metas) lock_meta(op.key, true);
+  for (std::size_t i = 0; i < pages.size(); ++i) {
+    const wire::page_op& op = pages[i];
+    if (commit && i == pages.size() / 2) pause_point("server.commit.half_applied");
     switch (op.kind) {
       case wire::page_op_kind::put:
         if (op.record.size() != record && !(ps == 0 && op.record.size() > sizeof(detail::record_header)))
@@ -105,11 +105,13 @@ void session::apply(const wire::request& r) {
         }
         break;
       case wire::page_op_kind::remove:
-        c_.env->delete_record(txn_, op.page);
+        c_.env->delete_record(txn_, op.page);  // and its mapping object
         break;
     }
+    if (op.mapping_op == wire::mapping_change::set) c_.env->put_mapping(txn_, op.page, op.mapping);
+    else if (op.mapping_op == wire::mapping_change::remove) c_.env->put_mapping(txn_, op.page, {});
   }
-  for (const wire::meta_op& op : r.metas) {
+  for (const wire::meta_op& op : metas) {
     if (op.kind == wire::meta_op_kind::put) c_.env->put(txn_, op.key, op.value);
     else c_.env->del(txn_, op.key);
   }
@@ -124,222 +126,212 @@ void session::end_transaction(bool commit, bool durable) {
   else c_.env->abort(t);
 }
 
+wire::response session::error_reply(wire::error_code code, std::string text) {
+  // An error's text is for people: a few KiB say enough.
+  if (text.size() > 4096) text.resize(4096);
+  error_text_ = std::move(text);
+  return wire::error_response{code, error_text_};
+}
+
 void session::handle(std::span<const std::byte> body, wire::writer& out, bool& close) {
   wire::response resp;
   close = false;
   try {
-    wire::request r = wire::parse_request(body);
-    dispatch(r, resp);
+    resp = dispatch(wire::parse_request(body));
   } catch (const wire::protocol_error& e) {
     log_line(id_, std::string("error: protocol: ") + e.what() + "; closing the connection");
-    resp = {};
-    resp.type = wire::msg::error;
-    resp.code = wire::error_code::protocol;
-    text_ = std::string("protocol error: ") + e.what();
-    resp.text = text_;
+    resp = error_reply(wire::error_code::protocol, std::string("protocol error: ") + e.what());
     close = true;
   } catch (const auth_failure& e) {
     log_line(id_, std::string("error: ") + e.what() + "; closing the connection");
-    resp = {};
-    resp.type = wire::msg::error;
-    resp.code = wire::error_code::auth;
-    text_ = e.what();
-    resp.text = text_;
+    resp = error_reply(wire::error_code::auth, e.what());
     close = true;
   } catch (const std::exception& e) {
     wire::error_code code = wire::error_code::store;
     if (dynamic_cast<const deadlock*>(&e)) code = wire::error_code::deadlock;
     else if (dynamic_cast<const invalid_argument*>(&e)) code = wire::error_code::invalid;
     else if (dynamic_cast<const corrupt_page*>(&e)) code = wire::error_code::corrupt;
-    text_ = e.what();
+    std::string text = e.what();
     if (state_ == state::txn && code != wire::error_code::invalid) {
       // The transaction cannot go on: abort it now, so that its locks go to
       // the others, and refuse its requests until the client aborts too.
       abort_quietly();
       state_ = state::doomed;
       doomed_code_ = code;
-      doomed_text_ = "the transaction was aborted: " + text_;
-      log_line(id_, "error: " + text_ + "; transaction aborted");
+      doomed_text_ = "the transaction was aborted: " + text;
+      log_line(id_, "error: " + text + "; transaction aborted");
     } else {
-      log_line(id_, "error: " + text_);
+      log_line(id_, "error: " + text);
     }
-    resp = {};
-    resp.type = wire::msg::error;
-    resp.code = code;
-    resp.text = text_;
+    resp = error_reply(code, text);
   }
   wire::encode(resp, out);
   if (out.body_size() > wire::max_message) {
     // A scan that does not fit: say so instead.
     out = wire::writer();
-    wire::response e;
-    e.type = wire::msg::error;
-    e.code = wire::error_code::store;
-    e.text = "the answer exceeds the protocol's message limit";
-    wire::encode(e, out);
+    wire::encode(error_reply(wire::error_code::store, "the answer exceeds the protocol's message limit"), out);
   }
 }
 
-void session::dispatch(const wire::request& r, wire::response& resp) {
+namespace {
+
+// One callable from a lambda per message type.
+template <class... F>
+struct overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+overloaded(F...) -> overloaded<F...>;
+
+}  // namespace
+
+wire::response session::dispatch(const wire::request& r) {
   using wire::msg;
-  resp.type = msg::ok;
+  const msg type = wire::tag_of(r);
   if (state_ == state::hello) {
-    if (r.type != msg::hello) throw wire::protocol_error(std::string("expected hello, got ") + wire::name_of(r.type));
-    if (r.magic != wire::magic) throw wire::protocol_error("hello with a bad magic number");
-    if (r.version != wire::version)
-      throw wire::protocol_error("the client speaks protocol version " + std::to_string(r.version) +
+    const auto* h = std::get_if<wire::hello_request>(&r);
+    if (!h) throw wire::protocol_error(std::string("expected hello, got ") + wire::name_of(type));
+    if (h->magic != wire::magic) throw wire::protocol_error("hello with a bad magic number");
+    if (h->version != wire::version)
+      throw wire::protocol_error("the client speaks protocol version " + std::to_string(h->version) +
                                  ", the server version " + std::to_string(wire::version));
-    if (c_.need_secret && !same_secret(r.secret, c_.secret))
+    if (c_.need_secret && !same_secret(h->secret, c_.secret))
       throw auth_failure("authentication failed: wrong shared secret");
     state_ = state::idle;
-    resp.type = msg::hello_ok;
-    resp.a = wire::version;
-    return;
+    return wire::hello_ok_response{wire::version};
   }
-  if (r.type == msg::hello) throw wire::protocol_error("a second hello");
-  if (state_ == state::doomed && r.type != msg::abort && r.type != msg::ping) {
-    if (r.type == msg::commit) state_ = state::idle;  // a commit ends the transaction either way
-    resp.type = msg::error;
-    resp.code = doomed_code_;
-    resp.text = doomed_text_;
-    return;
+  if (type == msg::hello) throw wire::protocol_error("a second hello");
+  if (state_ == state::doomed && type != msg::abort && type != msg::ping) {
+    if (type == msg::commit) state_ = state::idle;  // a commit ends the transaction either way
+    return error_reply(doomed_code_, doomed_text_);
   }
   const bool in_txn = state_ == state::txn;
   DbTxn* t = in_txn ? txn_ : nullptr;
+  // Reads in a transaction are read-committed (see session.hpp).
+  const std::uint32_t read_flags = t ? DB_READ_COMMITTED : 0;
   auto require_txn = [&] {
-    if (!in_txn) throw wire::protocol_error(std::string(wire::name_of(r.type)) + " outside a transaction");
+    if (!in_txn) throw wire::protocol_error(std::string(wire::name_of(type)) + " outside a transaction");
   };
-  switch (r.type) {
-    case msg::begin:
-      if (state_ != state::idle) throw wire::protocol_error("begin inside a transaction");
-      txn_ = c_.env->begin();
-      locks_.clear();
-      state_ = state::txn;
-      return;
-    case msg::abort:
-      if (state_ == state::txn) end_transaction(false, false);
-      abort_quietly();
-      state_ = state::idle;
-      return;
-    case msg::write:
-      require_txn();
-      apply(r);
-      return;
-    case msg::commit:
-      require_txn();
-      try {
-        apply(r);
-        pause_point("server.commit.before_commit");
-      } catch (...) {
-        abort_quietly();
-        state_ = state::idle;
-        throw;
-      }
-      end_transaction(true, r.flag);
-      return;
-    case msg::read_page: {
-      if (t) lock_page(r.page, false);
-      std::uint32_t flags = t ? DB_READ_COMMITTED : 0;
-      resp.type = msg::page;
-      if (r.flag) {
-        detail::record_header h{};
-        std::uint32_t n = c_.env->read_record(t, r.page, &h, sizeof h, flags, true);
-        if (n == 0) {
-          resp.status = wire::page_status::absent;
-          return;
-        }
-        if (n == sizeof h && h.version == r.page_version) {
-          resp.status = wire::page_status::unchanged;
-          return;
-        }
-      }
-      scratch_.resize(wire::max_record);
-      std::uint32_t n = c_.env->read_record(t, r.page, scratch_.data(), wire::max_record, flags);
-      resp.status = n ? wire::page_status::record : wire::page_status::absent;
-      resp.text = std::string_view(reinterpret_cast<const char*>(scratch_.data()), n);
-      // The page's mapping object comes with it: the client's fault needs both.
-      detail::record_header h{};
-      if (n >= sizeof h) std::memcpy(&h, scratch_.data(), sizeof h);
-      mapping_.clear();
-      if (h.mapping_entries)
-        if (auto m = c_.env->get(t, detail::mapping_key(r.page), flags)) mapping_ = std::move(*m);
-      resp.mapping = mapping_;
-      return;
-    }
-    case msg::lock_write:
-      require_txn();
-      lock_page(r.page, true);
-      return;
-    case msg::get: {
-      if (t) lock_meta(r.key, false);
-      auto v = c_.env->get(t, r.key, t ? DB_READ_COMMITTED : 0);
-      resp.type = msg::value;
-      resp.flag = v.has_value();
-      if (v) text_ = std::move(*v);
-      resp.text = text_;
-      return;
-    }
-    case msg::scan: {
-      if (t && r.key.starts_with("t:")) lock_meta(r.key, false);
-      entries_.clear();
-      c_.env->scan(t, r.key, [&](std::string_view k, std::string_view v) { entries_.emplace_back(k, v); },
-                   t ? DB_READ_COMMITTED : 0);
-      resp.type = msg::entries;
-      for (auto& [k, v] : entries_) resp.entries.emplace_back(k, v);
-      return;
-    }
-    case msg::allocate: {
-      page_range pr = c_.numbers->take(r.n);
-      resp.type = msg::pages;
-      resp.a = pr.page;
-      resp.b = pr.frame;
-      return;
-    }
-    case msg::open_index:
-      // Index handles are shared by all sessions: opened (created) outside
-      // any client's transaction.
-      resp.type = msg::number;
-      resp.a = c_.env->open_index(nullptr, std::string(r.name), r.flag);
-      return;
-    case msg::index_insert:
-      resp.type = msg::flag;
-      resp.flag = c_.env->index_insert(t, r.index, r.key, r.value);
-      return;
-    case msg::index_erase:
-      resp.type = msg::flag;
-      resp.flag = c_.env->index_erase(t, r.index, r.key, r.value);
-      return;
-    case msg::index_scan: {
-      entries_.clear();
-      std::size_t limit = r.limit ? r.limit : 4096, bytes = 0;
-      bool more = false;
-      c_.env->index_scan(t, r.index, r.lo, r.hi, [&](std::string_view k, std::string_view v) {
-        if (r.flag && (k < r.key || (k == r.key && v <= r.value))) return true;  // up to where the last batch ended
-        if (entries_.size() >= limit || bytes > wire::max_message / 4) {
-          more = true;
-          return false;
-        }
-        bytes += k.size() + v.size() + 8;
-        entries_.emplace_back(k, v);
-        return true;
-      });
-      resp.type = msg::entries;
-      resp.flag = more;
-      for (auto& [k, v] : entries_) resp.entries.emplace_back(k, v);
-      return;
-    }
-    case msg::log_position:
-      resp.type = msg::number;
-      resp.a = c_.env->log_position();
-      return;
-    case msg::ping:
-      resp.type = msg::pong;
-      text_.assign(r.limit, 'p');
-      resp.text = text_;
-      return;
-    default:
-      throw wire::protocol_error(std::string("unexpected message ") + wire::name_of(r.type));
-  }
+  return std::visit(
+      overloaded{
+          [&](const wire::hello_request&) -> wire::response { throw wire::protocol_error("a second hello"); },
+          [&](const wire::begin_request&) -> wire::response {
+            if (state_ != state::idle) throw wire::protocol_error("begin inside a transaction");
+            txn_ = c_.env->begin();
+            locks_.clear();
+            state_ = state::txn;
+            return wire::ok_response{};
+          },
+          [&](const wire::abort_request&) -> wire::response {
+            if (state_ == state::txn) end_transaction(false, false);
+            abort_quietly();
+            state_ = state::idle;
+            return wire::ok_response{};
+          },
+          [&](const wire::write_request& m) -> wire::response {
+            require_txn();
+            apply(m.pages, m.metas, false);
+            return wire::ok_response{};
+          },
+          [&](const wire::commit_request& m) -> wire::response {
+            require_txn();
+            try {
+              apply(m.pages, m.metas, true);
+              pause_point("server.commit.before_commit");
+            } catch (...) {
+              abort_quietly();
+              state_ = state::idle;
+              throw;
+            }
+            end_transaction(true, m.durable);
+            return wire::ok_response{};
+          },
+          [&](const wire::read_page_request& m) -> wire::response {
+            if (t) lock_page(m.page, false);
+            if (m.known_version) {
+              detail::record_header h{};
+              std::uint32_t n = c_.env->read_record(t, m.page, &h, sizeof h, read_flags, true);
+              if (n == 0) return wire::page_response{wire::page_status::absent, {}, {}};
+              if (n == sizeof h && h.version == *m.known_version)
+                return wire::page_response{wire::page_status::unchanged, {}, {}};
+            }
+            scratch_.resize(wire::max_record);
+            std::uint32_t n = c_.env->read_record(t, m.page, scratch_.data(), wire::max_record, read_flags);
+            if (n == 0) return wire::page_response{wire::page_status::absent, {}, {}};
+            // The page's mapping object comes with it: the client's fault needs both.
+            detail::record_header h{};
+            if (n >= sizeof h) std::memcpy(&h, scratch_.data(), sizeof h);
+            mapping_.clear();
+            if (h.mapping_entries)
+              if (auto mo = c_.env->read_mapping(t, m.page, read_flags)) mapping_ = std::move(*mo);
+            return wire::page_response{wire::page_status::record,
+                                       std::string_view(reinterpret_cast<const char*>(scratch_.data()), n), mapping_};
+          },
+          [&](const wire::lock_write_request& m) -> wire::response {
+            require_txn();
+            lock_page(m.page, true);
+            return wire::ok_response{};
+          },
+          [&](const wire::get_request& m) -> wire::response {
+            if (t) lock_meta(m.key, false);
+            auto v = c_.env->get(t, m.key, read_flags);
+            if (!v) return wire::value_response{};
+            text_ = std::move(*v);
+            return wire::value_response{text_};
+          },
+          [&](const wire::scan_request& m) -> wire::response {
+            if (t && m.prefix.starts_with("t:")) lock_meta(m.prefix, false);
+            entries_.clear();
+            c_.env->scan(t, m.prefix, [&](std::string_view k, std::string_view v) { entries_.emplace_back(k, v); },
+                         read_flags);
+            wire::entries_response resp;
+            for (auto& [k, v] : entries_) resp.entries.emplace_back(k, v);
+            return resp;
+          },
+          [&](const wire::allocate_request& m) -> wire::response {
+            page_range pr = c_.numbers->take(m.n);
+            return wire::pages_response{pr.page, pr.frame};
+          },
+          [&](const wire::open_index_request& m) -> wire::response {
+            // Index handles are shared by all sessions: opened (created)
+            // outside any client's transaction.
+            return wire::index_response{c_.env->open_index(nullptr, std::string(m.name), m.unique)};
+          },
+          [&](const wire::index_insert_request& m) -> wire::response {
+            return wire::flag_response{c_.env->index_insert(t, m.index, m.key, m.value)};
+          },
+          [&](const wire::index_erase_request& m) -> wire::response {
+            return wire::flag_response{c_.env->index_erase(t, m.index, m.key, m.value_prefix)};
+          },
+          [&](const wire::index_scan_request& m) -> wire::response {
+            entries_.clear();
+            std::size_t limit = m.limit ? m.limit : 4096, bytes = 0;
+            bool more = false;
+            c_.env->index_scan(t, m.index, m.lo, m.hi, [&](std::string_view k, std::string_view v) {
+              if (m.after && (k < m.after->first || (k == m.after->first && v <= m.after->second)))
+                return true;  // up to where the last batch ended
+              if (entries_.size() >= limit || bytes > wire::max_message / 4) {
+                more = true;
+                return false;
+              }
+              bytes += k.size() + v.size() + 8;
+              entries_.emplace_back(k, v);
+              return true;
+            });
+            wire::entries_response resp;
+            resp.more = more;
+            for (auto& [k, v] : entries_) resp.entries.emplace_back(k, v);
+            return resp;
+          },
+          [&](const wire::log_position_request&) -> wire::response {
+            return wire::position_response{c_.env->log_position()};
+          },
+          [&](const wire::ping_request& m) -> wire::response {
+            text_.assign(m.reply_bytes, 'p');
+            return wire::pong_response{text_};
+          },
+      },
+      r);
 }
 
 }  // namespace qs::server

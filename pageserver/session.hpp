@@ -9,10 +9,9 @@
 // Locks, all taken with the transaction's Berkeley DB locker so that they are
 // released when it ends and the deadlock detector sees them:
 //  * page p: lock object "qs:p" + p; shared when the page is read,
-//    exclusive on lock_write and for every page the commit writes.
-//  * metadata: mapping objects (m:) and free-space hints (s:) are not locked
-//    (a mapping object is read and written with its page, under the page's
-//    lock; free-space entries are advice). Schema
+//    exclusive on lock_write and for every page the commit writes. A page's
+//    mapping object is part of its record, under the same lock.
+//  * metadata: free-space hints (s:) are not locked (they are advice). Schema
 //    records (t:) share one lock object; every other key (roots, the
 //    database's parameters) is its own object: shared when read in a
 //    transaction, exclusive when written. So two clients creating the same
@@ -33,7 +32,7 @@
 #include "page_numbers.hpp"
 
 #include <bdb_env.hpp>
-#include <wire/messages.hpp>
+#include <messages.hpp>
 
 #include <cstdint>
 #include <string>
@@ -62,11 +61,13 @@ class session {
 
  private:
   enum class state { hello, idle, txn, doomed };
-  void dispatch(const wire::request& r, wire::response& resp);
+  wire::response dispatch(const wire::request& r);
+  wire::response error_reply(wire::error_code code, std::string text);
   void lock_page(std::uint64_t page, bool exclusive);
   void lock_meta(std::string_view key, bool exclusive);
   void lock_object(const std::string& object, bool exclusive);
-  void apply(const wire::request& r);
+  // The writes of a write or commit request.
+  void apply(const std::vector<wire::page_op>& pages, const std::vector<wire::meta_op>& metas, bool commit);
   void end_transaction(bool commit, bool durable);
   void abort_quietly();
   std::uint32_t page_size();
@@ -82,7 +83,8 @@ class session {
   std::vector<std::byte> scratch_;
   std::string mapping_;  // the mapping object sent with the last page
   std::uint32_t page_size_ = 0;
-  std::string text_;  // backs byte strings of the response
+  std::string text_;  // backs byte strings of the response (value, pong)
+  std::string error_text_;  // backs an error response's text
   std::vector<std::pair<std::string, std::string>> entries_;
 };
 

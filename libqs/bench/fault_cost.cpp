@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "page_format.hpp"
+#include "checksum.hpp"
 
 namespace {
 

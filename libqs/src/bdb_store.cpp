@@ -65,7 +65,7 @@ void bdb_store::abort() {
   env_->abort(t);
 }
 
-bool bdb_store::read_page(std::uint64_t page, record_header& h, std::byte* image) {
+bool bdb_store::read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) {
   std::uint32_t want = sizeof(record_header) + page_size_;
   std::uint32_t n = env_->read_record(txn_, page, scratch_.get(), want);
   if (n == 0) return false;
@@ -74,17 +74,22 @@ bool bdb_store::read_page(std::uint64_t page, record_header& h, std::byte* image
                                  std::to_string(n) + " bytes, expected " + std::to_string(want));
   std::memcpy(&h, scratch_.get(), sizeof h);
   std::memcpy(image, scratch_.get() + sizeof h, page_size_);
+  mapping.clear();
+  if (h.mapping_entries != 0)
+    if (auto m = env_->read_mapping(txn_, page)) mapping = std::move(*m);
   return true;
 }
 
-void bdb_store::put_page(std::uint64_t page, const record_header& h, const std::byte* image) {
+void bdb_store::put_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                         const std::string* mapping) {
   std::memcpy(scratch_.get(), &h, sizeof h);
   std::memcpy(scratch_.get() + sizeof h, image, page_size_);
   env_->put_record(txn_, page, scratch_.get(), sizeof(record_header) + page_size_);
+  if (mapping) env_->put_mapping(txn_, page, *mapping);
 }
 
 void bdb_store::patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
-                           std::span<const byte_range> ranges) {
+                           std::span<const byte_range> ranges, const std::string* mapping) {
   // The header changes at every write (its checksum does). When the first
   // range starts near the image's start, one put covers both.
   std::size_t first = 0;
@@ -100,6 +105,7 @@ void bdb_store::patch_page(std::uint64_t page, const record_header& h, const std
   for (std::size_t i = first; i < ranges.size(); ++i)
     env_->put_record_part(txn_, page, static_cast<std::uint32_t>(sizeof h) + ranges[i].offset,
                           image + ranges[i].offset, ranges[i].length);
+  if (mapping) env_->put_mapping(txn_, page, *mapping);
 }
 
 void bdb_store::delete_page(std::uint64_t page) { env_->delete_record(txn_, page); }

@@ -10,6 +10,8 @@
 // The store transaction is one Berkeley DB transaction; page and frame
 // numbers come from the metadata counters next_page/next_frame, updated in
 // that transaction (so an aborted transaction gives its numbers back).
+//
+// Thread-safety: one thread at a time (store.hpp).
 #pragma once
 
 #include "bdb_env.hpp"
@@ -32,10 +34,11 @@ class bdb_store final : public store {
   void abort() override;
   bool in_transaction() const override { return txn_ != nullptr; }
 
-  bool read_page(std::uint64_t page, record_header& h, std::byte* image) override;
-  void put_page(std::uint64_t page, const record_header& h, const std::byte* image) override;
+  bool read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) override;
+  void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                const std::string* mapping) override;
   void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
-                  std::span<const byte_range> ranges) override;
+                  std::span<const byte_range> ranges, const std::string* mapping) override;
   void delete_page(std::uint64_t page) override;
   void lock_for_write(std::uint64_t) override {}
   page_range allocate_pages(std::uint64_t n) override;

@@ -30,7 +30,7 @@ database database::open(const std::string& path, const options& opts) {
   detail::check_map_budget(opts.pool_pages);
   std::unique_ptr<detail::store> s;
   if (detail::is_remote_url(path))
-    s = detail::connect_remote_store(path, opts);  // qs://host:port or qs+unix:///path: a qs-pageserver
+    s = detail::connect_remote_store(path, detail::remote_options{opts.server_secret});  // a qs-pageserver
   else
     s = std::make_unique<detail::bdb_store>(path, detail::bdb_options{opts.page_size, opts.store_cache_bytes});
   return database(std::make_unique<detail::database_impl>(std::move(s), opts));
@@ -58,7 +58,7 @@ bool database::contains(const void* p) const { return impl_->contains(p); }
 namespace qs::detail {
 
 void* allocate(database& db, const type_descriptor* d, std::size_t bytes, const void* near_object) {
-  return db.impl().allocate(d, bytes, near_object);
+  return impl_of(db).allocate(d, bytes, near_object);
 }
 
 void* allocate_near(const void* near_object, const type_descriptor* d, std::size_t bytes) {
@@ -95,18 +95,18 @@ void check_class_size(std::size_t requested, std::size_t own, const char* cls) {
 }
 
 std::uint32_t index_open(database& db, const std::string& name, bool unique) {
-  return db.impl().open_index(name, unique);
+  return impl_of(db).open_index(name, unique);
 }
 void index_insert(database& db, std::uint32_t ix, const std::string& name, std::string_view key,
                   std::string_view value) {
-  db.impl().index_insert(ix, name, key, value);
+  impl_of(db).index_insert(ix, name, key, value);
 }
 bool index_erase(database& db, std::uint32_t ix, std::string_view key, std::string_view value) {
-  return db.impl().index_erase(ix, key, value);
+  return impl_of(db).index_erase(ix, key, value);
 }
 std::vector<index_entry> index_scan(database& db, std::uint32_t ix, std::string_view lo, std::string_view hi,
                                     std::size_t limit) {
-  return db.impl().index_scan(ix, lo, hi, limit);
+  return impl_of(db).index_scan(ix, lo, hi, limit);
 }
 
 }  // namespace qs::detail

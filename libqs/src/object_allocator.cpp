@@ -4,7 +4,6 @@
 
 #include "keys.hpp"
 #include "page_heap.hpp"
-#include "store_record.hpp"
 
 #include <qs/error.hpp>
 
@@ -173,7 +172,7 @@ void object_allocator::deallocate(void* p) {
       pages_.discard(t);
       t->stored();
     }
-    delete_record(store_, page0 + i);
+    store_.delete_page(page0 + i);
   }
 }
 

@@ -4,7 +4,6 @@
 #include "diff.hpp"
 #include "page_check.hpp"
 #include "page_heap.hpp"
-#include "store_record.hpp"
 
 #include <qs/error.hpp>
 
@@ -88,7 +87,7 @@ void pager::page_in(page_desc* d) {
   std::string m;
   try {
     auto t0 = std::chrono::steady_clock::now();
-    bool found = read_record(store_, d->page, h, img, m);
+    bool found = store_.read_page(d->page, h, img, m);
     stats_.fetch_ns += since(t0);
     if (!found)
       throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " at frame " +
@@ -114,7 +113,7 @@ void pager::revalidate(page_desc* d) {
   record_header h;
   std::string m;
   try {
-    switch (read_record_if_changed(store_, d->page, d->hdr.version, h, image(d), m)) {
+    switch (store_.read_page_if_changed(d->page, d->hdr.version, h, image(d), m)) {
       case store::page_read::absent:
         throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " at frame " +
                                         std::to_string(d->frame) + " has no record in the store any more");
@@ -238,10 +237,10 @@ void pager::write_back(page_desc* d) {
   ++d->hdr.version;  // clients caching the page see that it changed
   d->hdr.checksum = record_checksum(d->hdr, img, page_size_);
   if (whole) {
-    put_record(store_, d->page, d->hdr, img, mapping);
+    store_.put_page(d->page, d->hdr, img, mapping);
     stats_.diff_bytes += page_size_;
   } else {
-    patch_record(store_, d->page, d->hdr, img, ranges, mapping);
+    store_.patch_page(d->page, d->hdr, img, ranges, mapping);
     for (auto& r : ranges) stats_.diff_bytes += r.length;
   }
   ++stats_.pages_written;
@@ -253,7 +252,7 @@ void pager::store_unbuilt(page_desc* d) {
   if (d->origin() != page_origin::unbuilt) return;
   d->hdr.magic = record_magic;
   d->hdr.checksum = record_checksum(d->hdr, zero_page_.get(), page_size_);
-  put_record(store_, d->page, d->hdr, zero_page_.get(), nullptr);
+  store_.put_page(d->page, d->hdr, zero_page_.get(), nullptr);
   d->stored();
   ++stats_.pages_written;
 }

@@ -2,8 +2,6 @@
 // (remote_store.hpp).
 #include "remote_store.hpp"
 
-#include "keys.hpp"
-
 #include <qs/error.hpp>
 
 #include <algorithm>
@@ -24,8 +22,8 @@ bool is_remote_url(const std::string& path) {
   return path.starts_with(tcp_scheme) || path.starts_with(unix_scheme);
 }
 
-std::unique_ptr<store> connect_remote_store(const std::string& url, const options& opts) {
-  std::string secret = opts.server_secret;
+std::unique_ptr<store> connect_remote_store(const std::string& url, const remote_options& o) {
+  std::string secret = o.secret;
   if (secret.empty())
     if (const char* s = std::getenv("QS_SECRET")) secret = s;
   return std::make_unique<remote_store>(url, secret);
@@ -63,21 +61,17 @@ void remote_store::connect() {
   } catch (const error& e) {
     throw connection_lost("server " + url_ + ": " + e.what());
   }
-  wire::request r;
-  r.type = wire::msg::hello;
-  r.magic = wire::magic;
-  r.version = wire::version;
-  r.secret = secret_;
-  const wire::response& resp = call(r);
-  if (resp.type != wire::msg::hello_ok || resp.a != wire::version) {
+  const auto& ok = call<wire::hello_ok_response>(wire::hello_request{wire::magic, wire::version, secret_});
+  if (ok.version != wire::version) {
     lost();
-    throw store_error("server " + url_ + ": unexpected answer to hello");
+    throw store_error("server " + url_ + ": the server speaks protocol version " + std::to_string(ok.version) +
+                      ", this client version " + std::to_string(wire::version));
   }
 }
 
 void remote_store::lost() { conn_.reset(); }
 
-[[noreturn]] void remote_store::raise(const wire::response& r) {
+[[noreturn]] void remote_store::raise(const wire::error_response& r) {
   std::string msg = "server " + url_ + ": " + std::string(r.text);
   switch (r.code) {
     case wire::error_code::deadlock: throw deadlock(msg);
@@ -91,16 +85,18 @@ void remote_store::lost() { conn_.reset(); }
   }
 }
 
-const wire::response& remote_store::call(const wire::request& r) {
+template <class Response>
+const Response& remote_store::call(const wire::request& r) {
+  const wire::msg type = wire::tag_of(r);
   if (!conn_) {
     if (in_txn_)
       throw connection_lost("server " + url_ + ": the connection was lost; the transaction is aborted");
-    if (r.type != wire::msg::hello) connect();
+    if (type != wire::msg::hello) connect();
   }
   wire::writer w;
   wire::encode(r, w);
   if (w.body_size() > wire::max_message)
-    throw store_error("server " + url_ + ": a " + wire::name_of(r.type) + " message of " +
+    throw store_error("server " + url_ + ": a " + wire::name_of(type) + " message of " +
                       std::to_string(w.body_size()) + " bytes exceeds the protocol's limit of " +
                       std::to_string(wire::max_message));
   try {
@@ -109,32 +105,38 @@ const wire::response& remote_store::call(const wire::request& r) {
     resp_ = wire::parse_response(in_);
   } catch (const wire::io_error& e) {
     lost();
-    throw connection_lost("server " + url_ + ": connection lost during " + wire::name_of(r.type) + " (" +
+    throw connection_lost("server " + url_ + ": connection lost during " + wire::name_of(type) + " (" +
                           e.what() + ")" + (in_txn_ ? "; the transaction is aborted" : ""));
   } catch (const wire::protocol_error& e) {
     lost();
-    throw connection_lost("server " + url_ + ": malformed answer to " + wire::name_of(r.type) + " (" + e.what() +
+    throw connection_lost("server " + url_ + ": malformed answer to " + wire::name_of(type) + " (" + e.what() +
                           "); connection closed");
   }
-  if (resp_.type == wire::msg::error) raise(resp_);
-  return resp_;
+  if (const auto* e = std::get_if<wire::error_response>(&resp_)) raise(*e);
+  if (const auto* a = std::get_if<Response>(&resp_)) return *a;
+  lost();  // the conversation is out of step: start afresh
+  throw store_error("server " + url_ + ": unexpected answer to " + wire::name_of(type) + " (" +
+                    wire::name_of(wire::tag_of(resp_)) + ")");
 }
 
 void remote_store::begin() {
   if (in_txn_) throw store_error("server " + url_ + ": store transaction already open");
   clear_pending();
-  wire::request r;
-  r.type = wire::msg::begin;
-  call(r);  // connects again first when the connection was lost
+  call<wire::ok_response>(wire::begin_request{});  // connects again first when the connection was lost
   in_txn_ = true;
 }
 
-void remote_store::fill_ops(wire::request& r, bool metas) {
+std::vector<wire::page_op> remote_store::page_ops() {
+  std::vector<wire::page_op> ops;
   for (auto& [page, p] : pages_) {
     wire::page_op op;
     op.kind = p.kind;
     op.page = page;
     if (p.kind == wire::page_op_kind::put) op.record = p.record;
+    if (p.mapping) {
+      op.mapping_op = p.mapping->empty() ? wire::mapping_change::remove : wire::mapping_change::set;
+      op.mapping = *p.mapping;
+    }
     if (p.kind == wire::page_op_kind::patch) {
       // Ranges from several writes of the page: sorted, merged, and sent
       // from the latest image.
@@ -153,15 +155,19 @@ void remote_store::fill_ops(wire::request& r, bool metas) {
       }
       emit();
     }
-    r.pages.push_back(std::move(op));
+    ops.push_back(std::move(op));
   }
-  if (metas)
-    for (auto& [k, v] : metas_)
-      r.metas.push_back(v ? wire::meta_op{wire::meta_op_kind::put, k, *v} : wire::meta_op{wire::meta_op_kind::remove, k, {}});
+  return ops;
+}
+
+std::vector<wire::meta_op> remote_store::meta_ops() const {
+  std::vector<wire::meta_op> ops;
+  for (auto& [k, v] : metas_)
+    ops.push_back(v ? wire::meta_op{wire::meta_op_kind::put, k, *v} : wire::meta_op{wire::meta_op_kind::remove, k, {}});
+  return ops;
 }
 
 void remote_store::clear_pending() {
-  arrived_mapping_.reset();
   pages_.clear();
   metas_.clear();
   pending_bytes_ = 0;
@@ -171,10 +177,7 @@ void remote_store::flush_if_large() {
   if (pending_bytes_ < flush_bytes || !in_txn_) return;
   // Pages only: metadata writes (small) wait for the commit, so that the
   // server's metadata B-tree is never write-locked while this client works.
-  wire::request r;
-  r.type = wire::msg::write;
-  fill_ops(r, false);
-  call(r);
+  call<wire::ok_response>(wire::write_request{page_ops(), {}});
   shipped_ += pending_bytes_;
   pages_.clear();
   pending_bytes_ = 0;
@@ -182,16 +185,13 @@ void remote_store::flush_if_large() {
 
 void remote_store::commit(bool durable) {
   if (!in_txn_) throw store_error("server " + url_ + ": commit with no transaction open");
-  wire::request r;
-  r.type = wire::msg::commit;
-  r.flag = durable;
-  fill_ops(r, true);
+  wire::commit_request r{durable, page_ops(), meta_ops()};
   std::size_t bytes = pending_bytes_;
   for (auto& [k, v] : metas_) bytes += k.size() + (v ? v->size() : 0);
   // The transaction ends here whatever the outcome: the server commits it or
   // aborts it.
   try {
-    call(r);
+    call<wire::ok_response>(std::move(r));
   } catch (...) {
     in_txn_ = false;
     clear_pending();
@@ -206,10 +206,8 @@ void remote_store::abort() {
   if (!in_txn_) return;
   clear_pending();
   if (conn_) {
-    wire::request r;
-    r.type = wire::msg::abort;
     try {
-      call(r);
+      call<wire::ok_response>(wire::abort_request{});
     } catch (const connection_lost&) {
       // The server aborts the transaction of a lost connection itself.
     }
@@ -226,54 +224,69 @@ void remote_store::take_record(std::uint64_t page, std::string_view rec, record_
   std::memcpy(image, rec.data() + sizeof h, page_size_);
 }
 
-bool remote_store::overlay_page(std::uint64_t page, record_header& h, std::byte* image, bool& found) {
-  auto it = pages_.find(page);
-  if (it == pages_.end()) return false;
-  found = it->second.kind != wire::page_op_kind::remove;
-  if (found) take_record(page, it->second.record, h, image);
-  return true;
-}
-
-bool remote_store::read_page(std::uint64_t page, record_header& h, std::byte* image) {
-  return read_page_if_changed(page, ~std::uint64_t{0}, h, image) == page_read::read;
-}
-
-store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uint64_t version,
-                                                    record_header& h, std::byte* image) {
-  bool found = false;
-  if (overlay_page(page, h, image, found)) return found ? page_read::read : page_read::absent;
-  wire::request r;
-  r.type = wire::msg::read_page;
-  r.page = page;
-  r.flag = version != ~std::uint64_t{0};
-  r.page_version = r.flag ? version : 0;
-  const wire::response& resp = call(r);
-  if (resp.type != wire::msg::page) throw store_error("server " + url_ + ": unexpected answer to read_page");
-  switch (resp.status) {
-    case wire::page_status::absent: return page_read::absent;
-    case wire::page_status::unchanged:
-      if (!r.flag) throw store_error("server " + url_ + ": answered 'unchanged' to a plain read");
-      return page_read::unchanged;
-    case wire::page_status::record: break;
+store::page_read remote_store::read_pending(std::uint64_t page, const pending_page& p, record_header& h,
+                                            std::byte* image, std::string& mapping) {
+  if (p.kind == wire::page_op_kind::remove) return page_read::absent;
+  take_record(page, p.record, h, image);
+  if (h.mapping_entries == 0) {
+    mapping.clear();
+  } else if (p.mapping) {
+    mapping = *p.mapping;
+  } else {
+    // The write kept the stored mapping object: the server has it.
+    const auto& resp = call<wire::page_response>(wire::read_page_request{page, {}});
+    if (resp.status == wire::page_status::record) mapping.assign(resp.mapping);
+    else mapping.clear();
   }
-  take_record(page, resp.text, h, image);
-  // The runtime asks for the page's mapping object next (when it has one).
-  arrived_mapping_ = {page, std::string(resp.mapping)};
   return page_read::read;
 }
 
-void remote_store::put_page(std::uint64_t page, const record_header& h, const std::byte* image) {
+bool remote_store::read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) {
+  return read_page_if_changed(page, ~std::uint64_t{0}, h, image, mapping) == page_read::read;
+}
+
+store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uint64_t version,
+                                                    record_header& h, std::byte* image, std::string& mapping) {
+  if (auto it = pages_.find(page); it != pages_.end()) return read_pending(page, it->second, h, image, mapping);
+  wire::read_page_request r{page, {}};
+  if (version != ~std::uint64_t{0}) r.known_version = version;
+  const auto& resp = call<wire::page_response>(r);
+  switch (resp.status) {
+    case wire::page_status::absent: return page_read::absent;
+    case wire::page_status::unchanged:
+      if (!r.known_version) throw store_error("server " + url_ + ": answered 'unchanged' to a plain read");
+      return page_read::unchanged;
+    case wire::page_status::record: break;
+  }
+  take_record(page, resp.record, h, image);
+  mapping.assign(resp.mapping);
+  return page_read::read;
+}
+
+void remote_store::note_mapping(pending_page& p, const std::string* mapping) {
+  if (!mapping) return;  // a later write that keeps it keeps an earlier one's
+  p.mapping = *mapping;
+  pending_bytes_ += mapping->size();
+}
+
+void remote_store::put_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                            const std::string* mapping) {
+  auto it = pages_.find(page);
+  bool removed = it != pages_.end() && it->second.kind == wire::page_op_kind::remove;
   pending_page& p = pages_[page];
+  // A record put where this transaction removed one has no mapping object to keep.
+  if (removed) p.mapping = std::string();
   p.kind = wire::page_op_kind::put;
   p.ranges.clear();
   p.record.assign(reinterpret_cast<const char*>(&h), sizeof h);
   p.record.append(reinterpret_cast<const char*>(image), page_size_);
   pending_bytes_ += p.record.size();
+  note_mapping(p, mapping);
   flush_if_large();
 }
 
 void remote_store::patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
-                              std::span<const byte_range> ranges) {
+                              std::span<const byte_range> ranges, const std::string* mapping) {
   auto it = pages_.find(page);
   bool fresh = it == pages_.end() || it->second.kind == wire::page_op_kind::remove;
   pending_page& p = pages_[page];
@@ -282,6 +295,7 @@ void remote_store::patch_page(std::uint64_t page, const record_header& h, const 
   if (fresh) {
     p.kind = wire::page_op_kind::patch;
     p.ranges.clear();
+    p.mapping.reset();
   }
   if (p.kind == wire::page_op_kind::patch) {  // (a put sends the whole record anyway)
     p.ranges.push_back({0, static_cast<std::uint32_t>(sizeof h)});
@@ -291,6 +305,7 @@ void remote_store::patch_page(std::uint64_t page, const record_header& h, const 
     }
     pending_bytes_ += sizeof h;
   }
+  note_mapping(p, mapping);
   flush_if_large();
 }
 
@@ -299,41 +314,25 @@ void remote_store::delete_page(std::uint64_t page) {
   p.kind = wire::page_op_kind::remove;
   p.record.clear();
   p.ranges.clear();
+  p.mapping.reset();  // removed with the record
   pending_bytes_ += 16;
 }
 
 void remote_store::lock_for_write(std::uint64_t page) {
   if (!in_txn_) return;
-  wire::request r;
-  r.type = wire::msg::lock_write;
-  r.page = page;
-  call(r);
+  call<wire::ok_response>(wire::lock_write_request{page});
 }
 
 store::page_range remote_store::allocate_pages(std::uint64_t n) {
-  wire::request r;
-  r.type = wire::msg::allocate;
-  r.n = n;
-  const wire::response& resp = call(r);
-  if (resp.type != wire::msg::pages) throw store_error("server " + url_ + ": unexpected answer to allocate");
-  return {resp.a, resp.b};
+  const auto& resp = call<wire::pages_response>(wire::allocate_request{n});
+  return {resp.page, resp.frame};
 }
 
 std::optional<std::string> remote_store::get(std::string_view key) {
   if (auto it = metas_.find(key); it != metas_.end()) return it->second;
-  if (arrived_mapping_ && key == mapping_key(arrived_mapping_->first)) {
-    std::string m = std::move(arrived_mapping_->second);
-    arrived_mapping_.reset();
-    if (m.empty()) return std::nullopt;
-    return m;
-  }
-  wire::request r;
-  r.type = wire::msg::get;
-  r.key = key;
-  const wire::response& resp = call(r);
-  if (resp.type != wire::msg::value) throw store_error("server " + url_ + ": unexpected answer to get");
-  if (!resp.flag) return std::nullopt;
-  return std::string(resp.text);
+  const auto& resp = call<wire::value_response>(wire::get_request{key});
+  if (!resp.value) return std::nullopt;
+  return std::string(*resp.value);
 }
 
 void remote_store::put(std::string_view key, std::string_view value) {
@@ -369,11 +368,7 @@ void remote_store::del(std::string_view key) {
 
 void remote_store::scan(std::string_view prefix,
                         const std::function<void(std::string_view, std::string_view)>& f) {
-  wire::request r;
-  r.type = wire::msg::scan;
-  r.key = prefix;
-  const wire::response& resp = call(r);
-  if (resp.type != wire::msg::entries) throw store_error("server " + url_ + ": unexpected answer to scan");
+  const auto& resp = call<wire::entries_response>(wire::scan_request{prefix});
   // The server's entries, overlaid with this transaction's buffered writes.
   std::map<std::string, std::string, std::less<>> merged;
   for (auto& [k, v] : resp.entries) merged.emplace(std::string(k), std::string(v));
@@ -385,35 +380,15 @@ void remote_store::scan(std::string_view prefix,
 }
 
 std::uint32_t remote_store::open_index(const std::string& name, bool unique) {
-  wire::request r;
-  r.type = wire::msg::open_index;
-  r.name = name;
-  r.flag = unique;
-  const wire::response& resp = call(r);
-  if (resp.type != wire::msg::number) throw store_error("server " + url_ + ": unexpected answer to open_index");
-  return static_cast<std::uint32_t>(resp.a);
+  return call<wire::index_response>(wire::open_index_request{name, unique}).index;
 }
 
 bool remote_store::index_insert(std::uint32_t index, std::string_view key, std::string_view value) {
-  wire::request r;
-  r.type = wire::msg::index_insert;
-  r.index = index;
-  r.key = key;
-  r.value = value;
-  const wire::response& resp = call(r);
-  if (resp.type != wire::msg::flag) throw store_error("server " + url_ + ": unexpected answer to index_insert");
-  return resp.flag;
+  return call<wire::flag_response>(wire::index_insert_request{index, key, value}).value;
 }
 
 bool remote_store::index_erase(std::uint32_t index, std::string_view key, std::string_view value) {
-  wire::request r;
-  r.type = wire::msg::index_erase;
-  r.index = index;
-  r.key = key;
-  r.value = value;
-  const wire::response& resp = call(r);
-  if (resp.type != wire::msg::flag) throw store_error("server " + url_ + ": unexpected answer to index_erase");
-  return resp.flag;
+  return call<wire::flag_response>(wire::index_erase_request{index, key, value}).value;
 }
 
 void remote_store::index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
@@ -422,20 +397,12 @@ void remote_store::index_scan(std::uint32_t index, std::string_view lo, std::str
   std::string after_key, after_value;
   bool after = false;
   for (;;) {
-    wire::request r;
-    r.type = wire::msg::index_scan;
-    r.index = index;
-    r.lo = after ? std::string_view(after_key) : lo;
-    r.hi = hi;
-    r.flag = after;
-    r.key = after_key;
-    r.value = after_value;
-    r.limit = 4096;
-    const wire::response& resp = call(r);
-    if (resp.type != wire::msg::entries) throw store_error("server " + url_ + ": unexpected answer to index_scan");
+    wire::index_scan_request r{index, after ? std::string_view(after_key) : lo, hi, {}, 4096};
+    if (after) r.after = wire::entry{after_key, after_value};
+    const auto& resp = call<wire::entries_response>(r);
     std::vector<std::pair<std::string, std::string>> batch;
     for (auto& [k, v] : resp.entries) batch.emplace_back(k, v);
-    bool more = resp.flag && !batch.empty();
+    bool more = resp.more && !batch.empty();
     for (auto& [k, v] : batch)
       if (!f(k, v)) return;
     if (!more) return;
@@ -443,17 +410,6 @@ void remote_store::index_scan(std::uint32_t index, std::string_view lo, std::str
     after_key = batch.back().first;
     after_value = batch.back().second;
   }
-}
-
-void remote_store::ping(std::uint32_t request_bytes, std::uint32_t reply_bytes) {
-  std::string payload(request_bytes, 'p');
-  wire::request r;
-  r.type = wire::msg::ping;
-  r.value = payload;
-  r.limit = reply_bytes;
-  const wire::response& resp = call(r);
-  if (resp.type != wire::msg::pong || resp.text.size() != reply_bytes)
-    throw store_error("server " + url_ + ": unexpected answer to ping");
 }
 
 }  // namespace qs::detail

@@ -14,8 +14,9 @@
 // transaction that buffers more than a few MiB of pages sends those early in
 // `write` messages. Reads see the buffered writes first.
 //
-// A fault is one round trip: the server sends a page's mapping object
-// (metadata "m:" + page) with the page, and it serves the get that follows.
+// A fault is one round trip: the server sends a page's mapping object with
+// the page. A page written in the transaction is read from the buffered
+// write; when that write kept the stored mapping object, the server sends it.
 //
 // The store is `shared`: the runtime revalidates its cached pages by version
 // at their first touch in a transaction (read_page_if_changed), and the
@@ -25,13 +26,13 @@
 // transaction and frees its locks. The next transaction (or a read outside
 // one) connects again. log_position() counts the bytes of writes shipped to
 // the server (the client's log records), not the server's log.
+//
+// Thread-safety: one thread at a time (store.hpp).
 #pragma once
 
 #include "store.hpp"
-#include "wire/connection.hpp"
-#include "wire/messages.hpp"
-
-#include <qs/database.hpp>
+#include "connection.hpp"
+#include "messages.hpp"
 
 #include <map>
 #include <memory>
@@ -41,8 +42,14 @@
 
 namespace qs::detail {
 
+struct remote_options {
+  // The shared secret of a server reached over TCP (qs://host:port); when
+  // empty, the environment variable QS_SECRET gives it.
+  std::string secret;
+};
+
 bool is_remote_url(const std::string& path);
-std::unique_ptr<store> connect_remote_store(const std::string& url, const options& opts);
+std::unique_ptr<store> connect_remote_store(const std::string& url, const remote_options& o);
 
 class remote_store final : public store {
  public:
@@ -55,12 +62,13 @@ class remote_store final : public store {
   void abort() override;
   bool in_transaction() const override { return in_txn_; }
 
-  bool read_page(std::uint64_t page, record_header& h, std::byte* image) override;
+  bool read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) override;
   page_read read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h,
-                                 std::byte* image) override;
-  void put_page(std::uint64_t page, const record_header& h, const std::byte* image) override;
+                                 std::byte* image, std::string& mapping) override;
+  void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                const std::string* mapping) override;
   void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
-                  std::span<const byte_range> ranges) override;
+                  std::span<const byte_range> ranges, const std::string* mapping) override;
   void delete_page(std::uint64_t page) override;
   void lock_for_write(std::uint64_t page) override;
   page_range allocate_pages(std::uint64_t n) override;
@@ -81,28 +89,33 @@ class remote_store final : public store {
   std::uint64_t log_position() override { return shipped_; }
   const std::string& name() const override { return url_; }
 
-  // A bare round trip: request_bytes to the server, reply_bytes back
-  // (benchmarks).
-  void ping(std::uint32_t request_bytes, std::uint32_t reply_bytes);
-
  private:
   struct pending_page {
     wire::page_op_kind kind;
     std::string record;  // header + image, as of the last write
     std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;  // patch: (offset, length) in the record
+    // The mapping object written with the page: nullopt keeps the stored
+    // one, an empty string removes it.
+    std::optional<std::string> mapping;
   };
 
   void connect();
   void lost();
-  // Sends r and returns the response (its byte strings view a buffer that
-  // the next call reuses); throws for an error response.
-  const wire::response& call(const wire::request& r);
-  [[noreturn]] void raise(const wire::response& r);
-  // Fills r's page and metadata operations from the buffered writes.
-  void fill_ops(wire::request& r, bool metas);
+  // Sends r and returns the response, which must be a Response (its byte
+  // strings view a buffer that the next call reuses); throws for an error
+  // response or an unexpected one.
+  template <class Response>
+  const Response& call(const wire::request& r);
+  [[noreturn]] void raise(const wire::error_response& r);
+  // The page and metadata operations of the buffered writes.
+  std::vector<wire::page_op> page_ops();
+  std::vector<wire::meta_op> meta_ops() const;
   void clear_pending();
   void flush_if_large();
-  bool overlay_page(std::uint64_t page, record_header& h, std::byte* image, bool& found);
+  // Takes a page written in this transaction from its buffered write.
+  page_read read_pending(std::uint64_t page, const pending_page& p, record_header& h, std::byte* image,
+                         std::string& mapping);
+  void note_mapping(pending_page& p, const std::string* mapping);
   void take_record(std::uint64_t page, std::string_view rec, record_header& h, std::byte* image);
 
   std::string url_;
@@ -118,9 +131,6 @@ class remote_store final : public store {
   std::map<std::uint64_t, pending_page> pages_;
   std::map<std::string, std::optional<std::string>, std::less<>> metas_;
   std::size_t pending_bytes_ = 0;
-  // The mapping object that came with the last page read, for the get of it
-  // that follows.
-  std::optional<std::pair<std::uint64_t, std::string>> arrived_mapping_;
   std::uint64_t shipped_ = 0;
 };
 

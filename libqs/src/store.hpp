@@ -5,20 +5,27 @@
 // client of qs-pageserver. The transaction, fault and allocator code do not
 // know which one they talk to.
 //
-// A store holds page records (record_header + page image, keyed by page
-// number) and small metadata records (keyed by strings). Every read and write
-// made between begin() and commit()/abort() belongs to one store transaction:
-// it commits atomically or not at all. Calls made with no transaction open are
-// reads, or writes that commit on their own.
+// A store holds page records and small metadata records (keyed by strings).
+// A page record, keyed by page number, is a record_header, the page image,
+// and the page's mapping object (mapping.hpp: where the page's pointers
+// pointed when it was written), which the store keeps with the record and
+// reads only when the header says there is one (mapping_entries != 0); the
+// runtime checks that the two agree. Every read and write made between
+// begin() and commit()/abort() belongs to one store transaction: it commits
+// atomically or not at all. Calls made with no transaction open are reads, or
+// writes that commit on their own.
 //
 // A store is `shared` when other clients may change it between this client's
 // transactions (qs-pageserver): the runtime then revalidates the pages it
 // keeps cached (read_page_if_changed) before using them in a new transaction.
 // Page and frame numbers come from allocate_pages, which never hands the same
 // number out twice, whichever client asks.
+//
+// Thread-safety: a store is used by one thread at a time (the runtime calls
+// it under its database lock).
 #pragma once
 
-#include "page_format.hpp"
+#include "page_record.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -46,23 +53,27 @@ class store {
   virtual void abort() = 0;
   virtual bool in_transaction() const = 0;
 
-  // Reads page `page` into `h` and `image` (page-size bytes). False if the
-  // page has no record.
-  virtual bool read_page(std::uint64_t page, record_header& h, std::byte* image) = 0;
-  // Writes a whole record.
-  virtual void put_page(std::uint64_t page, const record_header& h, const std::byte* image) = 0;
-  // Writes the header and the given ranges of the image of an existing record.
+  // Reads page `page`: its header into h, its image (page-size bytes) into
+  // `image`, its mapping object (encoded, mapping.hpp; empty when the page has
+  // none) into `mapping`. False if the page has no record.
+  virtual bool read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) = 0;
+  // Writes a whole record; `mapping` null keeps the stored mapping object, an empty string removes it.
+  virtual void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                        const std::string* mapping) = 0;
+  // Writes the header and the given ranges of the image of an existing record; `mapping` as for put_page.
   virtual void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
-                          std::span<const byte_range> ranges) = 0;
+                          std::span<const byte_range> ranges, const std::string* mapping) = 0;
+  // Removes the record and its mapping object.
   virtual void delete_page(std::uint64_t page) = 0;
   // What read_page_if_changed found.
   enum class page_read { absent, unchanged, read };
   // Like read_page, unless the stored record's version is `version`: then
-  // nothing is read (a remote store does not resend the page).
+  // nothing is read, h, image and mapping are left as they are (a remote
+  // store does not resend the page).
   virtual page_read read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h,
-                                         std::byte* image) {
+                                         std::byte* image, std::string& mapping) {
     (void)version;
-    return read_page(page, h, image) ? page_read::read : page_read::absent;
+    return read_page(page, h, image, mapping) ? page_read::read : page_read::absent;
   }
   // Hands out n new pages on n contiguous frames: returns the first page and
   // the first frame. Inside a transaction; an embedded store takes them back

@@ -31,7 +31,7 @@ database& current_database() {
 namespace qs {
 
 transaction::transaction(database& db) : db_(&db) {
-  db.impl().begin();
+  detail::impl_of(db).begin();
   previous_ = detail::current_txn;
   detail::current_txn = this;
 }
@@ -59,14 +59,14 @@ void transaction::commit() {
   if (!active_) throw error("database " + db_->path() + ": commit of a finished transaction");
   active_ = false;
   unlink();
-  db_->impl().commit();
+  detail::impl_of(*db_).commit();
 }
 
 void transaction::abort() {
   if (!active_) return;
   active_ = false;
   unlink();
-  db_->impl().abort();
+  detail::impl_of(*db_).abort();
 }
 
 transaction* transaction::current() noexcept { return detail::current_txn; }

@@ -4,10 +4,11 @@
 // The input is a byte stream cut into frames exactly as wire::connection
 // does (u32 length, body; lengths above the limit refused). Each body goes
 // through parse_request and parse_response; whatever parses must encode
-// back to the same bytes and parse again to the same encoding. Any crash,
-// sanitizer report or mismatch is a bug; protocol_error is the expected
-// answer to nonsense.
-#include <wire/messages.hpp>
+// back to the same bytes (the parsers accept one encoding of each message)
+// and parse again to the same encoding. Any crash, sanitizer report or
+// mismatch is a bug; malformed_message, naming a message and a field, is the
+// expected answer to nonsense, and nothing else may be thrown.
+#include <messages.hpp>
 
 #include <cstdint>
 #include <cstdlib>
@@ -24,11 +25,14 @@ void round_trip(std::span<const std::byte> body, Parse parse) {
     qs::wire::encode(m, w);
     const auto& frame = w.finish();
     std::span<const std::byte> again(frame.data() + 4, frame.size() - 4);
+    if (again.size() != body.size() || std::memcmp(again.data(), body.data(), body.size()) != 0)
+      std::abort();  // encode(parse(x)) == x
     auto m2 = parse(again);
     qs::wire::writer w2;
     qs::wire::encode(m2, w2);
-    if (w2.finish() != frame) std::abort();  // encode(parse(x)) is a fixed point
-  } catch (const qs::wire::protocol_error&) {
+    if (w2.finish() != frame) std::abort();  // and it parses again to the same message
+  } catch (const qs::wire::malformed_message& e) {
+    if (e.message().empty()) std::abort();  // every refusal names the message
   }
 }
 

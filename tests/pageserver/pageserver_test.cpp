@@ -8,8 +8,8 @@
 #include "support.hpp"
 #include "types.hpp"
 
-#include <wire/connection.hpp>
-#include <wire/messages.hpp>
+#include <connection.hpp>
+#include <messages.hpp>
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -72,12 +72,7 @@ struct raw_client {
 };
 
 qs::wire::request hello(const std::string& secret) {
-  qs::wire::request r;
-  r.type = qs::wire::msg::hello;
-  r.magic = qs::wire::magic;
-  r.version = qs::wire::version;
-  r.secret = secret;
-  return r;
+  return qs::wire::hello_request{qs::wire::magic, qs::wire::version, secret};
 }
 
 }  // namespace
@@ -192,8 +187,7 @@ TEST_CASE("malformed, truncated, oversized and out-of-order messages close only 
   }
   SECTION("out of order") {
     raw_client c(s.port());
-    qs::wire::request commit;
-    commit.type = qs::wire::msg::commit;
+    qs::wire::request commit = qs::wire::commit_request{};
     c.send(commit);  // before hello
     CHECK(c.drain().find("expected hello") != std::string::npos);
     raw_client d(s.port());
@@ -209,11 +203,8 @@ TEST_CASE("malformed, truncated, oversized and out-of-order messages close only 
   SECTION("a bad patch inside a transaction") {
     raw_client c(s.port());
     c.send(hello(s.secret()));
-    qs::wire::request b;
-    b.type = qs::wire::msg::begin;
-    c.send(b);
-    qs::wire::request w;
-    w.type = qs::wire::msg::write;
+    c.send(qs::wire::begin_request{});
+    qs::wire::write_request w;
     w.pages.push_back({qs::wire::page_op_kind::put, 1, "short", {}});
     c.send(w);
     CHECK(c.drain().find("a record of 5 bytes") != std::string::npos);

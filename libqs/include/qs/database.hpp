@@ -31,10 +31,13 @@
 namespace qs {
 
 class transaction;
+class database;
 
 namespace detail {
 class database_impl;
-}
+// The runtime behind a handle: for qs's own sources, not part of the API.
+database_impl& impl_of(database& db) noexcept;
+}  // namespace detail
 
 // What happens to a page whose pointers were rewritten because the pages
 // they point to could not keep their frames in this process.
@@ -93,7 +96,8 @@ struct statistics {
   // Where fetching pages in went (QuickStore's Table 6), summed over every
   // page brought in: the handler's whole time (hardware mode: from entry to
   // return; the kernel's signal delivery is not in it), and its parts: the
-  // store read and checksum, the mapping object, rewriting pointers and
+  // store read (the record and its mapping object) and checksum, decoding
+  // the mapping object and giving its runs frames, rewriting pointers and
   // vptrs, and mapping the frame.
   std::uint64_t fault_ns = 0;
   std::uint64_t fetch_ns = 0;
@@ -155,14 +159,16 @@ class database {
   // Whether `p` points into this database's persistent region.
   bool contains(const void* p) const;
 
-  detail::database_impl& impl() { return *impl_; }
-
  private:
+  friend detail::database_impl& detail::impl_of(database& db) noexcept;
+
   explicit database(std::unique_ptr<detail::database_impl> impl);
   void* root_cell(std::string_view name, const type_descriptor* d, std::size_t size,
                   const std::type_info& t);
 
   std::unique_ptr<detail::database_impl> impl_;
 };
+
+inline detail::database_impl& detail::impl_of(database& db) noexcept { return *db.impl_.get(); }
 
 }  // namespace qs

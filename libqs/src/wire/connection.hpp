@@ -6,6 +6,9 @@
 // reading the body. Interrupted system calls are resumed; SIGPIPE is never
 // raised (MSG_NOSIGNAL). Failures throw wire::io_error (the peer went away or
 // the socket failed) or wire::protocol_error (an oversized frame).
+//
+// Thread-safety: a connection is used by one thread at a time, except
+// shutdown(), which any thread may call to wake its reader.
 #pragma once
 
 #include "codec.hpp"

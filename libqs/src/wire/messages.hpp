@@ -1,116 +1,466 @@
-// wire/messages.hpp: the messages of the qs-pageserver protocol, and their
-// parsers and encoders (the one definition both sides compile).
+// wire/messages.hpp: the messages of the qs-pageserver protocol, one type per
+// request and per response, and their parsers and encoders (the one
+// definition both sides compile).
 //
-// Protocol version 2. A connection starts with the client's hello (magic,
+// Protocol version 3. A connection starts with the client's hello (magic,
 // version, and for TCP the shared secret); then the client sends one request
-// at a time and the server answers each with one response. Requests:
+// at a time and the server answers each with one response:
 //
-//   hello        magic, version, secret            -> hello_ok | error
-//   begin                                          -> ok
-//   write        page ops, meta ops (in the txn)   -> ok | error
-//   commit       durable, page ops, meta ops       -> ok | error (txn ended)
-//   abort                                          -> ok
-//   read_page    page, [version]                   -> page (absent|unchanged|record and
-//                                                     the page's mapping object)
-//   lock_write   page                              -> ok | error (deadlock)
-//   get          key                               -> value
-//   scan         prefix                            -> entries
-//   allocate     n                                 -> pages (first page, first frame)
-//   open_index   name, unique                      -> number
-//   index_insert/index_erase  index, key, value    -> flag
-//   index_scan   index, lo, hi, [after key, value], limit  -> entries (+ more)
-//   log_position                                   -> number
-//   ping         payload, n                        -> pong (n bytes): a bare round trip
+//   hello         magic, version, secret               -> hello_ok | error
+//   begin                                              -> ok
+//   write         page ops, meta ops (in the txn)      -> ok | error
+//   commit        durable, page ops, meta ops          -> ok | error (txn ended)
+//                 (a page op puts, patches or removes a record, and keeps,
+//                 sets or removes the page's mapping object with it)
+//   abort                                              -> ok
+//   read_page     page, [known version]                -> page: absent | unchanged |
+//                                                         record and mapping object
+//   lock_write    page                                 -> ok | error (deadlock)
+//   get           key                                  -> value: [value]
+//   scan          prefix                               -> entries
+//   allocate      n                                    -> pages: first page, first frame
+//   open_index    name, unique                         -> index: its number
+//   index_insert  index, key, value                    -> flag: inserted
+//   index_erase   index, key, value prefix             -> flag: erased
+//   index_scan    index, lo, hi, [after key, value], limit  -> entries (+ more)
+//   log_position                                       -> position
+//   ping          payload, reply bytes                 -> pong (that many bytes): a bare round trip
+//   any request                                        -> error: code, text
 //
-// Every field is bounds-checked by the parsers: lengths, counts, offsets into
-// page records, and trailing bytes. A body longer than max_message never
-// gets to a parser (the framing refuses it).
+// Each message type lists its fields once, in `fields(message, walk)`, with
+// their limits (codec.hpp): the encoder and the parser both follow it, so
+// the two cannot disagree. Every field is bounds-checked by the parser:
+// lengths, counts, enumerations, ranges, offsets into page records, and
+// trailing bytes; a violation throws wire::malformed_message naming the
+// message and the field. A body longer than max_message never gets to a
+// parser (the framing refuses it).
+//
+// A parsed message's byte strings view the body it was parsed from; an
+// encoded one's view whatever the sender points them at.
+//
+// Thread-safety: messages are values; parse and encode share no state.
 #pragma once
 
 #include "codec.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace qs::wire {
 
 constexpr std::uint32_t magic = 0x50575351;  // "QSWP"
-constexpr std::uint32_t version = 2;
+constexpr std::uint32_t version = 3;
 // The largest message body either side accepts.
 constexpr std::uint32_t max_message = 64u << 20;
-// The largest page record (64 KiB page and a 40-byte header, with room).
+// The largest page record (64 KiB page and a 48-byte header, with room).
 constexpr std::uint32_t max_record = 65536 + 64;
 // The largest mapping object: one 24-byte entry per pointer word of a page.
 constexpr std::uint32_t max_mapping = 65536 / 8 * 24;
-// The largest metadata key, value or index key, and secret.
+// The largest metadata key, value or index key, secret and index name.
 constexpr std::uint32_t max_key = 64u << 10;
 constexpr std::uint32_t max_value = 1u << 20;
 constexpr std::uint32_t max_secret = 1024;
+constexpr std::uint32_t max_index_name = 256;
+// The most pages one allocate asks for.
+constexpr std::uint64_t max_allocation = std::uint64_t{1} << 32;
 
+// The first byte of every body: which message it is.
 enum class msg : std::uint8_t {
   hello = 1, begin, write, commit, abort, read_page, lock_write, get, scan, allocate,
   open_index, index_insert, index_erase, index_scan, log_position, ping,
   // responses
-  ok = 64, error, hello_ok, page, value, entries, pages, number, flag, pong,
+  ok = 64, error, hello_ok, page, value, entries, pages, index, position, flag, pong,
 };
+const char* name_of(msg m);
 
 // Error codes in an error response.
 enum class error_code : std::uint32_t { store = 1, deadlock = 2, protocol = 3, auth = 4, invalid = 5, corrupt = 6 };
 
+// --- parts of messages ---
+
+// Bytes [offset, offset + data.size()) of a page record (header included).
 struct part {
-  std::uint32_t offset;  // in the record (header included)
+  std::uint32_t offset = 0;
   std::string_view data;
-};
-enum class page_op_kind : std::uint8_t { put = 1, patch = 2, remove = 3 };
-struct page_op {
-  page_op_kind kind;
-  std::uint64_t page;
-  std::string_view record;   // put: the whole record
-  std::vector<part> parts;   // patch
-};
-enum class meta_op_kind : std::uint8_t { put = 1, remove = 2 };
-struct meta_op {
-  meta_op_kind kind;
-  std::string_view key;
-  std::string_view value;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.u32("offset", m.offset, 0, max_record - 1);
+    w.bytes("data", m.data, max_record, 1);
+    w.check(std::uint64_t{m.offset} + m.data.size() <= max_record, "a patch outside the page record");
+  }
 };
 
-// A parsed request; the fields its type uses are set. Byte strings view the
-// message body they were parsed from.
-struct request {
-  msg type{};
-  std::uint32_t magic = 0, version = 0;
-  std::string_view secret, key, value, name, lo, hi;
-  std::uint64_t page = 0, n = 0;
-  bool flag = false;  // read_page: a version is given; open_index: unique; commit: durable;
-                      // index_scan: start after (key, value)
-  std::uint64_t page_version = 0;
-  std::uint32_t index = 0, limit = 0;
+enum class page_op_kind : std::uint8_t { put = 1, patch = 2, remove = 3 };
+// What a put or patch does to the page's mapping object (removing a page
+// removes its mapping object too).
+enum class mapping_change : std::uint8_t { keep = 0, set = 1, remove = 2 };
+// A write of one page record.
+struct page_op {
+  page_op_kind kind = page_op_kind::put;
+  std::uint64_t page = 0;
+  std::string_view record;  // put: the whole record
+  std::vector<part> parts;  // patch: at least one
+  mapping_change mapping_op = mapping_change::keep;  // put, patch
+  std::string_view mapping;                         // set: the new mapping object
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.enumeration("kind", m.kind, page_op_kind::put, page_op_kind::remove);
+    w.u64("page", m.page);
+    if (m.kind == page_op_kind::put) w.bytes("record", m.record, max_record, 1);
+    if (m.kind == page_op_kind::patch) {
+      w.list("parts", m.parts, 8, [&](auto& p) { part::fields(p, w); });
+      w.check(!m.parts.empty(), "a page patch with no parts");
+    }
+    if (m.kind != page_op_kind::remove) {
+      w.enumeration("mapping_op", m.mapping_op, mapping_change::keep, mapping_change::remove);
+      if (m.mapping_op == mapping_change::set) w.bytes("mapping", m.mapping, max_mapping, 1);
+    }
+  }
+};
+
+enum class meta_op_kind : std::uint8_t { put = 1, remove = 2 };
+// A write of one metadata record.
+struct meta_op {
+  meta_op_kind kind = meta_op_kind::put;
+  std::string_view key;
+  std::string_view value;  // put
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.enumeration("kind", m.kind, meta_op_kind::put, meta_op_kind::remove);
+    w.bytes("key", m.key, max_key, 1);
+    if (m.kind == meta_op_kind::put) w.bytes("value", m.value, max_value);
+  }
+};
+
+template <class M, class W>
+void page_and_meta_ops(M& m, W& w) {
+  w.list("pages", m.pages, 9, [&](auto& op) { page_op::fields(op, w); });
+  w.list("metas", m.metas, 6, [&](auto& op) { meta_op::fields(op, w); });
+}
+
+// An index entry, or a metadata record.
+using entry = std::pair<std::string_view, std::string_view>;
+
+// --- requests ---
+
+struct hello_request {
+  static constexpr msg tag = msg::hello;
+  std::uint32_t magic = 0;
+  std::uint32_t version = 0;
+  std::string_view secret;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.u32("magic", m.magic);
+    w.u32("version", m.version);
+    w.bytes("secret", m.secret, max_secret);
+  }
+};
+
+struct begin_request {
+  static constexpr msg tag = msg::begin;
+  template <class M, class W>
+  static void fields(M&, W&) {}
+};
+
+// Writes of the open transaction, sent ahead of its commit.
+struct write_request {
+  static constexpr msg tag = msg::write;
   std::vector<page_op> pages;
   std::vector<meta_op> metas;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    page_and_meta_ops(m, w);
+  }
+};
+
+// The transaction's last writes, and its end.
+struct commit_request {
+  static constexpr msg tag = msg::commit;
+  bool durable = true;
+  std::vector<page_op> pages;
+  std::vector<meta_op> metas;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.flag("durable", m.durable);
+    page_and_meta_ops(m, w);
+  }
+};
+
+struct abort_request {
+  static constexpr msg tag = msg::abort;
+  template <class M, class W>
+  static void fields(M&, W&) {}
+};
+
+struct read_page_request {
+  static constexpr msg tag = msg::read_page;
+  std::uint64_t page = 0;
+  // Revalidation: the version of the record the client holds; the server
+  // answers "unchanged" when it is still the stored one.
+  std::optional<std::uint64_t> known_version;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.u64("page", m.page);
+    w.optional("known_version", m.known_version, [&](auto& v) { w.u64("known_version", v); });
+  }
+};
+
+struct lock_write_request {
+  static constexpr msg tag = msg::lock_write;
+  std::uint64_t page = 0;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.u64("page", m.page);
+  }
+};
+
+struct get_request {
+  static constexpr msg tag = msg::get;
+  std::string_view key;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.bytes("key", m.key, max_key);
+  }
+};
+
+struct scan_request {
+  static constexpr msg tag = msg::scan;
+  std::string_view prefix;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.bytes("prefix", m.prefix, max_key);
+  }
+};
+
+struct allocate_request {
+  static constexpr msg tag = msg::allocate;
+  std::uint64_t n = 1;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.u64("n", m.n, 1, max_allocation);
+  }
+};
+
+struct open_index_request {
+  static constexpr msg tag = msg::open_index;
+  std::string_view name;
+  bool unique = false;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.bytes("name", m.name, max_index_name);
+    w.flag("unique", m.unique);
+  }
+};
+
+struct index_insert_request {
+  static constexpr msg tag = msg::index_insert;
+  std::uint32_t index = 0;
+  std::string_view key;
+  std::string_view value;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.u32("index", m.index);
+    w.bytes("key", m.key, max_key);
+    w.bytes("value", m.value, max_value);
+  }
+};
+
+// Removes one entry of key whose value begins with value_prefix.
+struct index_erase_request {
+  static constexpr msg tag = msg::index_erase;
+  std::uint32_t index = 0;
+  std::string_view key;
+  std::string_view value_prefix;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.u32("index", m.index);
+    w.bytes("key", m.key, max_key);
+    w.bytes("value_prefix", m.value_prefix, max_value);
+  }
+};
+
+// Entries with lo <= key <= hi, in (key, value) order, starting after
+// `after` when given (where the last batch ended); at most `limit` (0: the
+// server's default).
+struct index_scan_request {
+  static constexpr msg tag = msg::index_scan;
+  std::uint32_t index = 0;
+  std::string_view lo;
+  std::string_view hi;
+  std::optional<entry> after;
+  std::uint32_t limit = 0;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.u32("index", m.index);
+    w.bytes("lo", m.lo, max_key);
+    w.bytes("hi", m.hi, max_key);
+    w.optional("after", m.after, [&](auto& e) {
+      w.bytes("after.key", e.first, max_key);
+      w.bytes("after.value", e.second, max_value);
+    });
+    w.u32("limit", m.limit);
+  }
+};
+
+struct log_position_request {
+  static constexpr msg tag = msg::log_position;
+  template <class M, class W>
+  static void fields(M&, W&) {}
+};
+
+// A bare round trip: `payload` out, reply_bytes back.
+struct ping_request {
+  static constexpr msg tag = msg::ping;
+  std::string_view payload;
+  std::uint32_t reply_bytes = 0;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.bytes("payload", m.payload, max_message);
+    w.u32("reply_bytes", m.reply_bytes, 0, max_record);
+  }
+};
+
+using request = std::variant<hello_request, begin_request, write_request, commit_request, abort_request,
+                             read_page_request, lock_write_request, get_request, scan_request, allocate_request,
+                             open_index_request, index_insert_request, index_erase_request, index_scan_request,
+                             log_position_request, ping_request>;
+
+// --- responses ---
+
+struct ok_response {
+  static constexpr msg tag = msg::ok;
+  template <class M, class W>
+  static void fields(M&, W&) {}
+};
+
+struct error_response {
+  static constexpr msg tag = msg::error;
+  error_code code = error_code::store;
+  std::string_view text;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.enumeration("code", m.code, error_code::store, error_code::corrupt);
+    w.bytes("text", m.text, max_value);
+  }
+};
+
+struct hello_ok_response {
+  static constexpr msg tag = msg::hello_ok;
+  std::uint32_t version = 0;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.u32("version", m.version);
+  }
 };
 
 enum class page_status : std::uint8_t { absent = 0, unchanged = 1, record = 2 };
-
-struct response {
-  msg type{};
-  error_code code{};
-  std::string_view text;  // error: message; value, pong: the bytes; page: the record
-  std::string_view mapping;  // page (record): the page's mapping object, or empty
-  bool flag = false;      // value: found; entries: more follow; flag: the flag
-  page_status status{};   // page
-  std::uint64_t a = 0, b = 0;  // pages: page, frame; number, hello_ok: a
-  std::vector<std::pair<std::string_view, std::string_view>> entries;
+struct page_response {
+  static constexpr msg tag = msg::page;
+  page_status status = page_status::absent;
+  std::string_view record;   // record: header and image
+  std::string_view mapping;  // record: the page's mapping object, empty when it has none
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.enumeration("status", m.status, page_status::absent, page_status::record);
+    if (m.status == page_status::record) {
+      w.bytes("record", m.record, max_record, 1);
+      w.bytes("mapping", m.mapping, max_mapping);
+    }
+  }
 };
 
+struct value_response {
+  static constexpr msg tag = msg::value;
+  std::optional<std::string_view> value;  // absent: no such key
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.optional("value", m.value, [&](auto& v) { w.bytes("value", v, max_value); });
+  }
+};
+
+struct entries_response {
+  static constexpr msg tag = msg::entries;
+  bool more = false;  // index_scan: the limit cut the batch short
+  std::vector<entry> entries;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.flag("more", m.more);
+    w.list("entries", m.entries, 8, [&](auto& e) {
+      w.bytes("key", e.first, max_key);
+      w.bytes("value", e.second, max_value);
+    });
+  }
+};
+
+// Pages allocated: n pages from `page` on n frames from `frame`.
+struct pages_response {
+  static constexpr msg tag = msg::pages;
+  std::uint64_t page = 0;
+  std::uint64_t frame = 0;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.u64("page", m.page);
+    w.u64("frame", m.frame);
+  }
+};
+
+// The number of an open index.
+struct index_response {
+  static constexpr msg tag = msg::index;
+  std::uint32_t index = 0;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.u32("index", m.index);
+  }
+};
+
+// The end of the server's log, in bytes.
+struct position_response {
+  static constexpr msg tag = msg::position;
+  std::uint64_t position = 0;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.u64("position", m.position);
+  }
+};
+
+// index_insert: inserted (false: a unique index has the key);
+// index_erase: erased (false: no such entry).
+struct flag_response {
+  static constexpr msg tag = msg::flag;
+  bool value = false;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.flag("value", m.value);
+  }
+};
+
+struct pong_response {
+  static constexpr msg tag = msg::pong;
+  std::string_view payload;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.bytes("payload", m.payload, max_record);
+  }
+};
+
+using response = std::variant<ok_response, error_response, hello_ok_response, page_response, value_response,
+                              entries_response, pages_response, index_response, position_response, flag_response,
+                              pong_response>;
+
+// Parsing throws malformed_message (a protocol_error) for any body that is
+// not exactly one well-formed message of the direction's types.
 request parse_request(std::span<const std::byte> body);
-void encode(const request& r, writer& w);
 response parse_response(std::span<const std::byte> body);
+void encode(const request& r, writer& w);
 void encode(const response& r, writer& w);
 
-const char* name_of(msg m);
+msg tag_of(const request& r);
+msg tag_of(const response& r);
 
 }  // namespace qs::wire

@@ -1,5 +1,5 @@
 // CRC-32C (Castagnoli), with the SSE4.2 instruction when the CPU has it.
-#include "page_format.hpp"
+#include "checksum.hpp"
 
 #include <array>
 #include <cstring>

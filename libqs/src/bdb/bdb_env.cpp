@@ -21,6 +21,15 @@ struct page_key {
   }
 };
 
+// Sorts right after the page's record key.
+struct mapping_key {
+  unsigned char bytes[9];
+  explicit mapping_key(std::uint64_t page) {
+    for (int i = 7; i >= 0; --i, page >>= 8) bytes[i] = static_cast<unsigned char>(page);
+    bytes[8] = 'm';
+  }
+};
+
 Dbt dbt(std::string_view s) { return Dbt(const_cast<char*>(s.data()), static_cast<std::uint32_t>(s.size())); }
 
 }  // namespace
@@ -139,28 +148,40 @@ void bdb_env::delete_record(DbTxn* t, std::uint64_t page) {
   page_key pk(page);
   Dbt key(pk.bytes, sizeof pk.bytes);
   int rc = pages_->del(t, &key, t ? 0 : DB_AUTO_COMMIT);
-  if (rc == DB_NOTFOUND) return;
-  check(rc, "delete page " + std::to_string(page));
+  if (rc != DB_NOTFOUND) check(rc, "delete page " + std::to_string(page));
+  put_mapping(t, page, {});
 }
 
-// A page's mapping object ("m:" + page, keys.hpp) is kept in pages.db right
-// after the page's record (key: the page's 8 bytes and one more), on the
-// same B-tree leaf as a rule: reading it with the page costs no extra I/O.
-Db* bdb_env::place(std::string_view& k, std::string& buffer) const {
-  if (k.size() != 10 || !k.starts_with("m:")) return meta_.get();
-  buffer.assign(k.substr(2));
-  buffer.push_back('m');
-  k = buffer;
-  return pages_.get();
+std::optional<std::string> bdb_env::read_mapping(DbTxn* t, std::uint64_t page, std::uint32_t flags) {
+  mapping_key mk(page);
+  Dbt key(mk.bytes, sizeof mk.bytes);
+  Dbt data;
+  data.set_flags(DB_DBT_MALLOC);
+  int rc = pages_->get(t, &key, &data, flags);
+  if (rc == DB_NOTFOUND) return std::nullopt;
+  check(rc, "read the mapping object of page " + std::to_string(page));
+  std::string v(static_cast<const char*>(data.get_data()), data.get_size());
+  std::free(data.get_data());
+  return v;
+}
+
+void bdb_env::put_mapping(DbTxn* t, std::uint64_t page, std::string_view mapping) {
+  mapping_key mk(page);
+  Dbt key(mk.bytes, sizeof mk.bytes);
+  if (mapping.empty()) {
+    int rc = pages_->del(t, &key, t ? 0 : DB_AUTO_COMMIT);
+    if (rc != DB_NOTFOUND) check(rc, "delete the mapping object of page " + std::to_string(page));
+    return;
+  }
+  Dbt data = dbt(mapping);
+  check(pages_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write the mapping object of page " + std::to_string(page));
 }
 
 std::optional<std::string> bdb_env::get(DbTxn* t, std::string_view k, std::uint32_t flags) {
-  std::string buffer;
-  Db* db = place(k, buffer);
   Dbt key = dbt(k);
   Dbt data;
   data.set_flags(DB_DBT_MALLOC);
-  int rc = db->get(t, &key, &data, flags);
+  int rc = meta_->get(t, &key, &data, flags);
   if (rc == DB_NOTFOUND) return std::nullopt;
   check(rc, "read metadata");
   std::string v(static_cast<const char*>(data.get_data()), data.get_size());
@@ -169,17 +190,13 @@ std::optional<std::string> bdb_env::get(DbTxn* t, std::string_view k, std::uint3
 }
 
 void bdb_env::put(DbTxn* t, std::string_view k, std::string_view v) {
-  std::string buffer;
-  Db* db = place(k, buffer);
   Dbt key = dbt(k), data = dbt(v);
-  check(db->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write metadata");
+  check(meta_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write metadata");
 }
 
 void bdb_env::del(DbTxn* t, std::string_view k) {
-  std::string buffer;
-  Db* db = place(k, buffer);
   Dbt key = dbt(k);
-  int rc = db->del(t, &key, t ? 0 : DB_AUTO_COMMIT);
+  int rc = meta_->del(t, &key, t ? 0 : DB_AUTO_COMMIT);
   if (rc == DB_NOTFOUND) return;
   check(rc, "delete metadata");
 }

@@ -6,15 +6,17 @@
 //   "reservation"   size of the reservation in bytes (decimal)
 //   "next_page"     persistent page counter (decimal)
 //   "next_frame"    persistent frame counter (decimal)
-//   "m:" + page     the page's mapping object (mapping.hpp; page big-endian),
-//                   kept in pages.db next to the page's record (bdb_env.cpp)
 //   "s:" + page     a small-object page with room: "frame bytes"
 //   "t:" + name     a stored type layout (schema_registry.cpp)
 //   "r:" + name     a named root: "run-address page pages offset mangled-type-name"
+//
+// Page numbers in keys are big-endian, so that keys sort by page.
+// Thread-safety: pure functions.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace qs::detail {
 
@@ -28,7 +30,6 @@ inline std::uint64_t from_be64(std::string_view s) {
   for (unsigned char c : s.substr(0, 8)) v = (v << 8) | c;
   return v;
 }
-inline std::string mapping_key(std::uint64_t page) { return "m:" + be64(page); }
 inline std::string space_key(std::uint64_t page) { return "s:" + be64(page); }
 
 }  // namespace qs::detail

@@ -9,7 +9,9 @@
 // threads (DB_THREAD).
 //
 // Page records are in the B-tree `pages.db`, keyed by big-endian page number;
-// metadata in the B-tree `meta.db`. Each index is a B-tree of its own,
+// a page's mapping object is there too, right after its record (key: the
+// page's 8 bytes and 'm'), on the same B-tree leaf as a rule, so that reading
+// it with the page costs no extra I/O. Metadata is in the B-tree `meta.db`. Each index is a B-tree of its own,
 // `index.<name>.db`, with sorted duplicates unless it is unique; index handles
 // live as long as the environment and are numbered in the order opened.
 //
@@ -20,6 +22,9 @@
 //
 // Errors throw qs::store_error naming the directory (qs::deadlock when Berkeley
 // DB chose the transaction as a deadlock victim).
+//
+// Thread-safety: every member may be called from any thread at once, each
+// transaction from one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -62,7 +67,12 @@ class bdb_env {
   void put_record(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len);
   // Overwrites bytes [offset, offset + len) of the record.
   void put_record_part(DbTxn* t, std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len);
+  // Deletes the record of `page` and its mapping object.
   void delete_record(DbTxn* t, std::uint64_t page);
+  // The page's mapping object; nullopt when it has none.
+  std::optional<std::string> read_mapping(DbTxn* t, std::uint64_t page, std::uint32_t flags = 0);
+  // Stores the page's mapping object; an empty one is removed.
+  void put_mapping(DbTxn* t, std::uint64_t page, std::string_view mapping);
 
   std::optional<std::string> get(DbTxn* t, std::string_view key, std::uint32_t flags = 0);
   void put(DbTxn* t, std::string_view key, std::string_view value);
@@ -93,9 +103,6 @@ class bdb_env {
 
   std::string dir_;
   std::unique_ptr<DbEnv> env_;
-  // The database a metadata key lives in (mapping objects: pages.db, under a
-  // key rewritten into `buffer`).
-  Db* place(std::string_view& key, std::string& buffer) const;
   std::unique_ptr<Db> pages_;
   std::unique_ptr<Db> meta_;
   std::mutex index_mutex_;  // guards indexes_ (the handles themselves are thread-safe)

@@ -15,6 +15,9 @@
 //    every pointer word of the page (other than null) falls in one of them.
 //  * the encoding is 24 bytes per entry, little-endian, with nothing else:
 //    its size alone says how many entries there are.
+//
+// Thread-safety: values; a builder or moved_runs is used by one thread at a
+// time.
 #pragma once
 
 #include <cstddef>
