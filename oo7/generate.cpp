@@ -259,7 +259,7 @@ class progress {
 };
 
 struct Generator {
-  Generator(Db& db, const Config& c) : db(db), c(c) {}
+  Generator(Db& database, const Config& config) : db(database), c(config) {}
   Db& db;
   const Config& c;
   std::int32_t nextComplexId = 1;
