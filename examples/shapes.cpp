@@ -24,7 +24,7 @@ struct Shape {
 
 struct Circle : Shape {
   QS_PERSISTENT(Circle)
-  explicit Circle(double r) : r(r) {}
+  explicit Circle(double radius) : r(radius) {}
   const char* kind() const override { return "circle"; }
   double area() const override { return 3.14159265358979 * r * r; }
   double r;
@@ -32,7 +32,7 @@ struct Circle : Shape {
 
 struct Rectangle : Shape {
   QS_PERSISTENT(Rectangle)
-  Rectangle(double w, double h) : w(w), h(h) {}
+  Rectangle(double width, double height) : w(width), h(height) {}
   const char* kind() const override { return "rectangle"; }
   double area() const override { return w * h; }
   double w, h;

@@ -172,7 +172,10 @@ static ref<Text> make_text(store& s, ref<U> near, const char* sentence, std::int
 ref<Document> create_document(Db& db, std::int32_t id) {
   ref<Document> d = make<Document>(db.st);
   auto w = write(d);
-  std::snprintf(w->title, TitleSize, "Composite Part %08d", id);
+  // Formatted aside: in software mode g++ cannot tell that w is not null.
+  char title[TitleSize] = {};
+  std::snprintf(title, sizeof title, "Composite Part %08d", id);
+  std::memcpy(w->title, title, sizeof title);
   w->id = id;
   char sentence[64];
   std::snprintf(sentence, sizeof sentence, "I am the documentation for composite part #%08d.\n", id);
@@ -259,7 +262,7 @@ class progress {
 };
 
 struct Generator {
-  Generator(Db& db, const Config& c) : db(db), c(c) {}
+  Generator(Db& database, const Config& config) : db(database), c(config) {}
   Db& db;
   const Config& c;
   std::int32_t nextComplexId = 1;

@@ -39,7 +39,12 @@
 #if !defined(OO7_MODE_MEM)
 #define OO7_ON_QS 1
 #endif
-#if defined(OO7_MODE_SW) != (QS_SOFTWARE_SWIZZLE + 0 == 1)
+#if defined(QS_SOFTWARE_SWIZZLE) && QS_SOFTWARE_SWIZZLE + 0 == 1
+#define OO7_SOFTWARE_RUNTIME 1
+#else
+#define OO7_SOFTWARE_RUNTIME 0
+#endif
+#if defined(OO7_MODE_SW) != OO7_SOFTWARE_RUNTIME
 #error "OO7_MODE_SW goes with qs-software (QS_SOFTWARE_SWIZZLE=1), the other qs modes with qs-hardware"
 #endif
 

@@ -108,7 +108,7 @@ long dfs(IdSet& seen, ref<AtomicPart> p, Act& act, const Stop& stop) {
 
 template <class F>
 struct Action final : CompositeAction {
-  explicit Action(F f) : f(std::move(f)) {}
+  explicit Action(F fn) : f(std::move(fn)) {}
   long on_composite(ref<CompositePart> cp) override { return f(cp); }
   F f;
 };

@@ -274,7 +274,7 @@ int main(int argc, char** argv) {
         in >> c;
         total += c;
       }
-      std::printf("  %d client%s %10.0f commits/s\n", clients, clients == 1 ? " " : "s", total / seconds);
+      std::printf("  %d client%s %10.0f commits/s\n", clients, clients == 1 ? " " : "s", static_cast<double>(total) / seconds);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qs_pageserver_bench: %s\n", e.what());

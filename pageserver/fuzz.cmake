@@ -2,7 +2,8 @@
 # The main build uses g++; libFuzzer needs clang (Debian's `clang`, installed
 # by scripts/setup). The fuzzer is built by a custom command invoking clang++
 # on the parser sources, only when clang++ links -fsanitize=fuzzer here.
-# Tests: the saved corpus, then a few seconds of fuzzing from it.
+# Tests: the saved corpus, then a few seconds of fuzzing from it. Built only
+# with QS_BUILD_FUZZ (pageserver/CMakeLists.txt).
 find_program(QS_CLANGXX NAMES clang++ clang++-16 clang++-15 clang++-14)
 set(QS_FUZZER_OK OFF)
 if(QS_CLANGXX)
@@ -26,9 +27,11 @@ if(QS_FUZZER_OK)
   set(_fuzzer ${CMAKE_CURRENT_BINARY_DIR}/qs_parser_fuzzer)
   set(_wire ${PROJECT_SOURCE_DIR}/libqs/src/wire)
   set(_sources ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/parser_fuzzer.cpp ${_wire}/messages.cpp)
+  # qs's warning set, as clang takes it (cmake/QsWarnings.cmake).
+  qs_warning_flags(_warnings Clang)
   add_custom_command(
     OUTPUT ${_fuzzer}
-    COMMAND ${QS_CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+    COMMAND ${QS_CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined ${_warnings}
             -I${PROJECT_SOURCE_DIR}/libqs/include -I${_wire} ${_sources} -o ${_fuzzer}
     DEPENDS ${_sources} ${_wire}/messages.hpp ${_wire}/codec.hpp
     COMMENT "Building the wire-protocol fuzzer with clang (libFuzzer)")

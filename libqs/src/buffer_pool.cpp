@@ -23,7 +23,7 @@ page_desc* buffer_pool::victim() {
   // every page is pinned.
   for (std::uint64_t steps = 0; steps < 3ull * owner_.size(); ++steps) {
     page_desc* d = owner_[hand_];
-    hand_ = (hand_ + 1) % owner_.size();
+    hand_ = static_cast<std::uint32_t>((hand_ + 1) % owner_.size());
     if (!d || d->pinned()) continue;
     if (d->referenced) {
       d->referenced = false;

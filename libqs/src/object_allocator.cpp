@@ -84,7 +84,7 @@ void* object_allocator::allocate_small(std::uint32_t type, std::uint32_t payload
       if (void* p = try_allocate_on(c, type, payload, align)) return p;
   }
   // Pages with room, smallest room first that may fit; a few tries at most.
-  std::uint32_t need = payload + sizeof(object_header) + (align > 8 ? align : 0);
+  auto need = static_cast<std::uint32_t>(payload + sizeof(object_header) + (align > 8 ? align : 0));
   for (int tries = 0; tries < 4; ++tries) {
     auto it = by_room_.lower_bound({need, 0});
     if (it == by_room_.end()) break;

@@ -72,8 +72,8 @@ struct saved_object {
 
 class page_desc {
  public:
-  page_desc(std::uint64_t page, std::uint64_t frame, std::uint64_t run_first, std::uint32_t run_pages)
-      : page(page), frame(frame), run_first(run_first), run_pages(run_pages) {}
+  page_desc(std::uint64_t page_number, std::uint64_t frame_number, std::uint64_t first, std::uint32_t pages)
+      : page(page_number), frame(frame_number), run_first(first), run_pages(pages) {}
 
   // Identity: the page, its frame in this process, and the run of frames it
   // belongs to (the page alone, or every page of its large object, whose

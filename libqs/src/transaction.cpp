@@ -1,6 +1,7 @@
 // The public qs::transaction object, and database::run.
 #include "database_impl.hpp"
 
+#include <qs/persistent.hpp>
 #include <qs/transaction.hpp>
 
 #include <unistd.h>

@@ -22,14 +22,21 @@
 # the directory that created the target, once per target. Link-time
 # optimisation (INTERPROCEDURAL_OPTIMIZATION) is refused: objects must carry
 # DWARF.
+#
+# Works from any directory, including a project that added qs with
+# add_subdirectory: the generator's and the headers' paths are global
+# properties (QS_SCHEMA_GEN_SCRIPT, QS_SCHEMA_INCLUDE_DIR), the Python a cache
+# variable (QS_SCHEMA_PYTHON), none of them a variable of qs's directories.
 include_guard(GLOBAL)
 
-get_filename_component(_QS_SCHEMA_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
-set(QS_SCHEMA_GEN_SCRIPT "${_QS_SCHEMA_DIR}/qs_schema_gen.py")
+get_filename_component(_qs_schema_dir "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+set_property(GLOBAL PROPERTY QS_SCHEMA_GEN_SCRIPT "${_qs_schema_dir}/qs_schema_gen.py")
 # The command runs the package next to it: a change to any module of it
 # re-runs the generator as a change to the command does.
-file(GLOB _QS_SCHEMA_GEN_MODULES CONFIGURE_DEPENDS "${_QS_SCHEMA_DIR}/qs_schema/*.py")
-get_filename_component(_QS_SCHEMA_INCLUDE_DIR "${_QS_SCHEMA_DIR}/../libqs/include" ABSOLUTE)
+file(GLOB _qs_schema_gen_modules CONFIGURE_DEPENDS "${_qs_schema_dir}/qs_schema/*.py")
+set_property(GLOBAL PROPERTY QS_SCHEMA_GEN_MODULES "${_qs_schema_gen_modules}")
+get_filename_component(_qs_schema_include_dir "${_qs_schema_dir}/../libqs/include" ABSOLUTE)
+set_property(GLOBAL PROPERTY QS_SCHEMA_INCLUDE_DIR "${_qs_schema_include_dir}")
 
 # The Python that runs the generator must have pyelftools. /usr/bin/python3
 # first (Debian's python3-pyelftools installs there), then the PATH's.
@@ -102,6 +109,12 @@ endfunction()
 
 # Runs at the end of the directory that called qs_add_schema.
 function(_qs_add_schema_now target)
+  get_property(script GLOBAL PROPERTY QS_SCHEMA_GEN_SCRIPT)
+  get_property(modules GLOBAL PROPERTY QS_SCHEMA_GEN_MODULES)
+  get_property(include_dir GLOBAL PROPERTY QS_SCHEMA_INCLUDE_DIR)
+  if(NOT EXISTS "${script}")
+    message(FATAL_ERROR "qs_add_schema(${target}): the schema generator ${script} is missing")
+  endif()
   set(objs "${target}_qs_objects")
   set(gen "${CMAKE_CURRENT_BINARY_DIR}/${target}_qs_schema.cpp")
   get_target_property(_type "${target}" TYPE)
@@ -149,14 +162,13 @@ function(_qs_add_schema_now target)
 
   add_custom_command(
     OUTPUT "${gen}"
-    COMMAND "${QS_SCHEMA_PYTHON}" "${QS_SCHEMA_GEN_SCRIPT}" -o "${gen}" "$<TARGET_OBJECTS:${objs}>"
-    DEPENDS "$<TARGET_OBJECTS:${objs}>" "${objs}" "${QS_SCHEMA_GEN_SCRIPT}"
-            ${_QS_SCHEMA_GEN_MODULES}
+    COMMAND "${QS_SCHEMA_PYTHON}" "${script}" -o "${gen}" "$<TARGET_OBJECTS:${objs}>"
+    DEPENDS "$<TARGET_OBJECTS:${objs}>" "${objs}" "${script}" ${modules}
     COMMENT "qs schema-gen: persistent types of ${target}"
     COMMAND_EXPAND_LISTS VERBATIM)
   # The generated file needs only <qs/schema.hpp>.
   set_source_files_properties("${gen}" PROPERTIES
-    GENERATED ON INCLUDE_DIRECTORIES "${_QS_SCHEMA_INCLUDE_DIR}")
+    GENERATED ON INCLUDE_DIRECTORIES "${include_dir}")
 
   set_property(TARGET "${target}" PROPERTY SOURCES ${_keep})
   target_sources("${target}" PRIVATE "${gen}" "$<TARGET_OBJECTS:${objs}>")

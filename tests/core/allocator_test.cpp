@@ -64,7 +64,7 @@ TEST_CASE("delete frees persistent space and new objects reuse it") {
   int reused = 0;
   for (int i = 0; i < 1000; ++i) {
     Node* n = new (db) Node{-i, nullptr};
-    reused += freed.count(n);
+    reused += static_cast<int>(freed.count(n));
   }
   CHECK(reused == 1000);
   CHECK(db.root<Node*>("first")->value == 0);

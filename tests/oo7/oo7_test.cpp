@@ -273,6 +273,8 @@ void check_tiny_reads(Fixture& f) {
   }
 }
 
+#ifdef OO7_ON_QS
+// Every atomic part's (x, y), by id: for the tests on a database (below).
 std::map<std::int32_t, std::pair<std::int32_t, std::int32_t>> all_xy(Db& db) {
   std::map<std::int32_t, std::pair<std::int32_t, std::int32_t>> xy;
   txn t(db.st);
@@ -282,6 +284,7 @@ std::map<std::int32_t, std::pair<std::int32_t, std::int32_t>> all_xy(Db& db) {
   t.commit();
   return xy;
 }
+#endif
 
 }  // namespace
 

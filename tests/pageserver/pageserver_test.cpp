@@ -205,7 +205,10 @@ TEST_CASE("malformed, truncated, oversized and out-of-order messages close only 
     c.send(hello(s.secret()));
     c.send(qs::wire::begin_request{});
     qs::wire::write_request w;
-    w.pages.push_back({qs::wire::page_op_kind::put, 1, "short", {}});
+    qs::wire::page_op op;
+    op.page = 1;
+    op.record = "short";
+    w.pages.push_back(op);
     c.send(w);
     CHECK(c.drain().find("a record of 5 bytes") != std::string::npos);
   }

@@ -103,7 +103,9 @@ std::set<std::uint32_t> pointer_array(const T& object, E* const* first, std::siz
 }  // namespace
 
 // Never called: instantiates the persistent allocations of the containers
-// (type_key of their node types) and of QS_PERSISTENT.
+// (type_key of their node types) and of QS_PERSISTENT. External, so that it
+// is compiled although nothing calls it.
+Plain* instantiate(qs::database& db, Bag& bag);
 Plain* instantiate(qs::database& db, Bag& bag) {
   bag.v.push_back(nullptr);
   bag.s += "a string too long for the small-string buffer";

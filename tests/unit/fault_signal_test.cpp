@@ -17,7 +17,7 @@ namespace {
 
 // A target whose handling touches its own (still protected) range again:
 // what a runtime bug inside on_fault would do.
-struct reentrant : fault_target {
+struct reentrant final : fault_target {
   volatile char* page;
   void on_fault(void*, bool) override { (void)page[1]; }
 };

@@ -284,7 +284,7 @@ TEST_CASE("mem_store: the log position counts the bytes written") {
 }
 
 // The same operations on both stores, described by what each one answers.
-std::vector<std::string> script(store& s) {
+static std::vector<std::string> script(store& s) {
   std::vector<std::string> seen;
   auto note = [&](const std::string& what) { seen.push_back(what); };
   auto note_page = [&](std::uint64_t page) {

@@ -39,7 +39,7 @@ namespace qs {
 
 // Placement argument: allocate on the same page as `object` when it fits.
 struct near {
-  explicit near(const void* object) noexcept : object(object) {}
+  explicit near(const void* o) noexcept : object(o) {}
   const void* object;
 };
 

@@ -175,7 +175,7 @@ void unregister_fault_range(fault_target* target) {
 namespace {
 
 // The target of the detection measurement: makes its page writable.
-struct probe : fault_target {
+struct probe final : fault_target {
   void* page;
   std::size_t bytes;
   void on_fault(void*, bool) override { ::mprotect(page, bytes, PROT_READ | PROT_WRITE); }
