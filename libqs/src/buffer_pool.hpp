@@ -19,7 +19,7 @@
 
 namespace qs::detail {
 
-struct page_desc;
+class page_desc;
 
 class buffer_pool {
  public:

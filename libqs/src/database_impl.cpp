@@ -21,15 +21,18 @@ std::uint64_t since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-lock_scope::lock_scope(const database_impl& db) : lock_(db.mutex_, std::defer_lock) {
+lock_scope::lock_scope(const database_impl& db) : mutex_(db.mutex_) {
   if (db.fork_generation_ != fork_generation())
     throw error("database " + db.name() +
                 " was opened by the parent of this process: a child made by fork() cannot use it (open it again "
                 "in the child; an embedded database once the parent has closed it)");
-  lock_.lock();
+  mutex_.lock();
   ++lock_depth;
 }
-lock_scope::~lock_scope() { --lock_depth; }
+lock_scope::~lock_scope() {
+  --lock_depth;
+  mutex_.unlock();
+}
 bool lock_scope::held() noexcept { return lock_depth > 0; }
 
 database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
@@ -45,7 +48,7 @@ database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
                                    page_size_, n);
   allocator_ = std::make_unique<object_allocator>(*store_, *pager_, *relocator_, *access_, table_, log_, schema_,
                                                   page_size_, n);
-  refs_ = make_references(*pager_, *relocator_, *access_, table_, log_, *store_, stats_, n);
+  refs_ = make_references(*pager_, *relocator_, *access_, table_, log_, stats_, n);
   roots_ = std::make_unique<roots>(*store_, *refs_, *allocator_, log_, n);
   indexes_ = std::make_unique<indexes>(*store_, *refs_, n);
   schema_.load();
@@ -80,16 +83,21 @@ void database_impl::require_transaction(const std::string& what) const {
 }
 
 statistics database_impl::stats() const {
-  std::lock_guard<std::mutex> g(mutex_);
+  lock_scope g(*this);
   return stats_;
+}
+
+bool database_impl::in_transaction() const {
+  lock_scope g(*this);
+  return log_.open();
 }
 
 void database_impl::on_fault(void* address, bool write) {
   if (lock_scope::held())
     invalid_persistent_pointer(address, "the qs runtime touched a protected frame while holding its lock");
-  access_->check_fault(address);
   auto t0 = std::chrono::steady_clock::now();
   lock_scope g(*this);
+  access_->check_fault(address);
   page_desc* d = table_.by_frame(access_->frames().frame_of(address));
   if (d && (d->state() == page_state::writable || (d->state() == page_state::readable && !write))) return;
   if (!d) invalid_persistent_pointer(address, ("no page of database " + name() + " is at this address").c_str());

@@ -42,6 +42,7 @@
 #include "roots.hpp"
 #include "schema_registry.hpp"
 #include "store.hpp"
+#include "thread_annotations.hpp"
 #include "transaction_log.hpp"
 
 #include <qs/database.hpp>
@@ -60,75 +61,86 @@ class database_impl final : public fault_target {
   ~database_impl();
 
   // fault_target
-  void on_fault(void* address, bool write) override;
+  void on_fault(void* address, bool write) override QS_EXCLUDES(mutex_);
 
-  void begin();
-  void commit();
-  void abort();
-  bool in_transaction() const { return log_.open(); }
+  void begin() QS_EXCLUDES(mutex_);
+  void commit() QS_EXCLUDES(mutex_);
+  void abort() QS_EXCLUDES(mutex_);
+  bool in_transaction() const QS_EXCLUDES(mutex_);
 
-  void* allocate(const type_descriptor* d, std::size_t bytes, const void* near_object);
-  void deallocate(void* p);
+  void* allocate(const type_descriptor* d, std::size_t bytes, const void* near_object) QS_EXCLUDES(mutex_);
+  void deallocate(void* p) QS_EXCLUDES(mutex_);
 
-  std::uint32_t open_index(const std::string& name, bool unique);
-  void index_insert(std::uint32_t ix, const std::string& name, std::string_view key, std::string_view value);
-  bool index_erase(std::uint32_t ix, std::string_view key, std::string_view value);
-  std::vector<index_entry> index_scan(std::uint32_t ix, std::string_view lo, std::string_view hi, std::size_t limit);
+  std::uint32_t open_index(const std::string& name, bool unique) QS_EXCLUDES(mutex_);
+  void index_insert(std::uint32_t ix, const std::string& name, std::string_view key, std::string_view value)
+      QS_EXCLUDES(mutex_);
+  bool index_erase(std::uint32_t ix, std::string_view key, std::string_view value) QS_EXCLUDES(mutex_);
+  std::vector<index_entry> index_scan(std::uint32_t ix, std::string_view lo, std::string_view hi, std::size_t limit)
+      QS_EXCLUDES(mutex_);
 
-  void* root_cell(std::string_view name, const type_descriptor* d, std::size_t size, const std::type_info& t);
-  bool has_root(std::string_view name);
+  void* root_cell(std::string_view name, const type_descriptor* d, std::size_t size, const std::type_info& t)
+      QS_EXCLUDES(mutex_);
+  bool has_root(std::string_view name) QS_EXCLUDES(mutex_);
 
   // Software mode's entry points of qs/ref.hpp.
-  void* resolve_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag, bool for_write);
-  void identify(const void* p, std::uint64_t& page, std::uint32_t& offset, std::uint32_t& tag);
+  void* resolve_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag, bool for_write)
+      QS_EXCLUDES(mutex_);
+  void identify(const void* p, std::uint64_t& page, std::uint32_t& offset, std::uint32_t& tag) QS_EXCLUDES(mutex_);
 
-  void release_cache();
-  bool contains(const void* p) const { return access_->contains(p); }
+  void release_cache() QS_EXCLUDES(mutex_);
+  // The reservation's and the pool's bounds never change while the database
+  // is open: no lock.
+  bool contains(const void* p) const QS_NO_THREAD_SAFETY_ANALYSIS { return access_->contains(p); }
   std::uint32_t page_size() const { return page_size_; }
-  const std::string& name() const { return store_->name(); }
-  statistics stats() const;
-  store& backing_store() { return *store_; }
+  // The store's name never changes: no lock.
+  const std::string& name() const QS_NO_THREAD_SAFETY_ANALYSIS { return store_->name(); }
+  statistics stats() const QS_EXCLUDES(mutex_);
 
  private:
   friend class lock_scope;
-  void abort_locked();
-  void require_transaction(const std::string& what) const;
+  void abort_locked() QS_REQUIRES(mutex_);
+  void require_transaction(const std::string& what) const QS_REQUIRES(mutex_);
   // Between transactions, when the reservation runs short: forget every
   // frame assignment (the pool is emptied).
-  void reset_frames();
+  void reset_frames() QS_REQUIRES(mutex_);
 
-  std::unique_ptr<store> store_;
-  std::uint64_t fork_generation_;  // of the process that opened it
+  mutable mutex mutex_;
+  std::unique_ptr<store> store_ QS_PT_GUARDED_BY(mutex_);
+  const std::uint64_t fork_generation_;  // of the process that opened it
   std::uint32_t page_size_;
-  bool durable_;
-  mutable std::mutex mutex_;
-  statistics stats_;
-  schema_registry schema_;
-  page_table table_;
-  transaction_log log_;
-  std::uint64_t txn_log_start_ = 0;
-  std::unique_ptr<buffer_pool> pool_;
-  std::unique_ptr<page_access> access_;
-  std::unique_ptr<page_words> words_;
-  std::unique_ptr<pointer_check> pointers_;
-  std::unique_ptr<relocator> relocator_;
-  std::unique_ptr<pager> pager_;
-  std::unique_ptr<object_allocator> allocator_;
-  std::unique_ptr<references> refs_;
-  std::unique_ptr<roots> roots_;
-  std::unique_ptr<indexes> indexes_;
+  const bool durable_;
+  statistics stats_ QS_GUARDED_BY(mutex_);
+  schema_registry schema_ QS_GUARDED_BY(mutex_);
+  page_table table_ QS_GUARDED_BY(mutex_);
+  transaction_log log_ QS_GUARDED_BY(mutex_);
+  std::uint64_t txn_log_start_ QS_GUARDED_BY(mutex_) = 0;
+  // The components: each pointer is set once, in the constructor; what it
+  // points to is guarded by the lock.
+  std::unique_ptr<buffer_pool> pool_ QS_PT_GUARDED_BY(mutex_);
+  std::unique_ptr<page_access> access_ QS_PT_GUARDED_BY(mutex_);
+  std::unique_ptr<page_words> words_ QS_PT_GUARDED_BY(mutex_);
+  std::unique_ptr<pointer_check> pointers_ QS_PT_GUARDED_BY(mutex_);
+  std::unique_ptr<relocator> relocator_ QS_PT_GUARDED_BY(mutex_);
+  std::unique_ptr<pager> pager_ QS_PT_GUARDED_BY(mutex_);
+  std::unique_ptr<object_allocator> allocator_ QS_PT_GUARDED_BY(mutex_);
+  std::unique_ptr<references> refs_ QS_PT_GUARDED_BY(mutex_);
+  std::unique_ptr<roots> roots_ QS_PT_GUARDED_BY(mutex_);
+  std::unique_ptr<indexes> indexes_ QS_PT_GUARDED_BY(mutex_);
 };
 
 // Holds a database's mutex and marks the thread as inside the runtime.
 // Refuses (qs::error) a database opened by the parent of a forked process.
-class lock_scope {
+class QS_SCOPED_CAPABILITY lock_scope {
  public:
-  explicit lock_scope(const database_impl& db);
-  ~lock_scope();
+  explicit lock_scope(const database_impl& db) QS_ACQUIRE(db.mutex_);
+  ~lock_scope() QS_RELEASE();
+  lock_scope(const lock_scope&) = delete;
+  lock_scope& operator=(const lock_scope&) = delete;
+  // Whether the calling thread is inside the runtime of some database.
   static bool held() noexcept;
 
  private:
-  std::unique_lock<std::mutex> lock_;
+  mutex& mutex_;
 };
 
 }  // namespace qs::detail

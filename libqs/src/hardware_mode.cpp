@@ -107,7 +107,7 @@ std::unique_ptr<page_access> make_page_access(std::unique_ptr<frame_space> frame
 }
 
 std::unique_ptr<references> make_references(pager&, relocator& frames, page_access& access, page_table& table,
-                                            transaction_log&, store&, statistics&, const std::string& db_name) {
+                                            transaction_log&, statistics&, const std::string& db_name) {
   return std::make_unique<hardware_references>(frames, access, table, db_name);
 }
 

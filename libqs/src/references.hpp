@@ -37,7 +37,6 @@ class relocator;
 class page_access;
 class page_table;
 class transaction_log;
-class store;
 
 class references {
  public:
@@ -65,7 +64,7 @@ class references {
 
 // This library's mode.
 std::unique_ptr<references> make_references(pager& pages, relocator& frames, page_access& access,
-                                            page_table& table, transaction_log& log, store& s,
-                                            statistics& stats, const std::string& db_name);
+                                            page_table& table, transaction_log& log, statistics& stats,
+                                            const std::string& db_name);
 
 }  // namespace qs::detail

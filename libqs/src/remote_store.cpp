@@ -128,7 +128,11 @@ void remote_store::begin() {
 
 std::vector<wire::page_op> remote_store::page_ops() {
   std::vector<wire::page_op> ops;
-  for (auto& [page, p] : pages_) {
+  for (auto& entry : pages_) {
+    // (Not a structured binding: the lambda below captures the record, which
+    // clang before 16 refuses for bindings.)
+    const std::uint64_t page = entry.first;
+    auto& p = entry.second;
     wire::page_op op;
     op.kind = p.kind;
     op.page = page;

@@ -136,13 +136,12 @@ struct identifier {
 class software_references final : public references {
  public:
   software_references(pager& pages, relocator& frames, software_access& access, page_table& table,
-                      transaction_log& log, store& s, statistics& stats, const std::string& db_name)
+                      transaction_log& log, statistics& stats, const std::string& db_name)
       : pages_(pages),
         frames_(frames),
         access_(access),
         table_(table),
         log_(log),
-        store_(s),
         stats_(stats),
         db_name_(db_name) {}
 
@@ -341,7 +340,6 @@ class software_references final : public references {
   software_access& access_;
   page_table& table_;
   transaction_log& log_;
-  store& store_;
   statistics& stats_;
   const std::string& db_name_;
   std::vector<root_read> root_reads_;  // this transaction's
@@ -355,9 +353,9 @@ std::unique_ptr<page_access> make_page_access(std::unique_ptr<frame_space> frame
 }
 
 std::unique_ptr<references> make_references(pager& pages, relocator& frames, page_access& access,
-                                            page_table& table, transaction_log& log, store& s, statistics& stats,
+                                            page_table& table, transaction_log& log, statistics& stats,
                                             const std::string& db_name) {
-  return std::make_unique<software_references>(pages, frames, static_cast<software_access&>(access), table, log, s,
+  return std::make_unique<software_references>(pages, frames, static_cast<software_access&>(access), table, log,
                                                stats, db_name);
 }
 
