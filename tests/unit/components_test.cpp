@@ -1,0 +1,280 @@
+// The runtime's components wired over the in-memory store, without a
+// database_impl: the pager, the relocator, the allocator, roots and indexes,
+// each driven directly.
+#include <catch2/catch.hpp>
+
+#include "buffer_pool.hpp"
+#include "indexes.hpp"
+#include "mem_store.hpp"
+#include "object_allocator.hpp"
+#include "page_access.hpp"
+#include "page_table.hpp"
+#include "page_words.hpp"
+#include "pager.hpp"
+#include "pointer_check.hpp"
+#include "references.hpp"
+#include "relocator.hpp"
+#include "roots.hpp"
+#include "schema_registry.hpp"
+#include "transaction_log.hpp"
+
+#include <qs/error.hpp>
+
+#include <cstring>
+#include <memory>
+
+using namespace qs::detail;
+
+namespace {
+
+constexpr std::uint32_t page_size = 8192;
+
+// What database_impl wires, over a mem_store: one "process" of a database.
+struct rig {
+  explicit rig(qs_test::mem_store& s, std::uint32_t pool_pages = 16, std::uintptr_t base = 0x7e0000000000)
+      : store(s), pool(pool_pages, page_size) {
+    access = make_page_access(std::make_unique<frame_space>(base, std::uint64_t{4096} * page_size, page_size, false),
+                              pool, table);
+    pointers = std::make_unique<pointer_check>(words, *access, name);
+    relocate = std::make_unique<relocator>(*access, table, words, log, stats, opts, page_size, name);
+    pages = std::make_unique<pager>(store, pool, table, log, *access, *relocate, words, *pointers, stats, page_size,
+                                    name);
+    alloc = std::make_unique<object_allocator>(store, *pages, *relocate, *access, table, log, schema, page_size, name);
+    refs = make_references(*pages, *relocate, *access, table, log, stats, name);
+    named = std::make_unique<roots>(store, *refs, *alloc, log, name);
+    index = std::make_unique<indexes>(store, *refs, name);
+    schema.load();
+    alloc->load();
+  }
+  void begin() {
+    store.begin();
+    log.opened();
+  }
+  // What database_impl::commit does, minus roots and relocation.
+  void commit() {
+    for (page_desc* d : log.written()) pointers->check(d, pages->image(d), true);
+    for (page_desc* d : log.written()) pages->write_back(d);
+    for (page_desc* d : log.created()) pages->store_unbuilt(d);
+    alloc->commit();
+    store.commit(true);
+    pages->committed();
+    log.reset();
+    schema.commit();
+  }
+  std::byte* image_of(const void* p) {
+    page_desc* d = access->page_of(p);
+    return pages->image(d) + (static_cast<const std::byte*>(p) - access->address(d));
+  }
+
+  qs_test::mem_store& store;
+  std::string name = "mem";
+  qs::options opts;
+  qs::statistics stats;
+  schema_registry schema{store, name};
+  page_table table;
+  transaction_log log;
+  buffer_pool pool;
+  std::unique_ptr<page_access> access;
+  page_words words{schema, false, page_size, name};
+  std::unique_ptr<pointer_check> pointers;
+  std::unique_ptr<relocator> relocate;
+  std::unique_ptr<pager> pages;
+  std::unique_ptr<object_allocator> alloc;
+  std::unique_ptr<references> refs;
+  std::unique_ptr<roots> named;
+  std::unique_ptr<indexes> index;
+};
+
+qs_test::mem_store_options store_options() {
+  qs_test::mem_store_options o;
+  o.page_size = page_size;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("pager: a page written back is diffed, read back checked, and evicted dirty when the pool is full") {
+  qs_test::mem_store store(store_options());
+  std::uint64_t page;
+  {
+    rig r(store);
+    r.begin();
+    void* p = r.alloc->allocate(raw_descriptor(), 4000, nullptr);
+    std::memset(r.image_of(p), 7, 4000);
+    page = r.access->page_of(p)->page;
+    r.commit();
+    CHECK(store.has_page(page));
+    CHECK(r.stats.diff_bytes == page_size);  // a new page is written whole
+  }
+  rig r(store);  // a fresh "process": nothing resident
+  r.begin();
+  page_desc* d = r.relocate->ensure_run(0, page, 1);
+  r.pages->page_in(d);
+  CHECK(d->state() == page_state::readable);
+  CHECK(r.pages->image(d)[sizeof(page_header) + 64] == std::byte{7});
+  r.pages->make_writable(d);
+  r.pages->image(d)[sizeof(page_header) + 100] = std::byte{9};
+  std::uint64_t before = r.stats.diff_bytes;
+  r.commit();
+  CHECK(r.stats.diff_bytes - before == 8);  // only the word that changed
+
+  // Forty new pages through a pool of sixteen: the dirty ones are written
+  // before their slots are reused, and all come back whole.
+  r.begin();
+  std::vector<void*> objects;
+  for (int i = 0; i < 40; ++i) {
+    void* p = r.alloc->allocate(raw_descriptor(), 6000, nullptr);
+    std::memset(r.image_of(p), i + 1, 6000);
+    objects.push_back(p);
+  }
+  CHECK(r.stats.dirty_evictions > 0);
+  r.commit();
+  r.pages->evict_all_clean();
+  r.begin();
+  for (int i = 0; i < 40; ++i) {
+    page_desc* o = r.access->page_of(objects[i]);
+    r.pages->make_current(o);
+    REQUIRE(r.image_of(objects[i])[5999] == std::byte(i + 1));
+  }
+  store.abort();
+}
+
+TEST_CASE("pager: a record whose checksum fails is refused, and its slot given back") {
+  qs_test::mem_store store(store_options());
+  std::uint64_t page;
+  {
+    rig r(store);
+    r.begin();
+    void* p = r.alloc->allocate(raw_descriptor(), 64, nullptr);
+    page = r.access->page_of(p)->page;
+    r.commit();
+  }
+  {
+    // Damage the stored image behind the pager's back.
+    record_header h;
+    std::vector<std::byte> img(page_size);
+    std::string m;
+    REQUIRE(store.read_page(page, h, img.data(), m));
+    img[200] ^= std::byte{1};
+    store.begin();
+    store.put_page(page, h, img.data(), nullptr);
+    store.commit(true);
+  }
+  rig r(store);
+  r.begin();
+  page_desc* d = r.relocate->ensure_run(0, page, 1);
+  CHECK_THROWS_AS(r.pages->page_in(d), qs::corrupt_page);
+  CHECK(d->state() == page_state::absent);
+  std::uint32_t slot;
+  int free_slots = 0;
+  while (r.pool.take_free(d, slot)) ++free_slots;
+  CHECK(free_slots == 16);
+  store.abort();
+}
+
+TEST_CASE("relocator: a page whose target's frames are taken points to the target's new frames") {
+  qs_test::mem_store store(store_options());
+  std::uint64_t a_page, b_page;
+  std::uint64_t b_frame;
+  {
+    rig r(store);
+    r.begin();
+    // Two objects of one pointer each, on two pages: a points to b.
+    void* a = r.alloc->allocate(pointer_descriptor(), 8, nullptr);
+    void* filler = r.alloc->allocate(raw_descriptor(), 8152, nullptr);  // fills a's page
+    (void)filler;
+    void* b = r.alloc->allocate(pointer_descriptor(), 8, nullptr);
+    std::memcpy(r.image_of(a), &b, sizeof b);
+    a_page = r.access->page_of(a)->page;
+    b_page = r.access->page_of(b)->page;
+    b_frame = r.access->page_of(b)->frame;
+    REQUIRE(a_page != b_page);
+    r.commit();
+    CHECK(store.stored_mapping(a_page).has_value());
+  }
+  rig r(store);
+  r.begin();
+  // Something else holds b's frame in this process.
+  REQUIRE(r.relocate->take_frames(b_frame, 1) == b_frame);
+  page_desc* a = r.relocate->ensure_run(0, a_page, 1);
+  r.pages->page_in(a);
+  page_desc* b = r.table.by_page(b_page);
+  REQUIRE(b != nullptr);  // given frames when a came in
+  CHECK(b->frame != b_frame);
+  std::byte* obj = r.pages->image(a) + sizeof(page_header) + sizeof(object_header);
+  void* now;
+  std::memcpy(&now, obj, sizeof now);
+  CHECK(r.access->page_of(now) == b);
+  CHECK(r.stats.pointers_relocated == 1);
+  CHECK(a->rewritten());  // written whole if it is written
+  store.abort();
+}
+
+TEST_CASE("allocator: freed space is listed at commit and reused by the next process") {
+  qs_test::mem_store store(store_options());
+  std::vector<void*> objects;
+  std::uint64_t page;
+  {
+    rig r(store);
+    r.begin();
+    for (int i = 0; i < 60; ++i) objects.push_back(r.alloc->allocate(raw_descriptor(), 120, nullptr));
+    page = r.access->page_of(objects[0])->page;
+    r.commit();
+    r.begin();
+    for (int i = 0; i < 60; i += 2) r.alloc->deallocate(objects[i]);
+    r.commit();
+  }
+  rig r(store);
+  r.begin();
+  void* p = r.alloc->allocate(raw_descriptor(), 120, nullptr);
+  CHECK(r.access->page_of(p)->page == page);  // the freed space, not a new page
+  std::uint64_t pages_before = store.page_count();
+  r.commit();
+  CHECK(store.page_count() == pages_before);
+}
+
+TEST_CASE("allocator: an abort forgets the transaction's pages and its free-space changes") {
+  qs_test::mem_store store(store_options());
+  rig r(store);
+  r.begin();
+  void* keep = r.alloc->allocate(raw_descriptor(), 100, nullptr);
+  r.commit();
+  r.begin();
+  void* gone = r.alloc->allocate(raw_descriptor(), 8100, nullptr);  // more than keep's page has left
+  page_desc* d = r.access->page_of(gone);
+  REQUIRE(d->is_new());
+  for (page_desc* c : std::vector<page_desc*>(r.log.created())) r.pages->drop(c);
+  r.pages->aborted();
+  r.log.reset();
+  store.abort();
+  r.alloc->abort();
+  CHECK(r.access->page_of(gone) == nullptr);
+  CHECK(r.access->page_of(keep) != nullptr);
+  CHECK(store.page_count() == 1);
+}
+
+TEST_CASE("roots and indexes: locations that lead back to their objects") {
+  qs_test::mem_store store(store_options());
+  rig r(store);
+  r.begin();
+  void* cell = r.named->cell("head", pointer_descriptor(), 8, typeid(void*));
+  CHECK(r.named->cell("head", pointer_descriptor(), 8, typeid(void*)) == cell);
+  CHECK_THROWS_AS(r.named->cell("head", raw_descriptor(), 8, typeid(long)), qs::root_type_mismatch);
+  void* obj = r.alloc->allocate(raw_descriptor(), 32, nullptr);
+  std::uint32_t ix = r.index->open("by_key", true);
+  std::string ref(reinterpret_cast<const char*>(&obj), sizeof obj);
+  r.index->insert(ix, "by_key", "k1", ref);
+  CHECK_THROWS_AS(r.index->insert(ix, "by_key", "k1", ref), qs::duplicate_key);
+  auto found = r.index->scan(ix, "k1", "k1", 0);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].value == ref);
+  CHECK(r.index->erase(ix, "k1", ref));
+  CHECK(r.index->scan(ix, "", "\xff", 0).empty());
+  r.commit();
+  // Another process finds the root by name.
+  rig again(store, 16, 0x7d0000000000);
+  again.begin();
+  CHECK(again.named->exists("head"));
+  CHECK_FALSE(again.named->exists("tail"));
+  store.abort();
+}
