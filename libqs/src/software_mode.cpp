@@ -68,19 +68,17 @@ class software_access final : public page_access {
     }
     set_resident(h->page, frame_address(h));
   }
-  void hide_all() override { std::fill(resident_.begin(), resident_.end(), nullptr); }
+  void hide_all() override { std::fill(table(), table() + high_, nullptr); }
   // Each page's first use in the transaction takes the slow path, which
   // pins it until the transaction ends.
   void begin_transaction() override { hide_all(); }
   void make_current(database_impl* db) override {
     software_current_database.store(db);
-    current_ = this;
-    sw_residency = {resident_.data(), resident_.size()};
+    sw_residency = {table(), table_pages};
   }
   void forget_current(database_impl* db) override {
     database_impl* expected = db;
     if (software_current_database.compare_exchange_strong(expected, nullptr)) sw_residency = {};
-    if (current_ == this) current_ = nullptr;
   }
 
   std::byte* address(const page_desc* d) const override {
@@ -101,6 +99,7 @@ class software_access final : public page_access {
                                         "this raw address was kept after its page left the buffer pool");
   }
 
+  bool faults_pages_in() const override { return false; }
   bool pins_transaction_pages() const override { return true; }
   bool builds_whole_objects() const override { return true; }
   std::string pool_full_message(const std::string& db_name, std::uint32_t pool_pages) const override {
@@ -111,20 +110,24 @@ class software_access final : public page_access {
   }
 
   // Whether page is in the residency table.
-  bool resident(std::uint64_t page) const { return page < resident_.size() && resident_[page]; }
+  bool resident(std::uint64_t page) const { return page < table_pages && table()[page]; }
 
  private:
+  // Page numbers past the table's end are never in it: their references
+  // always take the slow path, which finds them all the same.
   void set_resident(std::uint64_t page, std::byte* at) {
-    if (page >= resident_.size()) {
-      if (!at) return;
-      resident_.resize(std::max<std::size_t>(page + 1, resident_.size() * 2), nullptr);
-      if (current_ == this) sw_residency = {resident_.data(), resident_.size()};
-    }
-    resident_[page] = at;
+    if (page >= table_pages) return;
+    table()[page] = at;
+    if (page >= high_ && at) high_ = page + 1;
   }
+  std::byte** table() const { return reinterpret_cast<std::byte**>(memory_.data()); }
 
-  static inline software_access* current_ = nullptr;
-  std::vector<std::byte*> resident_;
+  // The residency table never moves, so that qs/ref.hpp's inline path may
+  // read it while it grows: 2^28 entries reserved (2 GiB of address space),
+  // memory committed only where pages were resident.
+  static constexpr std::uint64_t table_pages = std::uint64_t{1} << 28;
+  zeroed_memory memory_{table_pages * sizeof(std::byte*)};
+  std::uint64_t high_ = 0;  // entries at or past it were never set
 };
 
 // qs::index's values are the bytes of a qs::ref: {page, offset, tag}.
