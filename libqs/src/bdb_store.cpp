@@ -16,6 +16,17 @@ namespace qs::detail {
 
 bdb_store::bdb_store(const std::string& dir, const bdb_options& o) : dir_(dir), page_size_(o.page_size) {
   std::error_code ec;
+  // A database is created only in an empty or absent directory: any other
+  // would get the store's files beside the user's.
+  if (std::filesystem::exists(dir, ec)) {
+    if (!std::filesystem::is_directory(dir, ec))
+      throw invalid_argument("database " + dir + ": not a directory (a database is a directory of its own)");
+    bool empty = std::filesystem::is_empty(dir, ec);
+    if (!empty && !std::filesystem::exists(std::filesystem::path(dir) / "qs.lock", ec))
+      throw invalid_argument("database " + dir +
+                             ": the directory is not empty and holds no qs database; qs creates a database only "
+                             "in an empty or absent directory");
+  }
   std::filesystem::create_directories(dir, ec);
   if (ec) throw store_error("database " + dir + ": cannot create the directory: " + ec.message());
   std::string lock_path = dir + "/qs.lock";

@@ -8,6 +8,7 @@
 #include <qs/database.hpp>
 #include <qs/index.hpp>
 #include <qs/persistent.hpp>
+#include <qs/prefault.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -110,3 +111,26 @@ std::vector<index_entry> index_scan(database& db, std::uint32_t ix, std::string_
 }
 
 }  // namespace qs::detail
+
+namespace qs {
+
+void prefault(const void* p, std::size_t n, prefault_access access) {
+  detail::database_impl* db = detail::database_of(p);
+  // Software mode maps what a transaction uses for its whole length, and
+  // logs what qs::write announced: nothing to fault in.
+  if (n == 0 || !db || !db->faults_pages_in()) return;
+  // The program's own touches, which take the usual faults: one byte of
+  // each page of the range (a write of the byte's own value for for_write,
+  // which changes nothing the commit's diff would log).
+  const std::size_t page = db->page_size();
+  auto* at = static_cast<volatile char*>(const_cast<void*>(p));
+  auto* end = at + n;
+  while (at < end) {
+    char c = *at;
+    if (access == for_write) *at = c;
+    auto next = (reinterpret_cast<std::uintptr_t>(at) / page + 1) * page;
+    at = reinterpret_cast<volatile char*>(next);
+  }
+}
+
+}  // namespace qs

@@ -92,6 +92,9 @@ class database_impl final : public fault_target {
   // is open: no lock.
   bool contains(const void* p) const QS_NO_THREAD_SAFETY_ANALYSIS { return access_->contains(p); }
   std::uint32_t page_size() const { return page_size_; }
+  // Whether the program's touches fault pages in (hardware mode). Fixed for
+  // the database's life: no lock.
+  bool faults_pages_in() const QS_NO_THREAD_SAFETY_ANALYSIS { return access_->faults_pages_in(); }
   // The store's name never changes: no lock.
   const std::string& name() const QS_NO_THREAD_SAFETY_ANALYSIS { return store_->name(); }
   statistics stats() const QS_EXCLUDES(mutex_);

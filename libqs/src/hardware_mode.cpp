@@ -40,6 +40,7 @@ class hardware_access final : public page_access {
   std::string raw_address_note() const override { return "inside the persistent region"; }
   void check_fault(void*) const override {}
 
+  bool faults_pages_in() const override { return true; }
   bool pins_transaction_pages() const override { return false; }
   bool builds_whole_objects() const override { return false; }
   std::string pool_full_message(const std::string& db_name, std::uint32_t pool_pages) const override {

@@ -72,6 +72,8 @@ class page_access {
   // when the mode never faults pages in.
   virtual void check_fault(void* address) const = 0;
 
+  // Whether the program's touches of frames fault pages in.
+  virtual bool faults_pages_in() const = 0;
   // Whether the pages a transaction uses stay in the pool until it ends.
   virtual bool pins_transaction_pages() const = 0;
   // Whether a new large object is built whole at once (else page by page,

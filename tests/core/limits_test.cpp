@@ -11,6 +11,11 @@
 #include <string>
 #include <thread>
 
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -128,4 +133,65 @@ TEST_CASE("a child made by fork() cannot use its parent's database, and the pare
   CHECK(n == 20000);
   head->key = 7;
   tx.commit();
+}
+
+TEST_CASE("system calls on persistent memory fail with EFAULT until qs::prefault brings it in") {
+  test_dir dir;
+  const std::size_t n = 24000;  // a large object: three pages
+  {
+    auto db = qs::database::open(dir.sub("db"), small_options());
+    qs::transaction tx(db);
+    char* text = qs::allocator<char>().allocate(n);
+    for (std::size_t i = 0; i < n; ++i) text[i] = static_cast<char>('a' + i % 26);
+    db.root<char*>("text") = text;
+    tx.commit();
+  }
+  std::string file = dir.sub("file");
+  int fd = ::open(file.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  {
+    auto db = qs::database::open(dir.sub("db"), small_options());
+    qs::transaction tx(db);
+    char* text = db.root<char*>("text");  // its pages are not resident
+    errno = 0;
+    CHECK(::write(fd, text, n) == -1);
+    CHECK(errno == EFAULT);
+    qs::prefault(text, n, qs::for_read);
+    CHECK(::write(fd, text, n) == static_cast<ssize_t>(n));
+    // Resident now, but read-only: the kernel cannot fill it.
+    std::string zs(n, 'z');
+    CHECK(::pwrite(fd, zs.data(), n, 0) == static_cast<ssize_t>(n));
+    errno = 0;
+    CHECK(::pread(fd, text, n, 0) == -1);
+    CHECK(errno == EFAULT);
+    qs::prefault(text, n, qs::for_write);
+    CHECK(::pread(fd, text, n, 0) == static_cast<ssize_t>(n));
+    tx.commit();
+  }
+  ::close(fd);
+  auto db = qs::database::open(dir.sub("db"), small_options());
+  qs::transaction tx(db);
+  char* text = db.root<char*>("text");
+  CHECK(std::string(text, n) == std::string(n, 'z'));  // what read() wrote was committed
+}
+
+TEST_CASE("a directory that holds something else is not turned into a database") {
+  test_dir dir;
+  std::string mine = dir.sub("mine");
+  std::filesystem::create_directories(mine);
+  { std::ofstream(mine + "/notes.txt") << "the user's"; }
+  try {
+    qs::database::open(mine, small_options());
+    FAIL("a database was created beside the user's files");
+  } catch (const qs::error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("not empty and holds no qs database"));
+  }
+  CHECK(std::filesystem::directory_iterator(mine) != std::filesystem::directory_iterator());
+  CHECK_FALSE(std::filesystem::exists(mine + "/meta.db"));
+  CHECK_THROWS_AS(qs::database::open(mine + "/notes.txt", small_options()), qs::error);
+  // Empty or absent directories are fine, and so is an existing database.
+  std::filesystem::create_directories(dir.sub("empty"));
+  { auto db = qs::database::open(dir.sub("empty"), small_options()); }
+  { auto db = qs::database::open(dir.sub("empty"), small_options()); }
+  { auto db = qs::database::open(dir.sub("absent"), small_options()); }
 }

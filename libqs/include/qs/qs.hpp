@@ -9,6 +9,7 @@
 #include <qs/error.hpp>
 #include <qs/index.hpp>
 #include <qs/persistent.hpp>
+#include <qs/prefault.hpp>
 #include <qs/ref.hpp>
 #include <qs/schema.hpp>
 #include <qs/transaction.hpp>
