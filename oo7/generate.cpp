@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <sys/resource.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,7 +22,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <sys/resource.h>
 
 namespace oo7 {
 
@@ -117,8 +117,7 @@ Config config_named(const std::string& what) {
     c.ManualSize = get("ManualSize");
   }
   if (c.NumAssmPerAssm < 1 || c.NumCompPerAssm < 1 || c.NumCompPerModule < 1 || c.NumAssmLevels < 2 ||
-      c.TotalModules < 1 || c.NumAtomicPerComp < 1 || c.NumConnPerAtomic < 1 || c.DocumentSize < 8 ||
-      c.ManualSize < 8)
+      c.TotalModules < 1 || c.NumAtomicPerComp < 1 || c.NumConnPerAtomic < 1 || c.DocumentSize < 8 || c.ManualSize < 8)
     throw error("OO7 configuration '" + what + "' has a parameter out of range");
   return c;
 }
@@ -383,9 +382,10 @@ void report_layout(Db& db) {
   std::printf("  documents: %zu pages, in id order; text of %d bytes each, %s\n", docs.size(), db.cfg.DocumentSize,
               db.cfg.DocumentSize > 8000 ? "a large object on pages of its own right after its document"
                                          : "next to its document");
-  std::printf("  composite parts with their atomic parts and connections: %zu pages, %.2f per composite part "
-              "(at most %ld)\n",
-              comps.size(), ncomp ? static_cast<double>(sumPerComp) / static_cast<double>(ncomp) : 0.0, maxPerComp);
+  std::printf(
+      "  composite parts with their atomic parts and connections: %zu pages, %.2f per composite part "
+      "(at most %ld)\n",
+      comps.size(), ncomp ? static_cast<double>(sumPerComp) / static_cast<double>(ncomp) : 0.0, maxPerComp);
 }
 
 }  // namespace
@@ -457,8 +457,8 @@ void generate(Db& db, const Config& cfg, bool quiet) {
     std::printf("Database %s (%s) generated:\n", cfg.name, mode_name);
     std::printf("  %d atomic parts, %d connections, %d composite parts, %d documents,\n", cfg.totalAtomicParts(),
                 cfg.totalAtomicParts() * cfg.NumConnPerAtomic, cfg.totalCompParts(), cfg.totalCompParts());
-    std::printf("  %ld complex assemblies, %ld base assemblies, %d modules, %d manuals\n", g.complexCount,
-                g.baseCount, cfg.TotalModules, cfg.TotalModules);
+    std::printf("  %ld complex assemblies, %ld base assemblies, %d modules, %d manuals\n", g.complexCount, g.baseCount,
+                cfg.TotalModules, cfg.TotalModules);
     std::printf("  wall time %.3f s, CPU time %.3f s\n", std::chrono::duration<double>(t1 - t0).count(),
                 cpu_seconds() - c0);
   }

@@ -65,8 +65,9 @@ std::uint64_t dir_bytes(const std::string& dir, bool data_only) {
       std::string n = e->d_name;
       if (n == "." || n == "..") continue;
       if (data_only && (n.rfind("log.", 0) == 0 || n.rfind("__db", 0) == 0)) continue;
-      struct stat st{};
-      if (::stat((dir + "/" + n).c_str(), &st) == 0 && S_ISREG(st.st_mode)) total += static_cast<std::uint64_t>(st.st_size);
+      struct stat st {};
+      if (::stat((dir + "/" + n).c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        total += static_cast<std::uint64_t>(st.st_size);
     }
     ::closedir(d);
   }
@@ -79,7 +80,7 @@ void drop_os_cache(const std::string& dir) {
   if (!d) throw oo7::error("cannot open directory " + dir);
   while (dirent* e = ::readdir(d)) {
     std::string p = dir + "/" + e->d_name;
-    struct stat st{};
+    struct stat st {};
     if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     int fd = ::open(p.c_str(), O_RDONLY);
     if (fd < 0) continue;
@@ -224,11 +225,10 @@ int cmd_bench(const std::string& size, const std::string& dir, int count, const 
   oo7::stats_t s1 = oo7::stats_now(db.st);
   std::printf(
       "RESULT mode=%s op=%s count=%d xacts=%s result=%ld cold_ms=%.3f hot_ms=%.4f last_ms=%.3f "
-      "cold_read_faults=%" PRIu64 " cold_write_faults=%" PRIu64 " cold_pages_fetched=%" PRIu64
-      " read_faults=%" PRIu64 " write_faults=%" PRIu64 " pages_fetched=%" PRIu64 " pages_written=%" PRIu64
-      " evictions=%" PRIu64 " log_bytes=%" PRIu64 " commit_ms=%.3f diff_bytes=%" PRIu64 " cold_fault_ns=%" PRIu64
-      " cold_fetch_ns=%" PRIu64 " cold_mapping_ns=%" PRIu64 " cold_swizzle_ns=%" PRIu64 " cold_protect_ns=%" PRIu64
-      " detect_ns=%.0f\n",
+      "cold_read_faults=%" PRIu64 " cold_write_faults=%" PRIu64 " cold_pages_fetched=%" PRIu64 " read_faults=%" PRIu64
+      " write_faults=%" PRIu64 " pages_fetched=%" PRIu64 " pages_written=%" PRIu64 " evictions=%" PRIu64
+      " log_bytes=%" PRIu64 " commit_ms=%.3f diff_bytes=%" PRIu64 " cold_fault_ns=%" PRIu64 " cold_fetch_ns=%" PRIu64
+      " cold_mapping_ns=%" PRIu64 " cold_swizzle_ns=%" PRIu64 " cold_protect_ns=%" PRIu64 " detect_ns=%.0f\n",
       oo7::mode_name, op.c_str(), count, many ? "many" : "one", result, cold_ms, hot_ms, last_ms,
       cold_end.read_faults - s0.read_faults, cold_end.write_faults - s0.write_faults,
       cold_end.pages_fetched - s0.pages_fetched, s1.read_faults - s0.read_faults, s1.write_faults - s0.write_faults,

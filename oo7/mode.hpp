@@ -169,8 +169,8 @@ ref<T> make_extended(store& s, const ref<U>& near, std::size_t extra) {
   static_assert(std::is_trivially_default_constructible_v<T>);
   std::size_t n = (sizeof(T) + extra + sizeof(T) - 1) / sizeof(T);
   const qs::type_descriptor* d = qs::detail::descriptor_of<T>();
-  void* p = near ? qs::detail::allocate_near(raw(near), d, n * sizeof(T))
-                 : qs::detail::allocate(*s.db, d, n * sizeof(T));
+  void* p =
+      near ? qs::detail::allocate_near(raw(near), d, n * sizeof(T)) : qs::detail::allocate(*s.db, d, n * sizeof(T));
   std::memset(p, 0, n * sizeof(T));
   return static_cast<T*>(p);
 }
@@ -227,8 +227,7 @@ enum index_kind { unique = qs::unique, duplicates = qs::duplicates };
 template <class Key, class T>
 class index {
  public:
-  index(store& s, const std::string& name, index_kind kind)
-      : ix_(*s.db, name, static_cast<qs::index_kind>(kind)) {}
+  index(store& s, const std::string& name, index_kind kind) : ix_(*s.db, name, static_cast<qs::index_kind>(kind)) {}
   void insert(const Key& k, const ref<T>& r) { ix_.insert(k, to_qs(r)); }
   bool erase(const Key& k, const ref<T>& r) { return ix_.erase(k, to_qs(r)); }
   ref<T> find(const Key& k) { return ref<T>(ix_.find(k)); }

@@ -444,13 +444,11 @@ long op_delete(Db& db) {
 const std::vector<std::string>& op_names() {
   static const std::vector<std::string> names = {
       "t1", "t1-", "t1+", "t1ww", "t2a", "t2b", "t2c", "t3a", "t3b", "t3c", "t4", "t5do", "t5undo", "t6", "t7",
-      "t8", "t9", "t10", "wu", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8", "i", "d"};
+      "t8", "t9",  "t10", "wu",   "q1",  "q2",  "q3",  "q4",  "q5",  "q6",  "q7", "q8",   "i",      "d"};
   return names;
 }
 
-bool op_is_module_scoped(const std::string& op) {
-  return op[0] == 't' ? (op != "t7" && op != "t10") : op == "wu";
-}
+bool op_is_module_scoped(const std::string& op) { return op[0] == 't' ? (op != "t7" && op != "t10") : op == "wu"; }
 
 static long run_on_module(Db& db, const std::string& op, ref<Module> m) {
   if (op == "t1" || op == "t1ww") return traverse_t1(db, m, 0);
@@ -508,10 +506,13 @@ OpResult run_op(Db& db, const std::string& op) {
 
   char b[160];
   long c = res.count;
-  if (op == "t1" || op == "t1-" || op == "t1+") std::snprintf(b, sizeof b, "Traversal 1%s DFS visited %ld atomic parts.", op.c_str() + 2, c);
+  if (op == "t1" || op == "t1-" || op == "t1+")
+    std::snprintf(b, sizeof b, "Traversal 1%s DFS visited %ld atomic parts.", op.c_str() + 2, c);
   else if (op == "t1ww") std::snprintf(b, sizeof b, "Traversal 1WW DFS visited %ld atomic parts.", c);
-  else if (op.rfind("t2", 0) == 0) std::snprintf(b, sizeof b, "Traversal 2%c swapped %ld pairs of (X,Y) coordinates.", std::toupper(op[2]), c);
-  else if (op.rfind("t3", 0) == 0) std::snprintf(b, sizeof b, "Traversal 3%c toggled %ld dates.", std::toupper(op[2]), c);
+  else if (op.rfind("t2", 0) == 0)
+    std::snprintf(b, sizeof b, "Traversal 2%c swapped %ld pairs of (X,Y) coordinates.", std::toupper(op[2]), c);
+  else if (op.rfind("t3", 0) == 0)
+    std::snprintf(b, sizeof b, "Traversal 3%c toggled %ld dates.", std::toupper(op[2]), c);
   else if (op == "t4") std::snprintf(b, sizeof b, "Traversal 4: %ld instances of the character found", c);
   else if (op == "t5do") std::snprintf(b, sizeof b, "Traversal 5(DO): %ld string replacements performed", c);
   else if (op == "t5undo") std::snprintf(b, sizeof b, "Traversal 5(UNDO): %ld string replacements performed", c);
@@ -519,13 +520,17 @@ OpResult run_op(Db& db, const std::string& op) {
   else if (op == "t7") std::snprintf(b, sizeof b, "Traversal 7: found %ld assemblies using random atomic part.", c);
   else if (op == "t8") std::snprintf(b, sizeof b, "Traversal 8: found %ld occurrences of character in manual.", c);
   else if (op == "t9") std::snprintf(b, sizeof b, "Traversal 9: match was %ld.", c);
-  else if (op == "t10") std::snprintf(b, sizeof b, "Traversal 10 visited %ld atomic parts in %ld modules.", c, res.extra);
+  else if (op == "t10")
+    std::snprintf(b, sizeof b, "Traversal 10 visited %ld atomic parts in %ld modules.", c, res.extra);
   else if (op == "wu") std::snprintf(b, sizeof b, "Warm update swapped %ld pairs of (X,Y) coordinates.", c);
   else if (op == "q1") std::snprintf(b, sizeof b, "Query one retrieved %ld atomic parts.", c);
   else if (op == "q2") std::snprintf(b, sizeof b, "Query two retrieved %ld qualifying atomic parts.", c);
   else if (op == "q3") std::snprintf(b, sizeof b, "Query three retrieved %ld qualifying atomic parts.", c);
   else if (op == "q4") std::snprintf(b, sizeof b, "Query four retrieved %ld (document, base assembly) pairs.", c);
-  else if (op == "q5") std::snprintf(b, sizeof b, "Query five retrieved %ld out-of-date base assemblies (%ld entries, as the port counts).", c, res.extra);
+  else if (op == "q5")
+    std::snprintf(b, sizeof b,
+                  "Query five retrieved %ld out-of-date base assemblies (%ld entries, as the port counts).", c,
+                  res.extra);
   else if (op == "q6") std::snprintf(b, sizeof b, "Query six retrieved %ld out-of-date assemblies.", c);
   else if (op == "q7") std::snprintf(b, sizeof b, "Query seven iterated through %ld atomic parts.", c);
   else if (op == "q8") std::snprintf(b, sizeof b, "Query eight found %ld atomic part/document matches.", c);

@@ -46,7 +46,13 @@ struct Slab {
   std::int64_t pad[600];  // one Slab per 8 KiB page
 };
 constexpr std::uint32_t slab_pointers[] = {8};
-const qs::type_descriptor slab_desc{"bench::Slab", sizeof(Slab), alignof(Slab), slab_pointers, 1, nullptr, 0,
+const qs::type_descriptor slab_desc{"bench::Slab",
+                                    sizeof(Slab),
+                                    alignof(Slab),
+                                    slab_pointers,
+                                    1,
+                                    nullptr,
+                                    0,
                                     "0 8 value long\n8 8 next bench::Slab*\n16 4800 pad long[600]\n"};
 const bool registered = [] {
   qs::register_type<Slab>(slab_desc);
@@ -118,7 +124,8 @@ double walk(qs::database& db, int pages) {
   for (Slab* s = db.root<Slab*>("list"); s; s = s->next, ++n) sum += s->value;
   double t = since(t0);
   tx.commit();
-  if (n != pages) std::fprintf(stderr, "walked %d pages, expected %d (sum %lld)\n", n, pages, static_cast<long long>(sum));
+  if (n != pages)
+    std::fprintf(stderr, "walked %d pages, expected %d (sum %lld)\n", n, pages, static_cast<long long>(sum));
   return t / n;
 }
 
@@ -238,8 +245,8 @@ int main(int argc, char** argv) {
     std::printf("%-52s %9.1f us\n", "  remote fault minus (round trip + embedded fault)",
                 (remote - rtt_page - embedded) * 1e6);
     std::printf("%-52s %9.1f us\n", "revalidated fault, remote (\"unchanged\", no page)", revalidate * 1e6);
-    label = "bare round trip, " + std::to_string(check_sizes.first) + " B out, " +
-            std::to_string(check_sizes.second) + " B back";
+    label = "bare round trip, " + std::to_string(check_sizes.first) + " B out, " + std::to_string(check_sizes.second) +
+            " B back";
     std::printf("%-52s %9.1f us  (revalidation = %.2fx bare round trip)\n\n", label.c_str(), rtt_small * 1e6,
                 revalidate / rtt_small);
 
@@ -274,7 +281,8 @@ int main(int argc, char** argv) {
         in >> c;
         total += c;
       }
-      std::printf("  %d client%s %10.0f commits/s\n", clients, clients == 1 ? " " : "s", static_cast<double>(total) / seconds);
+      std::printf("  %d client%s %10.0f commits/s\n", clients, clients == 1 ? " " : "s",
+                  static_cast<double>(total) / seconds);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qs_pageserver_bench: %s\n", e.what());

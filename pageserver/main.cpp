@@ -50,13 +50,11 @@ std::string read_secret(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) throw qs::error("secret file " + path + ": " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) throw qs::error("secret file " + path + " is not a regular file");
   if (st.st_mode & 077)
-    throw qs::error("secret file " + path + " is readable or writable by group or others (mode " +
-                    [&] {
-                      char b[8];
-                      std::snprintf(b, sizeof b, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-                      return std::string(b);
-                    }() +
-                    "); chmod 600 it");
+    throw qs::error("secret file " + path + " is readable or writable by group or others (mode " + [&] {
+      char b[8];
+      std::snprintf(b, sizeof b, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      return std::string(b);
+    }() + "); chmod 600 it");
   std::ifstream in(path);
   std::string secret;
   std::getline(in, secret);
@@ -116,7 +114,7 @@ int main(int argc, char** argv) {
     sigaddset(&stop_signals, SIGTERM);
     sigaddset(&stop_signals, SIGINT);
     ::pthread_sigmask(SIG_BLOCK, &stop_signals, &old);
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     ::sigaction(SIGTERM, &sa, nullptr);

@@ -33,8 +33,8 @@ struct server_options {
   std::string dir;
   std::optional<std::string> unix_path;
   std::optional<wire::tcp_address> tcp;
-  std::string secret;             // required of TCP clients
-  std::string ready_file;         // written (TCP port, or 0) once listening
+  std::string secret;      // required of TCP clients
+  std::string ready_file;  // written (TCP port, or 0) once listening
   std::uint64_t cache_bytes = std::uint64_t{128} << 20;
   unsigned max_connections = 256;
 };

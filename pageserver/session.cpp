@@ -282,8 +282,8 @@ wire::response session::dispatch(const wire::request& r) {
           [&](const wire::scan_request& m) -> wire::response {
             if (t && m.prefix.starts_with("t:")) lock_meta(m.prefix, false);
             entries_.clear();
-            c_.env->scan(t, m.prefix, [&](std::string_view k, std::string_view v) { entries_.emplace_back(k, v); },
-                         read_flags);
+            c_.env->scan(
+                t, m.prefix, [&](std::string_view k, std::string_view v) { entries_.emplace_back(k, v); }, read_flags);
             wire::entries_response resp;
             for (auto& [k, v] : entries_) resp.entries.emplace_back(k, v);
             return resp;

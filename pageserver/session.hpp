@@ -83,7 +83,7 @@ class session {
   std::vector<std::byte> scratch_;
   std::string mapping_;  // the mapping object sent with the last page
   std::uint32_t page_size_ = 0;
-  std::string text_;  // backs byte strings of the response (value, pong)
+  std::string text_;        // backs byte strings of the response (value, pong)
   std::string error_text_;  // backs an error response's text
   std::vector<std::pair<std::string, std::string>> entries_;
 };

@@ -46,8 +46,8 @@ struct Slab {
   QS_PERSISTENT(Slab)
   std::uint64_t words[(page_size - 24) / 8];
 };
-const qs::type_descriptor slab_desc{"Slab", sizeof(Slab), alignof(Slab), nullptr, 0, nullptr, 0,
-                                    "0 8168 words unsigned long[1021]\n"};
+const qs::type_descriptor slab_desc{
+    "Slab", sizeof(Slab), alignof(Slab), nullptr, 0, nullptr, 0, "0 8168 words unsigned long[1021]\n"};
 
 // --- the floor -------------------------------------------------------------
 
@@ -66,7 +66,8 @@ void bare_handler(int, siginfo_t* si, void*) {
 }
 
 double bare_fault_ns(int n, bool use_mmap) {
-  struct sigaction sa {}, old {};
+  struct sigaction sa {};
+  struct sigaction old {};
   sa.sa_sigaction = bare_handler;
   sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
@@ -123,7 +124,8 @@ double mprotect_ns(int n) {
   char* p = static_cast<char*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   std::memset(p, 1, bytes);
   auto t0 = clock_type::now();
-  for (int i = 0; i < n; ++i) mprotect(p + std::size_t{page_size} * (i % 64), page_size, (i / 64) % 2 ? PROT_READ | PROT_WRITE : PROT_READ);
+  for (int i = 0; i < n; ++i)
+    mprotect(p + std::size_t{page_size} * (i % 64), page_size, (i / 64) % 2 ? PROT_READ | PROT_WRITE : PROT_READ);
   double ns = ns_since(t0) / n;
   munmap(p, bytes);
   return ns;
@@ -137,7 +139,8 @@ bdb_costs bdb_ns(const std::string& dir, int n) {
   std::filesystem::create_directories(dir);
   DbEnv env(0);
   env.set_cachesize(0, 64u << 20, 1);
-  env.open(dir.c_str(), DB_CREATE | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL | DB_PRIVATE | DB_THREAD, 0600);
+  env.open(dir.c_str(), DB_CREATE | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL | DB_PRIVATE | DB_THREAD,
+           0600);
   bdb_costs c{};
   {
     Db db(&env, 0);

@@ -114,8 +114,8 @@ void bdb_store::patch_page(std::uint64_t page, const record_header& h, const std
     env_->put_record_part(txn_, page, 0, &h, sizeof h);
   }
   for (std::size_t i = first; i < ranges.size(); ++i)
-    env_->put_record_part(txn_, page, static_cast<std::uint32_t>(sizeof h) + ranges[i].offset,
-                          image + ranges[i].offset, ranges[i].length);
+    env_->put_record_part(txn_, page, static_cast<std::uint32_t>(sizeof h) + ranges[i].offset, image + ranges[i].offset,
+                          ranges[i].length);
   if (mapping) env_->put_mapping(txn_, page, *mapping);
 }
 

@@ -46,8 +46,7 @@ class bdb_store final : public store {
   std::optional<std::string> get(std::string_view key) override;
   void put(std::string_view key, std::string_view value) override;
   void del(std::string_view key) override;
-  void scan(std::string_view prefix,
-            const std::function<void(std::string_view, std::string_view)>& f) override;
+  void scan(std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f) override;
 
   std::uint32_t open_index(const std::string& name, bool unique) override;
   bool index_insert(std::uint32_t index, std::string_view key, std::string_view value) override;

@@ -32,9 +32,7 @@ class buffer_pool {
   const pool_memory& memory() const { return memory_; }
   // The page whose image holds address p (software mode hands out such
   // addresses), or nullptr.
-  page_desc* owner_of(const void* p) const {
-    return memory_.contains(p) ? owner_[memory_.slot_of(p)] : nullptr;
-  }
+  page_desc* owner_of(const void* p) const { return memory_.contains(p) ? owner_[memory_.slot_of(p)] : nullptr; }
 
   // A free slot now owned by `d`, or false when every slot is in use.
   bool take_free(page_desc* d, std::uint32_t& slot);

@@ -92,8 +92,8 @@ std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::ui
   }
   page_size = static_cast<std::uint32_t>(number(s, "page_size", 4096, 65536));
   if (page_size & (page_size - 1))
-    throw corrupt_page(0, "database " + s.name() + ": its page size, " + std::to_string(page_size) +
-                              ", is not a power of two");
+    throw corrupt_page(
+        0, "database " + s.name() + ": its page size, " + std::to_string(page_size) + ", is not a power of two");
   s.set_page_size(page_size);
   // The preferred base, where the database's pointers need no rewriting;
   // when something else is there, anywhere else: pages are then relocated as

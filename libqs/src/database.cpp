@@ -32,8 +32,7 @@ database database::open(const std::string& path, const options& opts) {
   std::unique_ptr<detail::store> s;
   if (detail::is_remote_url(path))
     s = detail::connect_remote_store(path, detail::remote_options{opts.server_secret});  // a qs-pageserver
-  else
-    s = std::make_unique<detail::bdb_store>(path, detail::bdb_options{opts.page_size, opts.store_cache_bytes});
+  else s = std::make_unique<detail::bdb_store>(path, detail::bdb_options{opts.page_size, opts.store_cache_bytes});
   return database(std::make_unique<detail::database_impl>(std::move(s), opts));
 }
 
@@ -42,8 +41,7 @@ database::database(database&&) noexcept = default;
 database& database::operator=(database&&) noexcept = default;
 database::~database() = default;
 
-void* database::root_cell(std::string_view name, const type_descriptor* d, std::size_t size,
-                          const std::type_info& t) {
+void* database::root_cell(std::string_view name, const type_descriptor* d, std::size_t size, const std::type_info& t) {
   return impl_->root_cell(name, d, size, t);
 }
 bool database::has_root(std::string_view name) { return impl_->has_root(name); }
@@ -91,8 +89,8 @@ void refuse_count(const type_descriptor* d, std::size_t n) {
 void check_class_size(std::size_t requested, std::size_t own, const char* cls) {
   if (requested != own)
     throw schema_error(std::string("allocating ") + std::to_string(requested) + " bytes through " + cls +
-                       "'s operator new (" + cls + " has " + std::to_string(own) +
-                       " bytes): a class derived from " + cls + " needs its own QS_PERSISTENT line");
+                       "'s operator new (" + cls + " has " + std::to_string(own) + " bytes): a class derived from " +
+                       cls + " needs its own QS_PERSISTENT line");
 }
 
 std::uint32_t index_open(database& db, const std::string& name, bool unique) {

@@ -36,7 +36,11 @@ lock_scope::~lock_scope() {
 bool lock_scope::held() noexcept { return lock_depth > 0; }
 
 database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
-    : store_(std::move(s)), fork_generation_(fork_generation()), page_size_(opts.page_size), durable_(opts.durable), schema_(*store_, store_->name()) {
+    : store_(std::move(s)),
+      fork_generation_(fork_generation()),
+      page_size_(opts.page_size),
+      durable_(opts.durable),
+      schema_(*store_, store_->name()) {
   std::unique_ptr<frame_space> frames = open_catalog(*store_, opts, page_size_);
   const std::string& n = store_->name();
   pool_ = std::make_unique<buffer_pool>(opts.pool_pages, page_size_);
@@ -46,8 +50,8 @@ database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
   relocator_ = std::make_unique<relocator>(*access_, table_, *words_, log_, stats_, opts, page_size_, n);
   pager_ = std::make_unique<pager>(*store_, *pool_, table_, log_, *access_, *relocator_, *words_, *pointers_, stats_,
                                    page_size_, n);
-  allocator_ = std::make_unique<object_allocator>(*store_, *pager_, *relocator_, *access_, table_, log_, schema_,
-                                                  page_size_, n);
+  allocator_ =
+      std::make_unique<object_allocator>(*store_, *pager_, *relocator_, *access_, table_, log_, schema_, page_size_, n);
   refs_ = make_references(*pager_, *relocator_, *access_, table_, log_, stats_, n);
   roots_ = std::make_unique<roots>(*store_, *refs_, *allocator_, log_, n);
   indexes_ = std::make_unique<indexes>(*store_, *refs_, n);

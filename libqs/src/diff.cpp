@@ -31,8 +31,7 @@ void diff_pages(const std::byte* before, const std::byte* now, std::uint32_t n, 
     }
     if (out.size() > first && start - (out.back().offset + out.back().length) < merge_gap)
       out.back().length = end - out.back().offset;
-    else
-      out.push_back({start, end - start});
+    else out.push_back({start, end - start});
     i = end;
   }
 }

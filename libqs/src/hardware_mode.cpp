@@ -34,9 +34,7 @@ class hardware_access final : public page_access {
     return frames_->contains(p) ? table_.by_frame(frames_->frame_of(p)) : nullptr;
   }
   bool contains(const void* p) const override { return frames_->contains(p); }
-  bool storable_pointer(std::uint64_t v) const override {
-    return frames_->contains(reinterpret_cast<const void*>(v));
-  }
+  bool storable_pointer(std::uint64_t v) const override { return frames_->contains(reinterpret_cast<const void*>(v)); }
   std::string raw_address_note() const override { return "inside the persistent region"; }
   void check_fault(void*) const override {}
 
@@ -64,8 +62,8 @@ class hardware_references final : public references {
     }
     page_desc* h = table_.run_head(t);
     auto run = reinterpret_cast<std::uint64_t>(frames_.run_address(h));
-    return encode_location({h->page, static_cast<std::uint32_t>(reinterpret_cast<std::uint64_t>(p) - run),
-                            h->run_pages, run});
+    return encode_location(
+        {h->page, static_cast<std::uint32_t>(reinterpret_cast<std::uint64_t>(p) - run), h->run_pages, run});
   }
   void* resolve(std::string_view s) override {
     location l = decode_location(db_name_, s);

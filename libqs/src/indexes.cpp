@@ -16,8 +16,7 @@ bool indexes::erase(std::uint32_t ix, std::string_view key, std::string_view ref
   return store_.index_erase(ix, key, refs_.location_of_ref(ref_bytes).substr(0, 16));
 }
 
-std::vector<index_entry> indexes::scan(std::uint32_t ix, std::string_view lo, std::string_view hi,
-                                       std::size_t limit) {
+std::vector<index_entry> indexes::scan(std::uint32_t ix, std::string_view lo, std::string_view hi, std::size_t limit) {
   std::vector<index_entry> out;
   store_.index_scan(ix, lo, hi, [&](std::string_view k, std::string_view v) {
     out.push_back({std::string(k), std::string(v)});

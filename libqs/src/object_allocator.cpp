@@ -13,9 +13,9 @@
 
 namespace qs::detail {
 
-object_allocator::object_allocator(store& s, pager& pages, relocator& frames, page_access& access,
-                                   page_table& table, transaction_log& log, schema_registry& schema,
-                                   std::uint32_t page_size, const std::string& db_name)
+object_allocator::object_allocator(store& s, pager& pages, relocator& frames, page_access& access, page_table& table,
+                                   transaction_log& log, schema_registry& schema, std::uint32_t page_size,
+                                   const std::string& db_name)
     : store_(s),
       pages_(pages),
       frames_(frames),
@@ -50,8 +50,8 @@ void* object_allocator::allocate(const type_descriptor* d, std::size_t bytes, co
   return allocate_large(type, payload);
 }
 
-page_desc* object_allocator::new_page(page_kind kind, std::uint64_t page, std::uint64_t frame,
-                                      std::uint64_t run_first, std::uint32_t run_pages) {
+page_desc* object_allocator::new_page(page_kind kind, std::uint64_t page, std::uint64_t frame, std::uint64_t run_first,
+                                      std::uint32_t run_pages) {
   page_desc* d = table_.add(page, frame, run_first, run_pages);
   d->created();
   d->hdr = {record_magic, 0, d->frame, kind, 0, 0, 0, 0, 0, 0};
@@ -59,8 +59,7 @@ page_desc* object_allocator::new_page(page_kind kind, std::uint64_t page, std::u
   return d;
 }
 
-void* object_allocator::try_allocate_on(page_desc* d, std::uint32_t type, std::uint32_t payload,
-                                        std::uint32_t align) {
+void* object_allocator::try_allocate_on(page_desc* d, std::uint32_t type, std::uint32_t payload, std::uint32_t align) {
   if (d->hdr.kind != page_kind::small && d->state() != page_state::absent) return nullptr;
   pages_.make_current(d);
   if (d->hdr.kind != page_kind::small) return nullptr;
@@ -90,8 +89,8 @@ void* object_allocator::allocate_small(std::uint32_t type, std::uint32_t payload
     if (it == by_room_.end()) break;
     std::uint64_t page = it->second;
     room_entry& entry = free_space_.at(page);
-    page_desc* d = frames_.ensure_run(reinterpret_cast<std::uint64_t>(access_.frames().frame_address(entry.frame)),
-                                      page, 1);
+    page_desc* d =
+        frames_.ensure_run(reinterpret_cast<std::uint64_t>(access_.frames().frame_address(entry.frame)), page, 1);
     // Whatever happens, this page is not offered again for this size.
     by_room_.erase(it);
     entry.room = need - 1;
@@ -120,8 +119,8 @@ void* object_allocator::allocate_large(std::uint32_t type, std::uint64_t payload
   first.frame = frames_.take_frames(first.frame, n);
   page_desc* head = nullptr;
   for (std::uint64_t i = 0; i < n; ++i) {
-    page_desc* d = new_page(i == 0 ? page_kind::large_head : page_kind::large_tail, first.page + i,
-                            first.frame + i, first.page, static_cast<std::uint32_t>(n));
+    page_desc* d = new_page(i == 0 ? page_kind::large_head : page_kind::large_tail, first.page + i, first.frame + i,
+                            first.page, static_cast<std::uint32_t>(n));
     d->hdr.type = type;
     d->hdr.size = static_cast<std::uint32_t>(payload);
     d->hdr.index = static_cast<std::uint32_t>(i);

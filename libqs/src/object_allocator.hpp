@@ -40,8 +40,7 @@ namespace qs::detail {
 class object_allocator {
  public:
   object_allocator(store& s, pager& pages, relocator& frames, page_access& access, page_table& table,
-                   transaction_log& log, schema_registry& schema, std::uint32_t page_size,
-                   const std::string& db_name);
+                   transaction_log& log, schema_registry& schema, std::uint32_t page_size, const std::string& db_name);
 
   // A zeroed object of `bytes` bytes (a whole number of d's), near
   // `near_object` when it has room there.

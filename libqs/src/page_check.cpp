@@ -74,11 +74,9 @@ std::string check_large(const record_header& h, const std::byte* img, std::uint3
 std::string check_page(const record_header& h, const std::byte* img, std::uint32_t page_size,
                        const type_size_of& size_of) {
   switch (h.kind) {
-    case page_kind::small:
-      return check_small(img, page_size, size_of);
+    case page_kind::small: return check_small(img, page_size, size_of);
     case page_kind::large_head:
-    case page_kind::large_tail:
-      return check_large(h, img, page_size, size_of);
+    case page_kind::large_tail: return check_large(h, img, page_size, size_of);
   }
   return "a record of unknown kind " + std::to_string(static_cast<std::uint32_t>(h.kind));
 }

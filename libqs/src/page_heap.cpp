@@ -16,8 +16,7 @@ std::uint32_t pad_for(std::uint32_t header_off, std::uint32_t align) {
 
 // Places an object whose header goes at `off` + `pad`; [off, off + pad) becomes
 // a free block. Zeroes the payload. Returns the payload offset.
-std::uint32_t place(std::byte* image, std::uint32_t off, std::uint32_t pad, std::uint32_t type,
-                    std::uint32_t payload) {
+std::uint32_t place(std::byte* image, std::uint32_t off, std::uint32_t pad, std::uint32_t type, std::uint32_t payload) {
   if (pad) *at(image, off) = make_header(free_type, pad - static_cast<std::uint32_t>(sizeof(object_header)));
   std::uint32_t h = off + pad;
   *at(image, h) = make_header(type, payload);
@@ -36,8 +35,8 @@ void init_small_page(std::byte* image, std::uint32_t page_size) {
   *header(image) = {page_magic, sizeof(page_header), 0, 0};
 }
 
-std::uint32_t heap_allocate(std::byte* image, std::uint32_t page_size, std::uint32_t type,
-                            std::uint32_t payload, std::uint32_t align) {
+std::uint32_t heap_allocate(std::byte* image, std::uint32_t page_size, std::uint32_t type, std::uint32_t payload,
+                            std::uint32_t align) {
   page_header* ph = header(image);
   const std::uint32_t hs = sizeof(object_header);
   std::uint32_t off = sizeof(page_header);

@@ -27,8 +27,8 @@ constexpr std::uint32_t small_payload_limit(std::uint32_t page_size) {
 // Allocates an object of `type` whose payload is `payload` bytes (a multiple
 // of 8) aligned to `align`. Returns the payload's offset in the page, or 0
 // when it does not fit.
-std::uint32_t heap_allocate(std::byte* image, std::uint32_t page_size, std::uint32_t type,
-                            std::uint32_t payload, std::uint32_t align);
+std::uint32_t heap_allocate(std::byte* image, std::uint32_t page_size, std::uint32_t type, std::uint32_t payload,
+                            std::uint32_t align);
 
 // Frees the object whose payload starts at `offset`. False when no object
 // starts there.

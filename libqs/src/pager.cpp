@@ -28,8 +28,8 @@ std::uint64_t since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 pager::pager(store& s, buffer_pool& pool, page_table& table, transaction_log& log, page_access& access,
-             relocator& frames, page_words& words, pointer_check& pointers, statistics& stats,
-             std::uint32_t page_size, const std::string& db_name)
+             relocator& frames, page_words& words, pointer_check& pointers, statistics& stats, std::uint32_t page_size,
+             const std::string& db_name)
     : store_(s),
       pool_(pool),
       table_(table),
@@ -117,8 +117,7 @@ void pager::revalidate(page_desc* d) {
       case store::page_read::absent:
         throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " at frame " +
                                         std::to_string(d->frame) + " has no record in the store any more");
-      case store::page_read::unchanged:
-        break;
+      case store::page_read::unchanged: break;
       case store::page_read::read:
         accept_record(d, h, image(d), std::move(m));
         ++stats_.pages_fetched;
@@ -134,8 +133,8 @@ void pager::revalidate(page_desc* d) {
 
 void pager::accept_record(page_desc* d, const record_header& h, std::byte* img, std::string mapping) {
   if (h.magic != record_magic)
-    throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) +
-                                    " has a damaged record header");
+    throw corrupt_page(d->page,
+                       "database " + db_name_ + ": page " + std::to_string(d->page) + " has a damaged record header");
   auto t0 = std::chrono::steady_clock::now();
   std::uint32_t sum = record_checksum(h, img, page_size_);
   auto t1 = std::chrono::steady_clock::now();
@@ -148,9 +147,8 @@ void pager::accept_record(page_desc* d, const record_header& h, std::byte* img, 
     throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " is page " +
                                     std::to_string(h.index) + " of a large object, but was reached as page " +
                                     std::to_string(d->page - d->run_first) + " of one");
-  std::string wrong = check_page(h, img, page_size_, [&](std::uint32_t type, bool& has_words) {
-    return words_.type_size(type, has_words);
-  });
+  std::string wrong = check_page(
+      h, img, page_size_, [&](std::uint32_t type, bool& has_words) { return words_.type_size(type, has_words); });
   if (!wrong.empty())
     throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " holds " + wrong +
                                     "; the page is not used");

@@ -43,9 +43,9 @@ namespace qs::detail {
 
 class pager {
  public:
-  pager(store& s, buffer_pool& pool, page_table& table, transaction_log& log, page_access& access,
-        relocator& frames, page_words& words, pointer_check& pointers, statistics& stats,
-        std::uint32_t page_size, const std::string& db_name);
+  pager(store& s, buffer_pool& pool, page_table& table, transaction_log& log, page_access& access, relocator& frames,
+        page_words& words, pointer_check& pointers, statistics& stats, std::uint32_t page_size,
+        const std::string& db_name);
 
   std::byte* image(const page_desc* d) const { return pool_.data(d->slot()); }
   std::byte* before_image(const page_desc* d) const { return pool_.before(d->slot()); }

@@ -63,8 +63,7 @@ class references {
 };
 
 // This library's mode.
-std::unique_ptr<references> make_references(pager& pages, relocator& frames, page_access& access,
-                                            page_table& table, transaction_log& log, statistics& stats,
-                                            const std::string& db_name);
+std::unique_ptr<references> make_references(pager& pages, relocator& frames, page_access& access, page_table& table,
+                                            transaction_log& log, statistics& stats, const std::string& db_name);
 
 }  // namespace qs::detail

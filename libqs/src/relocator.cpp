@@ -27,8 +27,8 @@ std::uint64_t since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-relocator::relocator(page_access& access, page_table& table, page_words& words, transaction_log& log,
-                     statistics& stats, const options& opts, std::uint32_t page_size, const std::string& db_name)
+relocator::relocator(page_access& access, page_table& table, page_words& words, transaction_log& log, statistics& stats,
+                     const options& opts, std::uint32_t page_size, const std::string& db_name)
     : access_(access),
       table_(table),
       words_(words),

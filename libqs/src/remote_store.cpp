@@ -18,9 +18,7 @@ constexpr std::size_t flush_bytes = 8u << 20;
 
 }  // namespace
 
-bool is_remote_url(const std::string& path) {
-  return path.starts_with(tcp_scheme) || path.starts_with(unix_scheme);
-}
+bool is_remote_url(const std::string& path) { return path.starts_with(tcp_scheme) || path.starts_with(unix_scheme); }
 
 std::unique_ptr<store> connect_remote_store(const std::string& url, const remote_options& o) {
   std::string secret = o.secret;
@@ -89,24 +87,22 @@ template <class Response>
 const Response& remote_store::call(const wire::request& r) {
   const wire::msg type = wire::tag_of(r);
   if (!conn_) {
-    if (in_txn_)
-      throw connection_lost("server " + url_ + ": the connection was lost; the transaction is aborted");
+    if (in_txn_) throw connection_lost("server " + url_ + ": the connection was lost; the transaction is aborted");
     if (type != wire::msg::hello) connect();
   }
   wire::writer w;
   wire::encode(r, w);
   if (w.body_size() > wire::max_message)
-    throw store_error("server " + url_ + ": a " + wire::name_of(type) + " message of " +
-                      std::to_string(w.body_size()) + " bytes exceeds the protocol's limit of " +
-                      std::to_string(wire::max_message));
+    throw store_error("server " + url_ + ": a " + wire::name_of(type) + " message of " + std::to_string(w.body_size()) +
+                      " bytes exceeds the protocol's limit of " + std::to_string(wire::max_message));
   try {
     conn_->send(w.finish());
     if (!conn_->receive(in_, wire::max_message)) throw wire::io_error("the server closed the connection");
     resp_ = wire::parse_response(in_);
   } catch (const wire::io_error& e) {
     lost();
-    throw connection_lost("server " + url_ + ": connection lost during " + wire::name_of(type) + " (" +
-                          e.what() + ")" + (in_txn_ ? "; the transaction is aborted" : ""));
+    throw connection_lost("server " + url_ + ": connection lost during " + wire::name_of(type) + " (" + e.what() + ")" +
+                          (in_txn_ ? "; the transaction is aborted" : ""));
   } catch (const wire::protocol_error& e) {
     lost();
     throw connection_lost("server " + url_ + ": malformed answer to " + wire::name_of(type) + " (" + e.what() +
@@ -249,8 +245,8 @@ bool remote_store::read_page(std::uint64_t page, record_header& h, std::byte* im
   return read_page_if_changed(page, ~std::uint64_t{0}, h, image, mapping) == page_read::read;
 }
 
-store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uint64_t version,
-                                                    record_header& h, std::byte* image, std::string& mapping) {
+store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h,
+                                                    std::byte* image, std::string& mapping) {
   if (auto it = pages_.find(page); it != pages_.end()) return read_pending(page, it->second, h, image, mapping);
   wire::read_page_request r{page, {}};
   if (version != ~std::uint64_t{0}) r.known_version = version;
@@ -370,8 +366,7 @@ void remote_store::del(std::string_view key) {
   metas_[std::string(key)] = std::nullopt;
 }
 
-void remote_store::scan(std::string_view prefix,
-                        const std::function<void(std::string_view, std::string_view)>& f) {
+void remote_store::scan(std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f) {
   const auto& resp = call<wire::entries_response>(wire::scan_request{prefix});
   // The server's entries, overlaid with this transaction's buffered writes.
   std::map<std::string, std::string, std::less<>> merged;

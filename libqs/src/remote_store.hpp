@@ -30,9 +30,9 @@
 // Thread-safety: one thread at a time (store.hpp).
 #pragma once
 
-#include "store.hpp"
 #include "connection.hpp"
 #include "messages.hpp"
+#include "store.hpp"
 
 #include <map>
 #include <memory>
@@ -63,8 +63,8 @@ class remote_store final : public store {
   bool in_transaction() const override { return in_txn_; }
 
   bool read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) override;
-  page_read read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h,
-                                 std::byte* image, std::string& mapping) override;
+  page_read read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h, std::byte* image,
+                                 std::string& mapping) override;
   void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
                 const std::string* mapping) override;
   void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
@@ -77,8 +77,7 @@ class remote_store final : public store {
   std::optional<std::string> get(std::string_view key) override;
   void put(std::string_view key, std::string_view value) override;
   void del(std::string_view key) override;
-  void scan(std::string_view prefix,
-            const std::function<void(std::string_view, std::string_view)>& f) override;
+  void scan(std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f) override;
 
   std::uint32_t open_index(const std::string& name, bool unique) override;
   bool index_insert(std::uint32_t index, std::string_view key, std::string_view value) override;
@@ -92,7 +91,7 @@ class remote_store final : public store {
  private:
   struct pending_page {
     wire::page_op_kind kind;
-    std::string record;  // header + image, as of the last write
+    std::string record;                                           // header + image, as of the last write
     std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;  // patch: (offset, length) in the record
     // The mapping object written with the page: nullopt keeps the stored
     // one, an empty string removes it.

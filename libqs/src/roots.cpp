@@ -41,7 +41,8 @@ void* roots::cell(std::string_view name_view, const type_descriptor* d, std::siz
     refs_.root_cell_used(cell, size);
     return cell;
   }
-  if (!log_.open()) throw no_transaction("creating the root '" + name + "' in database " + db_name_ + " needs a transaction");
+  if (!log_.open())
+    throw no_transaction("creating the root '" + name + "' in database " + db_name_ + " needs a transaction");
   void* p = allocator_.allocate(d, size, nullptr);  // zeroed
   std::string location = refs_.location_of(p);
   store_.put(key_of(name), location + t.name());

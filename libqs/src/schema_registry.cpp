@@ -133,9 +133,9 @@ type_layout layout_of(const type_descriptor* d) {
 }
 
 std::string serialize(const type_layout& l, std::uint32_t index) {
-  std::string s = "qs-type 1\nindex " + std::to_string(index) + "\nsize " + std::to_string(l.size) +
-                  "\nalign " + std::to_string(l.align) + "\npointers " + join(l.pointers) + "\nvptrs " +
-                  join(l.vptrs) + "\nmembers\n" + l.members;
+  std::string s = "qs-type 1\nindex " + std::to_string(index) + "\nsize " + std::to_string(l.size) + "\nalign " +
+                  std::to_string(l.align) + "\npointers " + join(l.pointers) + "\nvptrs " + join(l.vptrs) +
+                  "\nmembers\n" + l.members;
   return s;
 }
 
@@ -153,8 +153,8 @@ void schema_registry::load() {
     std::uint32_t index = 0;
     type_layout l = parse(db_name_, std::string(value), index, name);
     if (index < layouts_.size() && !layouts_[index].name.empty() && layouts_[index].name != name)
-      throw corrupt_page(0, "database " + db_name_ + ": the schema records of types " + layouts_[index].name +
-                                " and " + name + " both claim type index " + std::to_string(index));
+      throw corrupt_page(0, "database " + db_name_ + ": the schema records of types " + layouts_[index].name + " and " +
+                                name + " both claim type index " + std::to_string(index));
     if (layouts_.size() <= index) layouts_.resize(index + 1);
     layouts_[index] = std::move(l);
     by_name_[name] = index;
@@ -178,8 +178,8 @@ void schema_registry::check(const type_layout& stored, const type_descriptor* d)
   std::size_t i = 0;
   while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
   if (i < a.size() || i < b.size()) {
-    msg += "; first differing member: stored '" + (i < a.size() ? a[i] : std::string("(none)")) +
-           "', program '" + (i < b.size() ? b[i] : std::string("(none)")) + "'";
+    msg += "; first differing member: stored '" + (i < a.size() ? a[i] : std::string("(none)")) + "', program '" +
+           (i < b.size() ? b[i] : std::string("(none)")) + "'";
   }
   if (stored.size != now.size)
     msg += "; size " + std::to_string(stored.size) + " stored, " + std::to_string(now.size) + " in the program";

@@ -20,7 +20,6 @@
 #include <cstring>
 #include <vector>
 
-
 namespace qs::detail {
 
 // The residency table of the current database (qs/ref.hpp reads it inline).
@@ -95,8 +94,9 @@ class software_access final : public page_access {
     return "a raw address (in software mode, persistent objects refer to each other through qs::ref)";
   }
   void check_fault(void* address) const override {
-    invalid_persistent_pointer(address, "in software mode persistent objects are reached through qs::ref; "
-                                        "this raw address was kept after its page left the buffer pool");
+    invalid_persistent_pointer(address,
+                               "in software mode persistent objects are reached through qs::ref; "
+                               "this raw address was kept after its page left the buffer pool");
   }
 
   bool faults_pages_in() const override { return false; }
@@ -138,15 +138,9 @@ struct identifier {
 
 class software_references final : public references {
  public:
-  software_references(pager& pages, relocator& frames, software_access& access, page_table& table,
-                      transaction_log& log, statistics& stats, const std::string& db_name)
-      : pages_(pages),
-        frames_(frames),
-        access_(access),
-        table_(table),
-        log_(log),
-        stats_(stats),
-        db_name_(db_name) {}
+  software_references(pager& pages, relocator& frames, software_access& access, page_table& table, transaction_log& log,
+                      statistics& stats, const std::string& db_name)
+      : pages_(pages), frames_(frames), access_(access), table_(table), log_(log), stats_(stats), db_name_(db_name) {}
 
   std::string location_of(const void* p) override {
     std::uint64_t page;
@@ -173,8 +167,8 @@ class software_references final : public references {
   // Root cells are written through the C++ reference root<T>() returns, not
   // through qs::write: each cell handed out keeps its bytes as they were.
   void root_cell_used(void* cell, std::size_t size) override {
-    if (!log_.open() || std::any_of(root_reads_.begin(), root_reads_.end(),
-                                    [&](const root_read& r) { return r.cell == cell; }))
+    if (!log_.open() ||
+        std::any_of(root_reads_.begin(), root_reads_.end(), [&](const root_read& r) { return r.cell == cell; }))
       return;
     root_reads_.push_back({cell, std::string(static_cast<const char*>(cell), size)});
   }
@@ -230,9 +224,9 @@ class software_references final : public references {
       oh = reinterpret_cast<const object_header*>(img + offset - sizeof(object_header));
     if (!oh || oh->type == free_type || tag_of(*oh) != tag) {
       bool other = small && offset < pages_.page_size() && heap_object_at(img, pages_.page_size(), offset);
-      throw dangling_reference("database " + db_name_ + ": the reference to " + where(page, offset, tag) +
-                               (other ? " names a deleted object (another object is there now)"
-                                      : " names a deleted object"));
+      throw dangling_reference(
+          "database " + db_name_ + ": the reference to " + where(page, offset, tag) +
+          (other ? " names a deleted object (another object is there now)" : " names a deleted object"));
     }
     if (for_write) {
       if (!log_.open()) throw no_transaction("qs::write in database " + db_name_ + " needs a transaction");
@@ -247,7 +241,8 @@ class software_references final : public references {
       page_desc* h = table_.run_head(d);
       auto off = static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - access_.address(h));
       const object_header* oh = nullptr;
-      if (h->hdr.kind == page_kind::small) oh = heap_object_at(pages_.image(h), pages_.page_size(), static_cast<std::uint32_t>(off));
+      if (h->hdr.kind == page_kind::small)
+        oh = heap_object_at(pages_.image(h), pages_.page_size(), static_cast<std::uint32_t>(off));
       else if (off == sizeof(page_header) + sizeof(object_header))
         oh = reinterpret_cast<const object_header*>(pages_.image(h) + sizeof(page_header));
       if (oh) {
@@ -355,11 +350,10 @@ std::unique_ptr<page_access> make_page_access(std::unique_ptr<frame_space> frame
   return std::make_unique<software_access>(std::move(frames), pool, table);
 }
 
-std::unique_ptr<references> make_references(pager& pages, relocator& frames, page_access& access,
-                                            page_table& table, transaction_log& log, statistics& stats,
-                                            const std::string& db_name) {
-  return std::make_unique<software_references>(pages, frames, static_cast<software_access&>(access), table, log,
-                                               stats, db_name);
+std::unique_ptr<references> make_references(pager& pages, relocator& frames, page_access& access, page_table& table,
+                                            transaction_log& log, statistics& stats, const std::string& db_name) {
+  return std::make_unique<software_references>(pages, frames, static_cast<software_access&>(access), table, log, stats,
+                                               db_name);
 }
 
 const char* mode_name() { return "software"; }

@@ -70,8 +70,8 @@ class store {
   // Like read_page, unless the stored record's version is `version`: then
   // nothing is read, h, image and mapping are left as they are (a remote
   // store does not resend the page).
-  virtual page_read read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h,
-                                         std::byte* image, std::string& mapping) {
+  virtual page_read read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h, std::byte* image,
+                                         std::string& mapping) {
     (void)version;
     return read_page(page, h, image, mapping) ? page_read::read : page_read::absent;
   }
@@ -93,8 +93,7 @@ class store {
   virtual void put(std::string_view key, std::string_view value) = 0;
   virtual void del(std::string_view key) = 0;
   // Calls f for every metadata record whose key starts with `prefix`, in key order.
-  virtual void scan(std::string_view prefix,
-                    const std::function<void(std::string_view, std::string_view)>& f) = 0;
+  virtual void scan(std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f) = 0;
 
   // Indexes: B-trees from byte-string keys to byte-string values (an
   // encoded persistent reference), updated in the store transaction. A unique

@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   const hello_request hello{magic, version, "secret"};
   const std::string record(48 + 56, 'h');  // a record header and a short image
-  const std::string mapping(48, 'm');       // two mapping entries
+  const std::string mapping(48, 'm');      // two mapping entries
 
   save(dir, "hello", (stream() << request(hello)).bytes);
   save(dir, "begin_abort", (stream() << request(hello) << request(begin_request{}) << request(abort_request{})).bytes);
@@ -69,11 +69,9 @@ int main(int argc, char** argv) {
     c.pages.push_back({page_op_kind::remove, 9, {}, {}});
     c.metas.push_back({meta_op_kind::put, "r:root", "123 x"});
     c.metas.push_back({meta_op_kind::remove, std::string_view("s:\0\0\0\0\0\0\0\1", 10), {}});
-    save(dir, "commit_patch",
-         (stream() << request(hello) << request(begin_request{}) << request(c)).bytes);
+    save(dir, "commit_patch", (stream() << request(hello) << request(begin_request{}) << request(c)).bytes);
   }
-  save(dir, "read_page",
-       (stream() << request(read_page_request{3, {}}) << request(read_page_request{3, 5})).bytes);
+  save(dir, "read_page", (stream() << request(read_page_request{3, {}}) << request(read_page_request{3, 5})).bytes);
   save(dir, "lock_write", (stream() << request(lock_write_request{3})).bytes);
   save(dir, "get_scan", (stream() << request(get_request{"page_size"}) << request(scan_request{"t:"})).bytes);
   save(dir, "allocate", (stream() << request(allocate_request{4})).bytes);
@@ -95,8 +93,8 @@ int main(int argc, char** argv) {
                    << response(page_response{page_status::unchanged, {}, {}})
                    << response(page_response{page_status::absent, {}, {}}) << response(value_response{"v"})
                    << response(value_response{}) << response(e) << response(pages_response{2, 9})
-                   << response(index_response{1}) << response(position_response{4096})
-                   << response(flag_response{true}) << response(pong_response{"pp"}))
+                   << response(index_response{1}) << response(position_response{4096}) << response(flag_response{true})
+                   << response(pong_response{"pp"}))
              .bytes);
   }
   save(dir, "oversized", std::string("\xf0\xff\xff\xff\x78", 5));

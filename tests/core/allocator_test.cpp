@@ -95,7 +95,7 @@ TEST_CASE("new (qs::near(p)) puts the object on p's page while it fits") {
   qs::transaction tx(db);
   Node* a = new (db) Node{1, nullptr};
   for (int i = 0; i < 100; ++i) new (db) Pair{};  // the current page moves on
-  Blob* spacer = new (db) Blob;                    // and a large object in between
+  Blob* spacer = new (db) Blob;                   // and a large object in between
   (void)spacer;
   Node* b = new (qs::near(a)) Node{2, a};
   CHECK(reinterpret_cast<std::uintptr_t>(b) / ps == reinterpret_cast<std::uintptr_t>(a) / ps);
@@ -115,8 +115,7 @@ TEST_CASE("allocation mistakes get clear errors") {
   SECTION("no transaction") { CHECK_THROWS_AS((new (db) Node{1, nullptr}), qs::no_transaction); }
   SECTION("a derived class allocated through its base's QS_PERSISTENT") {
     qs::transaction tx(db);
-    CHECK_THROWS_WITH(new (db) Derived{}, Catch::Contains("derived from Base") &&
-                                              Catch::Contains("QS_PERSISTENT"));
+    CHECK_THROWS_WITH(new (db) Derived{}, Catch::Contains("derived from Base") && Catch::Contains("QS_PERSISTENT"));
   }
   SECTION("a type without a schema") {
     qs::transaction tx(db);

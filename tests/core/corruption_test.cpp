@@ -35,7 +35,9 @@ TEST_CASE("a flipped byte in a stored page is detected by its checksum") {
   // refused every time.
   qs::transaction tx2(db);
   CHECK(db.root<Pair*>("head")->key == 2999);
-  CHECK_THROWS_AS([&] {
-    for (Pair* p = db.root<Pair*>("head"); p; p = p->right) touch(p->key);
-  }(), qs::corrupt_page);
+  CHECK_THROWS_AS(
+      [&] {
+        for (Pair* p = db.root<Pair*>("head"); p; p = p->right) touch(p->key);
+      }(),
+      qs::corrupt_page);
 }

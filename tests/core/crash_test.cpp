@@ -5,7 +5,6 @@
 
 #include "support.hpp"
 
-
 using namespace qs_test;
 
 namespace {

@@ -41,8 +41,7 @@ TEST_CASE("a page with a valid checksum but a damaged structure is refused") {
        [](std::byte*, std::byte* img) { put<std::uint32_t>(img + first + 4, 20u); }},
       {"free bytes the free blocks do not hold", "free-byte count",
        [](std::byte*, std::byte* img) { put<std::uint32_t>(img + offsetof(page_header, free_bytes), 4096u); }},
-      {"a damaged page header", "damaged page header",
-       [](std::byte*, std::byte* img) { put<std::uint32_t>(img, 0u); }},
+      {"a damaged page header", "damaged page header", [](std::byte*, std::byte* img) { put<std::uint32_t>(img, 0u); }},
       {"a record of unknown kind", "unknown kind",
        [](std::byte* h, std::byte*) { put<std::uint32_t>(h + offsetof(qs::detail::record_header, kind), 9u); }},
   };

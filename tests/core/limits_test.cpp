@@ -42,7 +42,7 @@ TEST_CASE("an allocation of 4 GiB or more is refused, naming the type and size")
     CHECK(std::string(e.what()).find("Blob") != std::string::npos);
   }
   CHECK_THROWS_AS(qs::allocator<long>().allocate(std::size_t{1} << 62), qs::error);  // n * 8 overflows
-  CHECK(keep[0] == 'x');  // the heap is as it was
+  CHECK(keep[0] == 'x');                                                             // the heap is as it was
   decltype(keep)().swap(keep);
   tx.commit();
 }

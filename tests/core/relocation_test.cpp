@@ -156,7 +156,8 @@ TEST_CASE("the preferred base address is taken before the database opens") {
     base = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{db.page_size() - 1};
     tx.commit();
   }
-  void* squatter = mmap(reinterpret_cast<void*>(base), 8192, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  void* squatter =
+      mmap(reinterpret_cast<void*>(base), 8192, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   REQUIRE(squatter == reinterpret_cast<void*>(base));
   {
     auto db = qs::database::open(dir.path(), small_options());

@@ -299,10 +299,11 @@ TEST_CASE("tiny.m: two modules from a config file in the shipped format") {
   {
     FILE* f = std::fopen(file.c_str(), "w");
     REQUIRE(f);
-    std::fputs("DirName /oo7/tiny.m\nPoolName oo7\nNummAssmPerAssm 3\nNumCompPerAssm 3\nNumCompPerModule 10\n"
-               "NumAssmLevels 3\nTotalModules 2\nNumAtomicPerComp 5\nNumConnPerAtomic 3\nDocumentSize 200\n"
-               "ManualSize 1000\nMultiSleepTime 0\nCacheSize 1500\n",
-               f);
+    std::fputs(
+        "DirName /oo7/tiny.m\nPoolName oo7\nNummAssmPerAssm 3\nNumCompPerAssm 3\nNumCompPerModule 10\n"
+        "NumAssmLevels 3\nTotalModules 2\nNumAtomicPerComp 5\nNumConnPerAtomic 3\nDocumentSize 200\n"
+        "ManualSize 1000\nMultiSleepTime 0\nCacheSize 1500\n",
+        f);
     std::fclose(f);
   }
   Config c = config_named(file);
@@ -346,9 +347,8 @@ TEST_CASE("tiny: T5 replaces the prefix for real") {
   txn t(f.db.st);
   ref<Document> d = f.db.ix->documentIdIdx.find(f.db.root->allCompParts.at(0)->id);
   bool used = false;
-  f.db.root->allModules.at(0)->allBases.each([&](ref<BaseAssembly> ba) {
-    used = used || ba->componentsPriv.occurrences(d->part) > 0;
-  });
+  f.db.root->allModules.at(0)->allBases.each(
+      [&](ref<BaseAssembly> ba) { used = used || ba->componentsPriv.occurrences(d->part) > 0; });
   std::string text(d->text->data, static_cast<std::size_t>(d->text->len));
   if (used) {
     CHECK(text.rfind("This is the documentation for composite part #00000001.\nI am", 0) == 0);
@@ -440,9 +440,8 @@ TEST_CASE("small: T2b in one transaction with a buffer pool smaller than the dat
   std::map<std::int32_t, int> visits;
   {
     txn t(f.db.st);
-    f.db.root->allModules.at(0)->allBases.each([&](ref<BaseAssembly> ba) {
-      ba->componentsPriv.each([&](ref<CompositePart> cp) { ++visits[cp->id]; });
-    });
+    f.db.root->allModules.at(0)->allBases.each(
+        [&](ref<BaseAssembly> ba) { ba->componentsPriv.each([&](ref<CompositePart> cp) { ++visits[cp->id]; }); });
     t.commit();
   }
   const std::uint32_t pool = 96;  // 768 KiB; the database has several hundred pages

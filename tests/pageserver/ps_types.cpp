@@ -5,11 +5,23 @@
 namespace qs_pstest {
 namespace {
 
-const qs::type_descriptor counter_desc{"qs_pstest::Counter", sizeof(Counter), alignof(Counter), nullptr, 0,
-                                       nullptr, 0, "0 8 value long\n8 4800 pad long[600]\n"};
+const qs::type_descriptor counter_desc{"qs_pstest::Counter",
+                                       sizeof(Counter),
+                                       alignof(Counter),
+                                       nullptr,
+                                       0,
+                                       nullptr,
+                                       0,
+                                       "0 8 value long\n8 4800 pad long[600]\n"};
 std::uint32_t table_offsets[counters];
-const qs::type_descriptor table_desc{"qs_pstest::Table", sizeof(Table), alignof(Table), table_offsets, counters,
-                                     nullptr, 0, "0 8 n long\n8 512 c qs_pstest::Counter*[64]\n"};
+const qs::type_descriptor table_desc{"qs_pstest::Table",
+                                     sizeof(Table),
+                                     alignof(Table),
+                                     table_offsets,
+                                     counters,
+                                     nullptr,
+                                     0,
+                                     "0 8 n long\n8 512 c qs_pstest::Counter*[64]\n"};
 const bool registered = [] {
   for (int i = 0; i < counters; ++i) table_offsets[i] = static_cast<std::uint32_t>(8 + 8 * i);
   qs::register_type<Counter>(counter_desc);

@@ -160,7 +160,7 @@ int all(qs::database& db, int txns, const std::string& go) {
         std::printf("connection_lost: %s\n", e.what());
         std::fflush(stdout);
         if (attempt > 300) throw;
-        if (!go.empty() && !wait_for_file(go, 30000)) throw;  // the test says when to go on
+        if (!go.empty() && !wait_for_file(go, 30000)) throw;          // the test says when to go on
         std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the server restarts
       }
     }
@@ -199,7 +199,8 @@ int main(int argc, char** argv) {
   try {
     auto db = qs::database::open(url, client_options());
     if (mode == "setup") return setup(db);
-    if (mode == "incr") return incr(db, std::stoi(arg(3)), std::stoi(arg(4)), static_cast<unsigned>(std::stoul(arg(5))));
+    if (mode == "incr")
+      return incr(db, std::stoi(arg(3)), std::stoi(arg(4)), static_cast<unsigned>(std::stoul(arg(5))));
     if (mode == "check") return check(db, std::stoi(arg(3)), std::stoi(arg(4)));
     if (mode == "deadlock") return deadlock_role(db, std::stoi(arg(3)), std::stoi(arg(4)), arg(5));
     if (mode == "hold") return hold(db, std::stoi(arg(3)), arg(4));

@@ -14,18 +14,17 @@ namespace {
 
 int failures = 0;
 
-#define FAIL(...)                  \
-  do {                             \
-    std::printf("FAIL: ");         \
-    std::printf(__VA_ARGS__);      \
-    std::printf("\n");             \
-    ++failures;                    \
+#define FAIL(...)             \
+  do {                        \
+    std::printf("FAIL: ");    \
+    std::printf(__VA_ARGS__); \
+    std::printf("\n");        \
+    ++failures;               \
   } while (0)
 
 template <class T, class M>
 std::uint32_t at(const T& object, const M& member) {
-  return static_cast<std::uint32_t>(reinterpret_cast<const char*>(&member) -
-                                    reinterpret_cast<const char*>(&object));
+  return static_cast<std::uint32_t>(reinterpret_cast<const char*>(&member) - reinterpret_cast<const char*>(&object));
 }
 
 std::string show(const std::set<std::uint32_t>& s) {
@@ -50,8 +49,7 @@ void check(const char* what, const T& object, const char* name, std::set<std::ui
     if (i && d->pointers[i] <= d->pointers[i - 1]) FAIL("%s: pointer offsets not sorted", what);
     got.insert(d->pointers[i]);
   }
-  if (got != pointers)
-    FAIL("%s: pointers at { %s}, expected { %s}", what, show(got).c_str(), show(pointers).c_str());
+  if (got != pointers) FAIL("%s: pointers at { %s}, expected { %s}", what, show(got).c_str(), show(pointers).c_str());
   std::set<std::uint32_t> vgot;
   for (std::uint32_t i = 0; i < d->vptr_count; ++i) {
     const qs::vptr_entry& e = d->vptrs[i];
@@ -60,13 +58,12 @@ void check(const char* what, const T& object, const char* name, std::set<std::ui
     std::memcpy(&stored, reinterpret_cast<const char*>(&object) + e.offset, sizeof stored);
     const void* want = static_cast<const char*>(e.vtable) + e.address_point;
     if (stored != want)
-      FAIL("%s: vptr at %u holds %p, descriptor says %s+%u = %p", what, e.offset, stored,
-           e.vtable_name, e.address_point, want);
+      FAIL("%s: vptr at %u holds %p, descriptor says %s+%u = %p", what, e.offset, stored, e.vtable_name,
+           e.address_point, want);
     if (!e.vtable_name || std::strncmp(e.vtable_name, "_ZTV", 4) != 0)
       FAIL("%s: vptr at %u: vtable name '%s'", what, e.offset, e.vtable_name);
   }
-  if (vgot != vptrs)
-    FAIL("%s: vptrs at { %s}, expected { %s}", what, show(vgot).c_str(), show(vptrs).c_str());
+  if (vgot != vptrs) FAIL("%s: vptrs at { %s}, expected { %s}", what, show(vgot).c_str(), show(vptrs).c_str());
   std::string members = d->members ? d->members : "";
   // Every line is "offset size path type" and lies inside the object
   // (bit-fields: "byte.bit bitsb path type").
@@ -77,11 +74,9 @@ void check(const char* what, const T& object, const char* name, std::set<std::ui
     unsigned off = 0, size = 0, bit = 0;
     char path[512];
     if (std::sscanf(line.c_str(), "%u %u %511s", &off, &size, path) == 3) {
-      if (off + size > sizeof(T))
-        FAIL("%s: member line '%s' lies outside the object", what, line.c_str());
+      if (off + size > sizeof(T)) FAIL("%s: member line '%s' lies outside the object", what, line.c_str());
     } else if (std::sscanf(line.c_str(), "%u.%u %ub %511s", &off, &bit, &size, path) == 4) {
-      if (off * 8 + bit + size > 8 * sizeof(T))
-        FAIL("%s: bit-field '%s' lies outside the object", what, line.c_str());
+      if (off * 8 + bit + size > 8 * sizeof(T)) FAIL("%s: bit-field '%s' lies outside the object", what, line.c_str());
     } else {
       FAIL("%s: malformed member line '%s'", what, line.c_str());
     }
@@ -121,8 +116,7 @@ int main() {
   }
   {
     static Square s{};
-    check("Square", s, "Square",
-          {at(s, s.parent), at(s, s.label), at(s, s.twin)}, {},
+    check("Square", s, "Square", {at(s, s.parent), at(s, s.label), at(s, s.twin)}, {},
           {"8 8 Shape::parent Shape*", "16 8 Named::label char*", "32 8 twin Square*"});
   }
   {
@@ -132,9 +126,8 @@ int main() {
   }
   {
     static Polygon g{};
-    check("Polygon", g, "Polygon",
-          {at(g, g.pts[0].link), at(g, g.pts[1].link), at(g, g.pts[2].link), at(g, g.next)}, {},
-          {"40 8 pts[2].link Point*", "48 4 n int"});
+    check("Polygon", g, "Polygon", {at(g, g.pts[0].link), at(g, g.pts[1].link), at(g, g.pts[2].link), at(g, g.next)},
+          {}, {"40 8 pts[2].link Point*", "48 4 n int"});
   }
   {
     static Grid g{};
@@ -157,16 +150,14 @@ int main() {
     std::uint32_t links = offsetof(std::_Rb_tree_header, _M_header._M_parent);
     if (*reinterpret_cast<const char* const*>(&b.s) != b.s.data())
       FAIL("Bag: a string's first word is not its data pointer");
-    std::set<std::uint32_t> p = {v, v + 8, v + 16, s, h + links, h + links + 8, h + links + 16,
-                                 at(b, b.next)};
+    std::set<std::uint32_t> p = {v, v + 8, v + 16, s, h + links, h + links + 8, h + links + 16, at(b, b.next)};
     check("Bag", b, "Bag", p, {}, {"24 8 s._M_dataplus._M_p char*"});
     // The map's node type was registered by qs::allocator's instantiation.
     using node = std::_Rb_tree_node<std::pair<const int, Plain*>>;
     static node n;
     check("map node", n, "std::_Rb_tree_node<std::pair<int const, Plain*> >",
-          {at(n, n._M_parent), at(n, n._M_left), at(n, n._M_right),
-           at(n, n._M_valptr()->second)},
-          {}, {"40 8 _M_storage.second Plain*"});
+          {at(n, n._M_parent), at(n, n._M_left), at(n, n._M_right), at(n, n._M_valptr()->second)}, {},
+          {"40 8 _M_storage.second Plain*"});
   }
   {
     static Dog d;
@@ -183,8 +174,8 @@ int main() {
     static Join j;
     const Right& r = j;
     const Vertex& v = j;
-    check("Join", j, "Join", {at(j, j.l), at(j, j.r), at(j, j.j), at(j, j.parent)},
-          {0, at(j, r), at(j, v)}, {"8 8 Left::l Left*", "48 8 Vertex::parent Vertex*"});
+    check("Join", j, "Join", {at(j, j.l), at(j, j.r), at(j, j.j), at(j, j.parent)}, {0, at(j, r), at(j, v)},
+          {"8 8 Left::l Left*", "48 8 Vertex::parent Vertex*"});
     static Left l;
     const Vertex& lv = l;
     check("Left", l, "Left", {at(l, l.l), at(l, l.parent)}, {0, at(l, lv)}, {});
@@ -205,18 +196,16 @@ int main() {
     const Right& r = f.join;
     const Vertex& v = f.join;
     check("Frame", f, "Frame",
-          {at(f, f.button.target), at(f, f.button.text), at(f, f.join.l), at(f, f.join.r),
-           at(f, f.join.j), at(f, f.join.parent), at(f, f.tag.self), at(f, f.next)},
+          {at(f, f.button.target), at(f, f.button.text), at(f, f.join.l), at(f, f.join.r), at(f, f.join.j),
+           at(f, f.join.parent), at(f, f.tag.self), at(f, f.next)},
           {at(f, f.button), at(f, c), at(f, f.join), at(f, r), at(f, v), at(f, f.tag)},
-          {"8 8 button.Drawable::_vptr.Drawable vptr", "112 8 tag._vptr.Tagged vptr",
-           "120 5 tag.buf char[5]"});
+          {"8 8 button.Drawable::_vptr.Drawable vptr", "112 8 tag._vptr.Tagged vptr", "120 5 tag.buf char[5]"});
   }
   {
     static Flags f{};
     check("Flags", f, "Flags", {at(f, f.link)}, {},
-          {"0.0 3b a unsigned int:3", "0.3 5b b unsigned int:5",
-           "8.0 64b bits long unsigned int:64", "16 4 u.i int", "16 4 u.f float",
-           "24 8 link.as_flags Flags*", "24 8 link.as_plain Plain*"});
+          {"0.0 3b a unsigned int:3", "0.3 5b b unsigned int:5", "8.0 64b bits long unsigned int:64", "16 4 u.i int",
+           "16 4 u.f float", "24 8 link.as_flags Flags*", "24 8 link.as_plain Plain*"});
   }
   {
     static Aligned a{};

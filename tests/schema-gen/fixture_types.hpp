@@ -57,8 +57,7 @@ struct Grid {
 
 // Standard containers with qs::allocator.
 using qs_string = std::basic_string<char, std::char_traits<char>, qs::allocator<char>>;
-using plain_map =
-    std::map<int, Plain*, std::less<int>, qs::allocator<std::pair<const int, Plain*>>>;
+using plain_map = std::map<int, Plain*, std::less<int>, qs::allocator<std::pair<const int, Plain*>>>;
 struct Bag {
   std::vector<Plain*, qs::allocator<Plain*>> v;
   qs_string s;

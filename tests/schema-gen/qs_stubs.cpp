@@ -24,16 +24,10 @@ void throw_no_schema(const std::type_info& t) {
   std::fprintf(stderr, "no schema for %s\n", t.name());
   std::abort();
 }
-void* allocate(database&, const type_descriptor*, std::size_t, const void*) {
-  unavailable("qs::detail::allocate");
-}
-void* allocate_near(const void*, const type_descriptor*, std::size_t) {
-  unavailable("qs::detail::allocate_near");
-}
+void* allocate(database&, const type_descriptor*, std::size_t, const void*) { unavailable("qs::detail::allocate"); }
+void* allocate_near(const void*, const type_descriptor*, std::size_t) { unavailable("qs::detail::allocate_near"); }
 void release(void*) noexcept { unavailable("qs::detail::release"); }
 database& current_database() { unavailable("qs::detail::current_database"); }
-void check_class_size(std::size_t, std::size_t, const char*) {
-  unavailable("qs::detail::check_class_size");
-}
+void check_class_size(std::size_t, std::size_t, const char*) { unavailable("qs::detail::check_class_size"); }
 
 }  // namespace qs::detail

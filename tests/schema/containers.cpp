@@ -60,7 +60,7 @@ struct Store {
                      qs::allocator<std::pair<const std::size_t, Parcel*>>>
       by_number;
   std::list<int, qs::allocator<int>> queue;
-  pvector<Named*> named;  // base pointers into the middle of Parcels
+  pvector<Named*> named;   // base pointers into the middle of Parcels
   pvector<Thing*> things;  // virtual-base pointers into Boths
 };
 

@@ -269,7 +269,7 @@ TEST_CASE("software mode: a change made without qs::write is refused at commit, 
     qs::transaction t(db);
     qs::ref<Node> head = db.root<qs::ref<Node>>("list");
     qs::write(head)->value = 1000;  // announced
-    head->next->value = 2000;        // not announced: a plain store through the reference
+    head->next->value = 2000;       // not announced: a plain store through the reference
     CHECK_THROWS_WITH(t.commit(), Catch::Contains("commit refused: page") &&
                                       Catch::Contains("outside the objects announced with qs::write"));
     CHECK_FALSE(db.in_transaction());

@@ -13,9 +13,7 @@ using qs::detail::record_header;
 
 mem_store::mem_store(mem_store_options o) : name_(std::move(o.name)), page_size_(o.page_size), shared_(o.shared) {}
 
-std::string mem_store::where(std::uint64_t page) const {
-  return "store " + name_ + ": page " + std::to_string(page);
-}
+std::string mem_store::where(std::uint64_t page) const { return "store " + name_ + ": page " + std::to_string(page); }
 
 void mem_store::begin() {
   if (before_) throw qs::store_error("store " + name_ + ": store transaction already open");
@@ -51,8 +49,8 @@ bool mem_store::read_page(std::uint64_t page, record_header& h, std::byte* image
   return true;
 }
 
-qs::detail::store::page_read mem_store::read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h,
-                                                 std::byte* image, std::string& mapping) {
+qs::detail::store::page_read mem_store::read_page_if_changed(std::uint64_t page, std::uint64_t version,
+                                                             record_header& h, std::byte* image, std::string& mapping) {
   auto it = now_.pages.find(page);
   if (it == now_.pages.end()) return page_read::absent;
   if (it->second.header.version == version) return page_read::unchanged;
@@ -197,8 +195,7 @@ void mem_store::index_scan(std::uint32_t index, std::string_view lo, std::string
   index_at(index);
   std::vector<std::pair<std::string, std::string>> found;  // f may write to the store
   if (auto e = now_.indexes.find(index); e != now_.indexes.end())
-    for (auto it = e->second.lower_bound(entry_view(lo, {}));
-         it != e->second.end() && it->first <= hi; ++it)
+    for (auto it = e->second.lower_bound(entry_view(lo, {})); it != e->second.end() && it->first <= hi; ++it)
       found.push_back(*it);
   for (auto& [k, v] : found)
     if (!f(k, v)) break;

@@ -60,8 +60,7 @@ class mem_store final : public qs::detail::store {
   void abort() override;
   bool in_transaction() const override { return before_.has_value(); }
 
-  bool read_page(std::uint64_t page, qs::detail::record_header& h, std::byte* image,
-                 std::string& mapping) override;
+  bool read_page(std::uint64_t page, qs::detail::record_header& h, std::byte* image, std::string& mapping) override;
   page_read read_page_if_changed(std::uint64_t page, std::uint64_t version, qs::detail::record_header& h,
                                  std::byte* image, std::string& mapping) override;
   void put_page(std::uint64_t page, const qs::detail::record_header& h, const std::byte* image,
@@ -76,8 +75,7 @@ class mem_store final : public qs::detail::store {
   std::optional<std::string> get(std::string_view key) override;
   void put(std::string_view key, std::string_view value) override;
   void del(std::string_view key) override;
-  void scan(std::string_view prefix,
-            const std::function<void(std::string_view, std::string_view)>& f) override;
+  void scan(std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f) override;
 
   std::uint32_t open_index(const std::string& name, bool unique) override;
   bool index_insert(std::uint32_t index, std::string_view key, std::string_view value) override;

@@ -66,8 +66,7 @@ std::string read_file(const std::string& path) {
   return s;
 }
 
-child spawn_worker(const std::vector<std::string>& args, const std::string& pause_at,
-                   const std::string& stderr_path) {
+child spawn_worker(const std::vector<std::string>& args, const std::string& pause_at, const std::string& stderr_path) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   std::vector<std::string> env_strings;

@@ -6,13 +6,31 @@ namespace qs_test {
 namespace {
 
 constexpr std::uint32_t node_pointers[] = {offsetof(Node, next)};
-const qs::type_descriptor node_desc{"qs_test::Node", sizeof(Node), alignof(Node), node_pointers, 1, nullptr, 0,
+const qs::type_descriptor node_desc{"qs_test::Node",
+                                    sizeof(Node),
+                                    alignof(Node),
+                                    node_pointers,
+                                    1,
+                                    nullptr,
+                                    0,
                                     "0 8 value long\n8 8 next qs_test::Node*\n"};
 constexpr std::uint32_t pair_pointers[] = {offsetof(Pair, left), offsetof(Pair, right)};
-const qs::type_descriptor pair_desc{"qs_test::Pair", sizeof(Pair), alignof(Pair), pair_pointers, 2, nullptr, 0,
+const qs::type_descriptor pair_desc{"qs_test::Pair",
+                                    sizeof(Pair),
+                                    alignof(Pair),
+                                    pair_pointers,
+                                    2,
+                                    nullptr,
+                                    0,
                                     "0 8 left qs_test::Pair*\n8 8 key unsigned long\n16 8 right qs_test::Pair*\n"};
 constexpr std::uint32_t blob_pointers[] = {offsetof(Blob, self)};
-const qs::type_descriptor blob_desc{"qs_test::Blob", sizeof(Blob), alignof(Blob), blob_pointers, 1, nullptr, 0,
+const qs::type_descriptor blob_desc{"qs_test::Blob",
+                                    sizeof(Blob),
+                                    alignof(Blob),
+                                    blob_pointers,
+                                    1,
+                                    nullptr,
+                                    0,
                                     "0 320000 words unsigned long[40000]\n320000 8 self qs_test::Blob*\n"};
 const qs::type_descriptor base_desc{"qs_test::Base", sizeof(Base), alignof(Base), nullptr, 0, nullptr, 0,
                                     "0 8 a long\n"};

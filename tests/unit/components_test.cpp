@@ -37,8 +37,8 @@ struct rig {
                               pool, table);
     pointers = std::make_unique<pointer_check>(words, *access, name);
     relocate = std::make_unique<relocator>(*access, table, words, log, stats, opts, page_size, name);
-    pages = std::make_unique<pager>(store, pool, table, log, *access, *relocate, words, *pointers, stats, page_size,
-                                    name);
+    pages =
+        std::make_unique<pager>(store, pool, table, log, *access, *relocate, words, *pointers, stats, page_size, name);
     alloc = std::make_unique<object_allocator>(store, *pages, *relocate, *access, table, log, schema, page_size, name);
     refs = make_references(*pages, *relocate, *access, table, log, stats, name);
     named = std::make_unique<roots>(store, *refs, *alloc, log, name);

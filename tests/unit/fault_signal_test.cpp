@@ -3,13 +3,13 @@
 
 #include "os/fault_signal.hpp"
 
-#include <csignal>
-#include <cstdio>
 #include <fcntl.h>
-#include <string>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
+#include <cstdio>
+#include <string>
 
 using namespace qs::detail;
 

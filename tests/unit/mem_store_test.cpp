@@ -289,9 +289,8 @@ static std::vector<std::string> script(store& s) {
   auto note = [&](const std::string& what) { seen.push_back(what); };
   auto note_page = [&](std::uint64_t page) {
     page_seen p = read(s, page);
-    note("page " + std::to_string(page) + (p.found ? " v" + std::to_string(p.version) + " " + p.first + p.at100 +
-                                                          " mapping " + p.mapping
-                                                    : " absent"));
+    note("page " + std::to_string(page) +
+         (p.found ? " v" + std::to_string(p.version) + " " + p.first + p.at100 + " mapping " + p.mapping : " absent"));
   };
   auto note_throw = [&](const char* what, auto f) {
     try {
@@ -328,8 +327,7 @@ static std::vector<std::string> script(store& s) {
   std::vector<std::byte> img(page_size);
   std::string mapping;
   note("if changed from 1: " + std::to_string(static_cast<int>(s.read_page_if_changed(1, 1, h, img.data(), mapping))));
-  note("if changed, absent: " +
-       std::to_string(static_cast<int>(s.read_page_if_changed(3, 1, h, img.data(), mapping))));
+  note("if changed, absent: " + std::to_string(static_cast<int>(s.read_page_if_changed(3, 1, h, img.data(), mapping))));
   s.commit(true);
 
   s.begin();

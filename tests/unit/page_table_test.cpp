@@ -3,9 +3,9 @@
 
 #include "page_table.hpp"
 
-#include <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
 
 using namespace qs::detail;
 

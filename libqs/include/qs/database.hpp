@@ -84,11 +84,11 @@ struct statistics {
   std::uint64_t pages_written = 0;  // page records written (diffs or whole)
   std::uint64_t evictions = 0;
   std::uint64_t dirty_evictions = 0;
-  std::uint64_t log_bytes = 0;      // store log bytes written by commits
-  std::uint64_t diff_bytes = 0;     // bytes in the changed ranges logged
+  std::uint64_t log_bytes = 0;   // store log bytes written by commits
+  std::uint64_t diff_bytes = 0;  // bytes in the changed ranges logged
   std::uint64_t commits = 0;
   std::uint64_t aborts = 0;
-  std::uint64_t commit_ns = 0;      // time spent in commit
+  std::uint64_t commit_ns = 0;           // time spent in commit
   std::uint64_t mapping_fetches = 0;     // mapping objects read with pages
   std::uint64_t pages_relocated = 0;     // pages whose pointers were rewritten
   std::uint64_t pointers_relocated = 0;  // pointer words rewritten
@@ -163,8 +163,7 @@ class database {
   friend detail::database_impl& detail::impl_of(database& db) noexcept;
 
   explicit database(std::unique_ptr<detail::database_impl> impl);
-  void* root_cell(std::string_view name, const type_descriptor* d, std::size_t size,
-                  const std::type_info& t);
+  void* root_cell(std::string_view name, const type_descriptor* d, std::size_t size, const std::type_info& t);
 
   std::unique_ptr<detail::database_impl> impl_;
 };

@@ -50,7 +50,8 @@ struct index_entry {
 };
 
 std::uint32_t index_open(database& db, const std::string& name, bool unique);
-void index_insert(database& db, std::uint32_t ix, const std::string& name, std::string_view key, std::string_view value);
+void index_insert(database& db, std::uint32_t ix, const std::string& name, std::string_view key,
+                  std::string_view value);
 bool index_erase(database& db, std::uint32_t ix, std::string_view key, std::string_view value);
 // Every entry with lo <= key <= hi, collected under the runtime's lock.
 std::vector<index_entry> index_scan(database& db, std::uint32_t ix, std::string_view lo, std::string_view hi,

@@ -46,8 +46,7 @@ struct near {
 namespace detail {
 
 // Allocates `bytes` (a multiple of d->size) of objects of type d.
-void* allocate(database& db, const type_descriptor* d, std::size_t bytes,
-               const void* near_object = nullptr);
+void* allocate(database& db, const type_descriptor* d, std::size_t bytes, const void* near_object = nullptr);
 // Allocates in the database `near_object` lives in.
 void* allocate_near(const void* near_object, const type_descriptor* d, std::size_t bytes);
 // Frees p: persistently when p is persistent, else with ::operator delete.
@@ -98,8 +97,7 @@ struct allocator {
   allocator(const allocator<U>&) noexcept {}
   T* allocate(std::size_t n) {
     if (n > std::size_t(-1) / sizeof(T)) detail::refuse_count(detail::descriptor_of<T>(), n);
-    return static_cast<T*>(
-        detail::allocate(detail::current_database(), detail::descriptor_of<T>(), n * sizeof(T)));
+    return static_cast<T*>(detail::allocate(detail::current_database(), detail::descriptor_of<T>(), n * sizeof(T)));
   }
   void deallocate(T* p, std::size_t) noexcept { detail::release(p); }
   friend bool operator==(const allocator&, const allocator&) noexcept { return true; }
@@ -109,23 +107,18 @@ struct allocator {
 
 // Gives class T its persistent allocation functions. Place it where members
 // are public. A class derived from T needs its own QS_PERSISTENT line.
-#define QS_PERSISTENT(T)                                                                  \
-  static void* operator new(std::size_t qs_sz, ::qs::database& qs_db) {                   \
-    ::qs::detail::check_class_size(qs_sz, sizeof(T), #T);                                 \
-    return ::qs::detail::allocate(qs_db, ::qs::detail::descriptor_of<T>(), qs_sz);        \
-  }                                                                                       \
-  static void* operator new(std::size_t qs_sz, ::qs::near qs_n) {                         \
-    ::qs::detail::check_class_size(qs_sz, sizeof(T), #T);                                 \
-    return ::qs::detail::allocate_near(qs_n.object, ::qs::detail::descriptor_of<T>(),     \
-                                       qs_sz);                                            \
-  }                                                                                       \
-  static void* operator new(std::size_t qs_sz) { return ::operator new(qs_sz); }          \
-  static void* operator new(std::size_t, void* qs_p) noexcept { return qs_p; }            \
-  static void operator delete(void* qs_p) noexcept { ::qs::detail::release(qs_p); }      \
-  static void operator delete(void* qs_p, ::qs::database&) noexcept {                     \
-    ::qs::detail::release(qs_p);                                                          \
-  }                                                                                       \
-  static void operator delete(void* qs_p, ::qs::near) noexcept {                          \
-    ::qs::detail::release(qs_p);                                                          \
-  }                                                                                       \
+#define QS_PERSISTENT(T)                                                                             \
+  static void* operator new(std::size_t qs_sz, ::qs::database& qs_db) {                              \
+    ::qs::detail::check_class_size(qs_sz, sizeof(T), #T);                                            \
+    return ::qs::detail::allocate(qs_db, ::qs::detail::descriptor_of<T>(), qs_sz);                   \
+  }                                                                                                  \
+  static void* operator new(std::size_t qs_sz, ::qs::near qs_n) {                                    \
+    ::qs::detail::check_class_size(qs_sz, sizeof(T), #T);                                            \
+    return ::qs::detail::allocate_near(qs_n.object, ::qs::detail::descriptor_of<T>(), qs_sz);        \
+  }                                                                                                  \
+  static void* operator new(std::size_t qs_sz) { return ::operator new(qs_sz); }                     \
+  static void* operator new(std::size_t, void* qs_p) noexcept { return qs_p; }                       \
+  static void operator delete(void* qs_p) noexcept { ::qs::detail::release(qs_p); }                  \
+  static void operator delete(void* qs_p, ::qs::database&) noexcept { ::qs::detail::release(qs_p); } \
+  static void operator delete(void* qs_p, ::qs::near) noexcept { ::qs::detail::release(qs_p); }      \
   static void operator delete(void*, void*) noexcept {}

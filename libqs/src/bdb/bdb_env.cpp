@@ -58,8 +58,8 @@ bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes) : dir_(dir) 
     check(env_->set_lg_max(64u << 20), "set_lg_max");
     check(env_->set_lk_detect(DB_LOCK_DEFAULT), "set_lk_detect");
     check(env_->open(dir.c_str(),
-                     DB_CREATE | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL | DB_RECOVER |
-                         DB_THREAD | DB_PRIVATE,
+                     DB_CREATE | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL | DB_RECOVER | DB_THREAD |
+                         DB_PRIVATE,
                      0600),
           "open environment");
     check(env_->log_set_config(DB_LOG_AUTO_REMOVE, 1), "log_set_config");
@@ -104,8 +104,8 @@ void bdb_env::commit(DbTxn* t, bool durable) {
 
 void bdb_env::abort(DbTxn* t) { check(t->abort(), "abort"); }
 
-std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std::uint32_t cap,
-                                   std::uint32_t flags, bool part) {
+std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std::uint32_t cap, std::uint32_t flags,
+                                   bool part) {
   page_key pk(page);
   Dbt key(pk.bytes, sizeof pk.bytes);
   Dbt data;
@@ -133,8 +133,7 @@ void bdb_env::put_record(DbTxn* t, std::uint64_t page, const void* rec, std::uin
   check(pages_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write page " + std::to_string(page));
 }
 
-void bdb_env::put_record_part(DbTxn* t, std::uint64_t page, std::uint32_t offset, const void* p,
-                              std::uint32_t len) {
+void bdb_env::put_record_part(DbTxn* t, std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len) {
   page_key pk(page);
   Dbt key(pk.bytes, sizeof pk.bytes);
   Dbt data(const_cast<void*>(p), len);
@@ -174,7 +173,8 @@ void bdb_env::put_mapping(DbTxn* t, std::uint64_t page, std::string_view mapping
     return;
   }
   Dbt data = dbt(mapping);
-  check(pages_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write the mapping object of page " + std::to_string(page));
+  check(pages_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT),
+        "write the mapping object of page " + std::to_string(page));
 }
 
 std::optional<std::string> bdb_env::get(DbTxn* t, std::string_view k, std::uint32_t flags) {
@@ -201,8 +201,8 @@ void bdb_env::del(DbTxn* t, std::string_view k) {
   check(rc, "delete metadata");
 }
 
-void bdb_env::scan(DbTxn* t, std::string_view prefix,
-                   const std::function<void(std::string_view, std::string_view)>& f, std::uint32_t flags) {
+void bdb_env::scan(DbTxn* t, std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f,
+                   std::uint32_t flags) {
   Dbc* cursor = nullptr;
   check(meta_->cursor(t, &cursor, flags), "open cursor");
   Dbt key, data;
@@ -246,8 +246,7 @@ std::uint32_t bdb_env::open_index(DbTxn* t, const std::string& name, bool unique
     throw invalid_argument("database " + dir_ + ": an index name has 1 to 200 characters");
   for (char c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-')
-      throw invalid_argument("database " + dir_ + ": index name '" + name +
-                             "' may hold letters, digits, _ and - only");
+      throw invalid_argument("database " + dir_ + ": index name '" + name + "' may hold letters, digits, _ and - only");
   auto db = std::make_unique<Db>(env_.get(), DB_CXX_NO_EXCEPTIONS);
   if (!unique) check(db->set_flags(DB_DUP | DB_DUPSORT), "set_flags");
   std::string file = "index." + name + ".db";

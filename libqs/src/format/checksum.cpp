@@ -23,8 +23,7 @@ std::uint32_t crc_soft(std::uint32_t crc, const unsigned char* p, std::size_t n)
   return crc;
 }
 
-__attribute__((target("sse4.2"))) std::uint32_t crc_hard(std::uint32_t crc, const unsigned char* p,
-                                                         std::size_t n) {
+__attribute__((target("sse4.2"))) std::uint32_t crc_hard(std::uint32_t crc, const unsigned char* p, std::size_t n) {
   std::uint64_t c = crc;
   while (n >= 8) {
     std::uint64_t w;

@@ -41,11 +41,11 @@ constexpr std::uint32_t page_magic = 0x47505351;    // "QSPG"
 struct record_header {
   std::uint32_t magic;
   std::uint32_t checksum;
-  std::uint64_t frame;       // the page's preferred frame
+  std::uint64_t frame;  // the page's preferred frame
   page_kind kind;
-  std::uint32_t type;        // large objects: the object's type index
-  std::uint32_t size;        // large objects: the object's payload bytes
-  std::uint32_t index;       // large objects: this page's index in the object
+  std::uint32_t type;   // large objects: the object's type index
+  std::uint32_t size;   // large objects: the object's payload bytes
+  std::uint32_t index;  // large objects: this page's index in the object
   // Bumped by every write of the record (covered by the checksum): a client
   // that caches pages across transactions of a shared store (qs-pageserver)
   // revalidates its copy by this number instead of fetching the page again.

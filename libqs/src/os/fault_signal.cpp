@@ -12,13 +12,13 @@
 
 #include <sys/mman.h>
 
+#include <cxxabi.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cxxabi.h>
 #include <mutex>
 
 namespace qs::detail {
@@ -72,8 +72,7 @@ void chain(int sig, siginfo_t* info, void* ctx) {
   char buf[160];
   if (sent)
     std::snprintf(buf, sizeof buf, "qs: SIGSEGV sent to the process (by pid %d)\n", static_cast<int>(info->si_pid));
-  else
-    std::snprintf(buf, sizeof buf, "qs: segmentation fault at address %p (not persistent memory)\n", info->si_addr);
+  else std::snprintf(buf, sizeof buf, "qs: segmentation fault at address %p (not persistent memory)\n", info->si_addr);
   say(buf);
   print_backtrace();
   struct sigaction dfl {};

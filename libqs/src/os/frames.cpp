@@ -20,9 +20,7 @@
 namespace qs::detail {
 namespace {
 
-[[noreturn]] void fail(const std::string& what) {
-  throw error(what + ": " + std::strerror(errno));
-}
+[[noreturn]] void fail(const std::string& what) { throw error(what + ": " + std::strerror(errno)); }
 
 // The regions a forked child unmaps.
 struct region {
@@ -145,8 +143,8 @@ frame_space::~frame_space() { remove_region(base_, bytes_); }
 
 void frame_space::map(std::uint64_t f, const pool_memory& pool, std::uint32_t slot, bool writable) {
   void* want = frame_address(f);
-  void* p = ::mmap(want, page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED | MAP_FIXED,
-                   pool.fd(), static_cast<off_t>(std::size_t{slot} * page_size_));
+  void* p = ::mmap(want, page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED | MAP_FIXED, pool.fd(),
+                   static_cast<off_t>(std::size_t{slot} * page_size_));
   if (p == MAP_FAILED) fail("qs: mapping frame " + std::to_string(f));
 }
 
@@ -160,8 +158,8 @@ void frame_space::revoke_all() {
 }
 
 void frame_space::unmap(std::uint64_t f) {
-  void* p = ::mmap(frame_address(f), page_size_, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  void* p =
+      ::mmap(frame_address(f), page_size_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   if (p == MAP_FAILED) fail("qs: releasing frame " + std::to_string(f));
 }
 
@@ -174,9 +172,9 @@ void check_map_budget(std::uint32_t slots) {
   long need = 2L * slots + 4096;
   if (need > limit)
     throw invalid_argument("qs: a buffer pool of " + std::to_string(slots) + " pages may need up to " +
-                           std::to_string(need) + " memory mappings, but vm.max_map_count is " +
-                           std::to_string(limit) + "; raise it (sysctl -w vm.max_map_count=" +
-                           std::to_string(need * 2) + ") or use a smaller pool");
+                           std::to_string(need) + " memory mappings, but vm.max_map_count is " + std::to_string(limit) +
+                           "; raise it (sysctl -w vm.max_map_count=" + std::to_string(need * 2) +
+                           ") or use a smaller pool");
 }
 
 }  // namespace qs::detail

@@ -72,8 +72,8 @@ bool connection::receive(std::vector<std::byte>& buf, std::uint32_t max) {
   std::uint32_t n = 0;
   for (int i = 0; i < 4; ++i) n |= std::uint32_t{static_cast<std::uint8_t>(len[i])} << (8 * i);
   if (n == 0) throw protocol_error("an empty message");
-  if (n > max) throw protocol_error("a message of " + std::to_string(n) + " bytes, more than the limit of " +
-                                    std::to_string(max));
+  if (n > max)
+    throw protocol_error("a message of " + std::to_string(n) + " bytes, more than the limit of " + std::to_string(max));
   buf.resize(n);
   read_all(buf.data(), n, false);
   return true;

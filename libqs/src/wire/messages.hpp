@@ -71,10 +71,34 @@ constexpr std::uint64_t max_allocation = std::uint64_t{1} << 32;
 
 // The first byte of every body: which message it is.
 enum class msg : std::uint8_t {
-  hello = 1, begin, write, commit, abort, read_page, lock_write, get, scan, allocate,
-  open_index, index_insert, index_erase, index_scan, log_position, ping,
+  hello = 1,
+  begin,
+  write,
+  commit,
+  abort,
+  read_page,
+  lock_write,
+  get,
+  scan,
+  allocate,
+  open_index,
+  index_insert,
+  index_erase,
+  index_scan,
+  log_position,
+  ping,
   // responses
-  ok = 64, error, hello_ok, page, value, entries, pages, index, position, flag, pong,
+  ok = 64,
+  error,
+  hello_ok,
+  page,
+  value,
+  entries,
+  pages,
+  index,
+  position,
+  flag,
+  pong,
 };
 const char* name_of(msg m);
 
@@ -103,10 +127,10 @@ enum class mapping_change : std::uint8_t { keep = 0, set = 1, remove = 2 };
 struct page_op {
   page_op_kind kind = page_op_kind::put;
   std::uint64_t page = 0;
-  std::string_view record;  // put: the whole record
-  std::vector<part> parts;  // patch: at least one
+  std::string_view record;                           // put: the whole record
+  std::vector<part> parts;                           // patch: at least one
   mapping_change mapping_op = mapping_change::keep;  // put, patch
-  std::string_view mapping;                         // set: the new mapping object
+  std::string_view mapping;                          // set: the new mapping object
   template <class M, class W>
   static void fields(M& m, W& w) {
     w.enumeration("kind", m.kind, page_op_kind::put, page_op_kind::remove);
@@ -325,10 +349,10 @@ struct ping_request {
   }
 };
 
-using request = std::variant<hello_request, begin_request, write_request, commit_request, abort_request,
-                             read_page_request, lock_write_request, get_request, scan_request, allocate_request,
-                             open_index_request, index_insert_request, index_erase_request, index_scan_request,
-                             log_position_request, ping_request>;
+using request =
+    std::variant<hello_request, begin_request, write_request, commit_request, abort_request, read_page_request,
+                 lock_write_request, get_request, scan_request, allocate_request, open_index_request,
+                 index_insert_request, index_erase_request, index_scan_request, log_position_request, ping_request>;
 
 // --- responses ---
 
@@ -449,9 +473,9 @@ struct pong_response {
   }
 };
 
-using response = std::variant<ok_response, error_response, hello_ok_response, page_response, value_response,
-                              entries_response, pages_response, index_response, position_response, flag_response,
-                              pong_response>;
+using response =
+    std::variant<ok_response, error_response, hello_ok_response, page_response, value_response, entries_response,
+                 pages_response, index_response, position_response, flag_response, pong_response>;
 
 // Parsing throws malformed_message (a protocol_error) for any body that is
 // not exactly one well-formed message of the direction's types.
