@@ -165,9 +165,10 @@ void object_allocator::deallocate(void* p) {
   for (std::uint64_t i = 0; i < n; ++i) {
     page_desc* t = i == 0 ? d : table_.by_page(page0 + i);
     if (t) {
-      // The page keeps its frame: if the transaction aborts, the object is
-      // back, and the pointers to it on restored pages lead to it again.
-      log_.remove_created(t);
+      // The page keeps its frame: if the transaction aborts, an object that
+      // existed before it is back, and the pointers to it on restored pages
+      // lead to it again. One the transaction created stays on its created
+      // list, so that an abort drops it with the page numbers it took.
       pages_.discard(t);
       t->stored();
     }

@@ -187,6 +187,7 @@ class page_table {
   // The first page of the run d belongs to.
   page_desc* run_head(page_desc* d) const { return d->is_run_head() ? d : by_page(d->run_first); }
   page_desc* add(std::uint64_t page, std::uint64_t frame, std::uint64_t run_first, std::uint32_t run_pages) {
+    if (pages_.count(page) || frames_.count(frame)) page_state_bug(page, "added to the page table twice");
     auto d = std::make_unique<page_desc>(page, frame, run_first, run_pages);
     page_desc* p = d.get();
     pages_[page] = std::move(d);

@@ -40,7 +40,6 @@ class transaction_log {
   const std::vector<page_desc*>& written() const { return written_; }
 
   void add_created(page_desc* d) { created_.push_back(d); }
-  void remove_created(page_desc* d) { std::erase(created_, d); }
   const std::vector<page_desc*>& created() const { return created_; }
 
   void add_logged(page_desc* d) { logged_.insert(d); }

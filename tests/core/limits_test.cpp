@@ -195,3 +195,33 @@ TEST_CASE("a directory that holds something else is not turned into a database")
   { auto db = qs::database::open(dir.sub("empty"), small_options()); }
   { auto db = qs::database::open(dir.sub("absent"), small_options()); }
 }
+
+TEST_CASE("a large object created and deleted in a transaction that aborts leaves nothing behind") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  {
+    qs::transaction tx(db);
+    db.root<Blob*>("kept") = nullptr;
+    tx.commit();
+  }
+  {
+    qs::transaction tx(db);
+    Blob* b = new (db) Blob;  // 40 pages, numbered by this transaction
+    b->words[0] = 1;
+    delete b;
+    tx.abort();  // the page numbers are handed out again
+  }
+  {
+    qs::transaction tx(db);
+    Blob* b = new (db) Blob;  // the same page numbers
+    for (std::uint64_t i = 0; i < 40000; i += 1000) b->words[i] = i;
+    b->self = b;
+    db.root<Blob*>("kept") = b;
+    tx.commit();
+  }
+  db.release_cache();
+  qs::transaction tx(db);
+  Blob* b = db.root<Blob*>("kept");
+  CHECK(b->self == b);
+  for (std::uint64_t i = 0; i < 40000; i += 1000) REQUIRE(b->words[i] == i);
+}
