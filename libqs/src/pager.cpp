@@ -229,16 +229,22 @@ void pager::write_back(page_desc* d) {
     }
     if (ranges.empty()) return;
   }
-  d->hdr.magic = record_magic;
-  d->hdr.frame = d->frame;
-  const std::string* mapping = frames_.update_mapping(d, img) ? &d->mapping : nullptr;
-  ++d->hdr.version;  // clients caching the page see that it changed
-  d->hdr.checksum = record_checksum(d->hdr, img, page_size_);
+  // The new header and mapping object are built aside and become d's only
+  // once the store took them: a write that fails (a lost connection, a
+  // deadlock during an early flush) leaves d as its record still is.
+  record_header h = d->hdr;
+  h.magic = record_magic;
+  h.frame = d->frame;
+  std::optional<std::string> mapping = frames_.mapping_of(d, img, h.mapping_entries);
+  ++h.version;  // clients caching the page see that it changed
+  h.checksum = record_checksum(h, img, page_size_);
+  if (whole) store_.put_page(d->page, h, img, mapping ? &*mapping : nullptr);
+  else store_.patch_page(d->page, h, img, ranges, mapping ? &*mapping : nullptr);
+  d->hdr = h;
+  if (mapping) d->mapping = std::move(*mapping);
   if (whole) {
-    store_.put_page(d->page, d->hdr, img, mapping);
     stats_.diff_bytes += page_size_;
   } else {
-    store_.patch_page(d->page, d->hdr, img, ranges, mapping);
     for (auto& r : ranges) stats_.diff_bytes += r.length;
   }
   ++stats_.pages_written;
@@ -248,9 +254,11 @@ void pager::write_back(page_desc* d) {
 
 void pager::store_unbuilt(page_desc* d) {
   if (d->origin() != page_origin::unbuilt) return;
-  d->hdr.magic = record_magic;
-  d->hdr.checksum = record_checksum(d->hdr, zero_page_.get(), page_size_);
-  store_.put_page(d->page, d->hdr, zero_page_.get(), nullptr);
+  record_header h = d->hdr;
+  h.magic = record_magic;
+  h.checksum = record_checksum(h, zero_page_.get(), page_size_);
+  store_.put_page(d->page, h, zero_page_.get(), nullptr);
+  d->hdr = h;
   d->stored();
   ++stats_.pages_written;
 }

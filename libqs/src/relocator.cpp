@@ -117,7 +117,7 @@ void relocator::relocate(page_desc* d, std::byte* img) {
   if (policy_ == relocation::one_time) log_.add_relocated(d);
 }
 
-bool relocator::update_mapping(page_desc* d, const std::byte* img) {
+std::optional<std::string> relocator::mapping_of(const page_desc* d, const std::byte* img, std::uint32_t& entries) {
   const frame_space& fs = access_.frames();
   mapping_builder b;
   words_.for_each(d, img, [&](std::uint32_t off, bool is_vptr, const type_layout&, std::uint32_t) {
@@ -133,10 +133,9 @@ bool relocator::update_mapping(page_desc* d, const std::byte* img) {
   });
   mapping m = b.finish();
   std::string bytes = encode_mapping(m);
-  d->hdr.mapping_entries = static_cast<std::uint32_t>(m.size());
-  if (bytes == d->mapping) return false;
-  d->mapping = std::move(bytes);
-  return true;
+  entries = static_cast<std::uint32_t>(m.size());
+  if (bytes == d->mapping) return std::nullopt;
+  return bytes;
 }
 
 }  // namespace qs::detail

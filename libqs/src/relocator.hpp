@@ -32,6 +32,7 @@
 #include <qs/database.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace qs::detail {
@@ -53,9 +54,9 @@ class relocator {
   // Rewrites the pointers of d's image `img` into runs that moved, from d's
   // mapping object (d->mapping, as read with the page).
   void relocate(page_desc* d, std::byte* img);
-  // d's mapping object as its pointers are now, in d->mapping and
-  // d->hdr.mapping_entries; true when it differs from the stored one.
-  bool update_mapping(page_desc* d, const std::byte* img);
+  // The mapping object of d's image `img` as its pointers are now, with its
+  // number of entries; nullopt when it is d's stored one (d->mapping).
+  std::optional<std::string> mapping_of(const page_desc* d, const std::byte* img, std::uint32_t& entries);
 
   // Whether a quarter or less of the reservation's frames is left.
   bool running_short() const { return free_.free_frames() < free_.frames() / 4; }

@@ -50,7 +50,7 @@ struct mem_store_options {
   bool shared = false;
 };
 
-class mem_store final : public qs::detail::store {
+class mem_store : public qs::detail::store {
  public:
   explicit mem_store(mem_store_options o = {});
 

@@ -22,6 +22,8 @@
 
 #include <cstring>
 #include <memory>
+#include <span>
+#include <utility>
 
 using namespace qs::detail;
 
@@ -276,5 +278,57 @@ TEST_CASE("roots and indexes: locations that lead back to their objects") {
   again.begin();
   CHECK(again.named->exists("head"));
   CHECK_FALSE(again.named->exists("tail"));
+  store.abort();
+}
+
+namespace {
+
+// A store whose next page write fails, as a page server's does when the
+// connection drops or the transaction is chosen as a deadlock victim.
+class failing_store final : public qs_test::mem_store {
+ public:
+  using mem_store::mem_store;
+  bool fail_next = false;
+  void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                  std::span<const byte_range> ranges, const std::string* mapping) override {
+    if (std::exchange(fail_next, false)) throw qs::deadlock("failing_store: the write was refused");
+    mem_store::patch_page(page, h, image, ranges, mapping);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("pager: a write-back the store refuses leaves the page's header and mapping as stored") {
+  failing_store store(store_options());
+  std::uint64_t page;
+  {
+    rig r(store);
+    r.begin();
+    void* a = r.alloc->allocate(pointer_descriptor(), 8, nullptr);
+    page = r.access->page_of(a)->page;
+    r.commit();
+  }
+  rig r(store);
+  r.begin();
+  page_desc* d = r.relocate->ensure_run(0, page, 1);
+  r.pages->page_in(d);
+  record_header before = d->hdr;
+  std::string mapping_before = d->mapping;
+  r.pages->make_writable(d);
+  // A pointer to another page of its own: the mapping object would change.
+  void* b = r.alloc->allocate(raw_descriptor(), 8160, nullptr);  // more than d has left
+  void* a = r.pages->image(d) + sizeof(page_header) + sizeof(object_header);
+  std::memcpy(a, &b, sizeof b);
+  REQUIRE(r.access->page_of(b) != d);
+  store.fail_next = true;
+  CHECK_THROWS_AS(r.pages->write_back(d), qs::deadlock);
+  CHECK(d->hdr.version == before.version);
+  CHECK(d->hdr.checksum == before.checksum);
+  CHECK(d->hdr.mapping_entries == before.mapping_entries);
+  CHECK(d->mapping == mapping_before);
+  // Written again, it goes through with the next version.
+  r.pages->write_back(d);
+  CHECK(d->hdr.version == before.version + 1);
+  CHECK(d->hdr.mapping_entries == 1);
   store.abort();
 }
