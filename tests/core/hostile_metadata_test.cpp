@@ -5,6 +5,12 @@
 #include "support.hpp"
 #include "types.hpp"
 
+#include <filesystem>
+#include <fstream>
+
+#include <fcntl.h>
+#include <unistd.h>
+
 using namespace qs_test;
 
 namespace {
@@ -69,4 +75,34 @@ TEST_CASE("damaged metadata records are refused at open, naming the record") {
     put_stored_record(dir.path(), "page_size", "12288");
     refused(dir.path(), "not a power of two");
   }
+}
+
+TEST_CASE("a garbage store file is one clear qs::error, with Berkeley DB's messages in it, not on stderr") {
+  test_dir dir;
+  std::string db = dir.sub("db");
+  std::filesystem::create_directories(db);
+  { std::ofstream(db + "/qs.lock"); }
+  {
+    std::ofstream out(db + "/pages.db", std::ios::binary);
+    std::uint32_t x = 12345;
+    for (int i = 0; i < 25000; ++i) {
+      x = x * 1103515245u + 12345u;
+      out.write(reinterpret_cast<const char*>(&x), sizeof x);
+    }
+  }
+  std::string err = dir.sub("stderr");
+  int saved = ::dup(2);
+  int fd = ::open(err.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
+  ::dup2(fd, 2);
+  std::string what;
+  try {
+    auto d = qs::database::open(db, small_options());
+  } catch (const qs::error& e) {
+    what = e.what();
+  }
+  ::dup2(saved, 2);
+  ::close(fd);
+  ::close(saved);
+  CHECK_THAT(what, Catch::Contains("pages.db") && Catch::Contains("Berkeley DB said"));
+  CHECK(read_file(err).empty());
 }

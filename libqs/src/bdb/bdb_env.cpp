@@ -34,9 +34,32 @@ Dbt dbt(std::string_view s) { return Dbt(const_cast<char*>(s.data()), static_cas
 
 }  // namespace
 
+void bdb_env::collect(const DbEnv* env, const char*, const char* msg) {
+  auto* self = static_cast<const bdb_env*>(const_cast<DbEnv*>(env)->get_app_private());
+  if (!self || !msg) return;
+  std::lock_guard<std::mutex> g(self->messages_mutex_);
+  for (auto& [text, times] : self->messages_)
+    if (text == msg) {
+      ++times;
+      return;
+    }
+  if (self->messages_.size() == 8) self->messages_.erase(self->messages_.begin());
+  self->messages_.emplace_back(msg, 1);
+}
+
+std::string bdb_env::take_messages() const {
+  std::lock_guard<std::mutex> g(messages_mutex_);
+  std::string s;
+  for (const auto& [text, times] : messages_)
+    s += (s.empty() ? "" : "; ") + text + (times > 1 ? " (" + std::to_string(times) + " times)" : "");
+  messages_.clear();
+  return s;
+}
+
 void bdb_env::check(int rc, const std::string& what) const {
   if (rc == 0) return;
   std::string msg = "database " + dir_ + ": " + what + ": " + db_strerror(rc);
+  if (std::string said = take_messages(); !said.empty()) msg += " (Berkeley DB said: " + said + ")";
   if (rc == DB_LOCK_DEADLOCK || rc == DB_LOCK_NOTGRANTED) throw deadlock(msg);
   throw store_error(msg);
 }
@@ -47,7 +70,8 @@ bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes) : dir_(dir) 
   if (ec) throw store_error("database " + dir + ": cannot create the directory: " + ec.message());
   try {
     env_ = std::make_unique<DbEnv>(DB_CXX_NO_EXCEPTIONS);
-    env_->set_errpfx("qs");
+    env_->set_app_private(this);
+    env_->set_errcall(&bdb_env::collect);
     check(env_->set_cachesize(static_cast<std::uint32_t>(cache_bytes >> 30),
                               static_cast<std::uint32_t>(cache_bytes & ((1u << 30) - 1)), 1),
           "set_cachesize");

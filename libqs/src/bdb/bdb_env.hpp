@@ -100,6 +100,11 @@ class bdb_env {
     std::unique_ptr<Db> db;
   };
   index_db& index_at(std::uint32_t i);
+  // Berkeley DB's own messages are collected (the last few distinct ones,
+  // counted), and said in the qs::error of the next failing call, instead of
+  // going to stderr.
+  static void collect(const DbEnv* env, const char* prefix, const char* msg);
+  std::string take_messages() const;
 
   std::string dir_;
   std::unique_ptr<DbEnv> env_;
@@ -108,6 +113,8 @@ class bdb_env {
   std::mutex index_mutex_;  // guards indexes_ (the handles themselves are thread-safe)
   std::vector<std::unique_ptr<index_db>> indexes_;
   std::uint32_t log_file_max_ = 0;
+  mutable std::mutex messages_mutex_;
+  mutable std::vector<std::pair<std::string, int>> messages_;  // text, times
 };
 
 }  // namespace qs::detail
