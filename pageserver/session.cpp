@@ -195,6 +195,10 @@ wire::response session::dispatch(const wire::request& r) {
     if (h->version != wire::version)
       throw wire::protocol_error("the client speaks protocol version " + std::to_string(h->version) +
                                  ", the server version " + std::to_string(wire::version));
+    if (c_.need_secret && h->secret.empty())
+      throw auth_failure(
+          "authentication failed: the server needs a shared secret and the client gave none (set "
+          "qs::options::server_secret or QS_SECRET)");
     if (c_.need_secret && !same_secret(h->secret, c_.secret))
       throw auth_failure("authentication failed: wrong shared secret");
     state_ = state::idle;

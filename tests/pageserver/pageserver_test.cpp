@@ -198,7 +198,12 @@ TEST_CASE("malformed, truncated, oversized and out-of-order messages close only 
   SECTION("wrong secret") {
     raw_client c(s.port());
     c.send(hello("guess"));
-    CHECK(c.drain().find("authentication failed") != std::string::npos);
+    CHECK(c.drain().find("authentication failed: wrong shared secret") != std::string::npos);
+  }
+  SECTION("no secret") {
+    raw_client c(s.port());
+    c.send(hello(""));
+    CHECK(c.drain().find("the client gave none") != std::string::npos);
   }
   SECTION("a bad patch inside a transaction") {
     raw_client c(s.port());
