@@ -111,10 +111,42 @@ void session::apply(const std::vector<wire::page_op>& pages, const std::vector<w
     if (op.mapping_op == wire::mapping_change::set) c_.env->put_mapping(txn_, op.page, op.mapping);
     else if (op.mapping_op == wire::mapping_change::remove) c_.env->put_mapping(txn_, op.page, {});
   }
+  // Whether the database existed before this write (its creation writes
+  // the records the server owns afterwards).
+  bool exists = !metas.empty() && c_.env->get(txn_, "page_size").has_value();
   for (const wire::meta_op& op : metas) {
+    check_meta(op, exists);
     if (op.kind == wire::meta_op_kind::put) c_.env->put(txn_, op.key, op.value);
     else c_.env->del(txn_, op.key);
   }
+}
+
+void session::check_meta(const wire::meta_op& op, bool exists) {
+  std::string key(op.key);
+  static constexpr std::string_view owned[] = {"format", "page_size", "base", "reservation", "next_page", "next_frame"};
+  bool is_owned = false;
+  for (std::string_view k : owned) is_owned = is_owned || key == k;
+  if (!is_owned) {
+    if (key.starts_with("t:") || key.starts_with("r:") || key.starts_with("s:")) return;
+    throw wire::protocol_error("a write of metadata record '" + key.substr(0, 64) + "', which no client writes");
+  }
+  // The database's own records: written once, by the client that creates
+  // it; then the server's (it hands out page and frame numbers itself).
+  if (exists)
+    throw wire::protocol_error("a write of metadata record '" + key +
+                               "', which the server owns once the database exists");
+  if (op.kind != wire::meta_op_kind::put)
+    throw wire::protocol_error("a removal of metadata record '" + key + "' while creating the database");
+  std::string v(op.value);
+  bool ok = !v.empty() && v.size() <= 20 && v.find_first_not_of("0123456789") == std::string::npos;
+  if (key == "format") ok = v == "qs 3" || v == "qs 3 software";
+  else if (key == "next_page") ok = v == "1";
+  else if (key == "next_frame") ok = v == "0";
+  else if (ok && key == "page_size") {
+    unsigned long ps = std::stoul(v);
+    ok = ps >= 4096 && ps <= 65536 && (ps & (ps - 1)) == 0;
+  }
+  if (!ok) throw wire::protocol_error("metadata record '" + key + "' created as '" + v.substr(0, 40) + "'");
 }
 
 void session::end_transaction(bool commit, bool durable) {

@@ -68,6 +68,10 @@ class session {
   void lock_object(const std::string& object, bool exclusive);
   // The writes of a write or commit request.
   void apply(const std::vector<wire::page_op>& pages, const std::vector<wire::meta_op>& metas, bool commit);
+  // Refuses a metadata write no client may make: a record the server owns
+  // (page and frame counters, page size, format, base) once the database
+  // exists, one created with a value out of range, or an unknown key.
+  void check_meta(const wire::meta_op& op, bool database_exists);
   void end_transaction(bool commit, bool durable);
   void abort_quietly();
   std::uint32_t page_size();

@@ -205,6 +205,26 @@ TEST_CASE("malformed, truncated, oversized and out-of-order messages close only 
     c.send(hello(""));
     CHECK(c.drain().find("the client gave none") != std::string::npos);
   }
+  SECTION("a client that writes the server's counters") {
+    raw_client c(s.port());
+    c.send(hello(s.secret()));
+    c.send(qs::wire::begin_request{});
+    qs::wire::commit_request w;
+    qs::wire::meta_op op;
+    op.key = "next_page";
+    op.value = "1";
+    w.metas.push_back(op);
+    c.send(w);
+    CHECK(c.drain().find("'next_page', which the server owns once the database exists") != std::string::npos);
+    raw_client d(s.port());
+    d.send(hello(s.secret()));
+    d.send(qs::wire::begin_request{});
+    qs::wire::commit_request u;
+    op.key = "x:anything";
+    u.metas.push_back(op);
+    d.send(u);
+    CHECK(d.drain().find("which no client writes") != std::string::npos);
+  }
   SECTION("a bad patch inside a transaction") {
     raw_client c(s.port());
     c.send(hello(s.secret()));
