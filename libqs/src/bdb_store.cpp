@@ -143,7 +143,9 @@ void bdb_store::scan(std::string_view prefix, const std::function<void(std::stri
 }
 
 std::uint32_t bdb_store::open_index(const std::string& name, bool unique) {
-  return env_->open_index(txn_, name, unique);
+  // In a transaction of its own: a handle opened in the caller's would be
+  // unusable for the rest of the process if that transaction aborted.
+  return env_->open_index(nullptr, name, unique);
 }
 bool bdb_store::index_insert(std::uint32_t index, std::string_view k, std::string_view v) {
   return env_->index_insert(txn_, index, k, v);

@@ -85,3 +85,21 @@ TEST_CASE("index updates commit and abort with their transaction") {
   CHECK_THROWS_AS((qs::index<std::uint64_t, Node>(db, "ix", qs::duplicates)), qs::invalid_argument);
   tx.commit();
 }
+
+TEST_CASE("an index first opened in a transaction that aborts works afterwards") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  {
+    qs::transaction tx(db);
+    qs::index<int, Node> byid(db, "byid", qs::unique);
+    byid.insert(1, new (db) Node{1, nullptr});
+    tx.abort();
+  }
+  qs::transaction tx(db);
+  qs::index<int, Node> byid(db, "byid", qs::unique);
+  Node* p = new (db) Node{2, nullptr};
+  CHECK_NOTHROW(byid.insert(2, p));
+  CHECK(byid.find(2) == p);
+  CHECK(byid.find(1) == nullptr);  // the aborted entry is gone
+  tx.commit();
+}
