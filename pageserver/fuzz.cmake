@@ -4,17 +4,7 @@
 # on the parser sources, only when clang++ links -fsanitize=fuzzer here.
 # Tests: the saved corpus, then a few seconds of fuzzing from it. Built only
 # with QS_BUILD_FUZZ (pageserver/CMakeLists.txt).
-find_program(QS_CLANGXX NAMES clang++ clang++-16 clang++-15 clang++-14)
-set(QS_FUZZER_OK OFF)
-if(QS_CLANGXX)
-  set(_probe ${CMAKE_BINARY_DIR}/fuzz_probe.cpp)
-  file(WRITE ${_probe} "#include <cstddef>\n#include <cstdint>\nextern \"C\" int LLVMFuzzerTestOneInput(const std::uint8_t*, std::size_t) { return 0; }\n")
-  execute_process(COMMAND ${QS_CLANGXX} -std=c++20 -fsanitize=fuzzer ${_probe} -o ${CMAKE_BINARY_DIR}/fuzz_probe
-                  RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
-  if(_rc EQUAL 0)
-    set(QS_FUZZER_OK ON)
-  endif()
-endif()
+include(QsFuzz)
 
 # The fuzzer's seed corpus is written by the protocol's own encoders:
 # `cmake --build build --target qs_make_fuzz_corpus && build/pageserver/qs_make_fuzz_corpus pageserver/fuzz/corpus`
