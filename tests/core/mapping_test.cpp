@@ -70,3 +70,13 @@ TEST_CASE("a reservation placed anywhere is aligned to the page size") {
     CHECK(f.frames() == 16);
   }
 }
+
+TEST_CASE("a mapping object whose run would end past the address space is refused") {
+  const std::uint32_t ps = 8192;
+  // A run at the top of the address space, then one below it: with the end
+  // of the first wrapping around, the two looked ordered.
+  mapping wraps{{0xfffffffffffe0000ull, 5, 255}, {0x90400000000ull, 3, 1}};
+  CHECK_FALSE(decode_mapping(encode_mapping(wraps), ps).has_value());
+  mapping fine{{0x90400000000ull, 3, 1}, {0x100000004000ull, 7, 2}};
+  CHECK(decode_mapping(encode_mapping(fine), ps).has_value());
+}

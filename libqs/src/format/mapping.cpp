@@ -39,6 +39,10 @@ std::optional<mapping> decode_mapping(std::string_view bytes, std::uint32_t page
     std::uint64_t pages = get64(p + i + 16);
     mapping_entry e{get64(p + i), get64(p + i + 8), static_cast<std::uint32_t>(pages)};
     if (pages == 0 || pages > 0xffffffffu || e.address % page_size) return std::nullopt;
+    // Inside x86-64's user address space (2^47 bytes): the end of a run
+    // cannot wrap around, so the order check below holds.
+    constexpr std::uint64_t user_space = std::uint64_t{1} << 47;
+    if (e.address >= user_space || pages * page_size > user_space - e.address) return std::nullopt;
     if (!m.empty() && m.back().address + std::uint64_t{m.back().pages} * page_size > e.address) return std::nullopt;
     m.push_back(e);
   }
