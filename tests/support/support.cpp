@@ -105,65 +105,61 @@ child spawn_worker(const std::vector<std::string>& args, const std::string& paus
   return c;
 }
 
-void corrupt_stored_page(const std::string& dir, std::uint64_t page, std::uint32_t offset) {
+namespace {
+
+// Opens the closed database's Berkeley DB file `file` in `dir` and calls
+// f(db); checkpoints, so that the change is in the file when it returns.
+void with_store_file(const std::string& dir, const char* file, const std::function<void(Db&)>& f) {
   DbEnv env(0);
   env.open(dir.c_str(), DB_CREATE | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL | DB_PRIVATE, 0600);
   {
     Db db(&env, 0);
-    db.open(nullptr, "pages.db", nullptr, DB_BTREE, DB_AUTO_COMMIT, 0);
-    unsigned char k[8];
-    for (int i = 7; i >= 0; --i, page >>= 8) k[i] = static_cast<unsigned char>(page);
-    Dbt key(k, 8), data;
-    data.set_flags(DB_DBT_MALLOC);
-    if (db.get(nullptr, &key, &data, 0) != 0) throw std::runtime_error("no such page");
-    auto* bytes = static_cast<unsigned char*>(data.get_data());
-    bytes[48 + offset] ^= 0x5a;  // past the 48-byte record header (page_format.hpp)
-    db.put(nullptr, &key, &data, DB_AUTO_COMMIT);
-    std::free(data.get_data());
+    db.open(nullptr, file, nullptr, DB_BTREE, DB_AUTO_COMMIT, 0);
+    f(db);
     db.close(0);
   }
   env.txn_checkpoint(0, 0, 0);
   env.close(0);
 }
 
+// Lets change(record bytes, size) rewrite the stored record of `page`.
+void rewrite_record(const std::string& dir, std::uint64_t page,
+                    const std::function<void(std::byte* record, std::size_t size)>& change) {
+  with_store_file(dir, "pages.db", [&](Db& db) {
+    unsigned char k[8];
+    for (int i = 7; i >= 0; --i, page >>= 8) k[i] = static_cast<unsigned char>(page);
+    Dbt key(k, 8), data;
+    data.set_flags(DB_DBT_MALLOC);
+    if (db.get(nullptr, &key, &data, 0) != 0) throw std::runtime_error("no such page");
+    change(static_cast<std::byte*>(data.get_data()), data.get_size());
+    db.put(nullptr, &key, &data, DB_AUTO_COMMIT);
+    std::free(data.get_data());
+  });
+}
+
+}  // namespace
+
+void corrupt_stored_page(const std::string& dir, std::uint64_t page, std::uint32_t offset) {
+  rewrite_record(dir, page, [&](std::byte* bytes, std::size_t) {
+    bytes[sizeof(qs::detail::record_header) + offset] ^= std::byte{0x5a};  // past the record header
+  });
+}
+
 void put_stored_record(const std::string& dir, const std::string& key, const std::string& value) {
-  DbEnv env(0);
-  env.open(dir.c_str(), DB_CREATE | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL | DB_PRIVATE, 0600);
-  {
-    Db db(&env, 0);
-    db.open(nullptr, "meta.db", nullptr, DB_BTREE, DB_AUTO_COMMIT, 0);
+  with_store_file(dir, "meta.db", [&](Db& db) {
     Dbt k(const_cast<char*>(key.data()), static_cast<u_int32_t>(key.size()));
     Dbt v(const_cast<char*>(value.data()), static_cast<u_int32_t>(value.size()));
     db.put(nullptr, &k, &v, DB_AUTO_COMMIT);
-    db.close(0);
-  }
-  env.txn_checkpoint(0, 0, 0);
-  env.close(0);
+  });
 }
 
 void rewrite_stored_page(const std::string& dir, std::uint64_t page,
                          const std::function<void(std::byte* header, std::byte* image)>& change) {
-  DbEnv env(0);
-  env.open(dir.c_str(), DB_CREATE | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL | DB_PRIVATE, 0600);
-  {
-    Db db(&env, 0);
-    db.open(nullptr, "pages.db", nullptr, DB_BTREE, DB_AUTO_COMMIT, 0);
-    unsigned char k[8];
-    for (int i = 7; i >= 0; --i, page >>= 8) k[i] = static_cast<unsigned char>(page);
-    Dbt key(k, 8), data;
-    data.set_flags(DB_DBT_MALLOC);
-    if (db.get(nullptr, &key, &data, 0) != 0) throw std::runtime_error("no such page");
-    auto* bytes = static_cast<std::byte*>(data.get_data());
-    std::size_t image_bytes = data.get_size() - sizeof(qs::detail::record_header);
+  rewrite_record(dir, page, [&](std::byte* bytes, std::size_t size) {
     change(bytes, bytes + sizeof(qs::detail::record_header));
     auto* h = reinterpret_cast<qs::detail::record_header*>(bytes);
-    h->checksum = qs::detail::record_checksum(*h, bytes + sizeof *h, image_bytes);
-    db.put(nullptr, &key, &data, DB_AUTO_COMMIT);
-    std::free(data.get_data());
-    db.close(0);
-  }
-  env.txn_checkpoint(0, 0, 0);
-  env.close(0);
+    h->checksum = qs::detail::record_checksum(*h, bytes + sizeof *h, size - sizeof *h);
+  });
 }
 
 int committed_transactions(const std::string& db, int nodes) {
