@@ -3,6 +3,7 @@
 
 #include "catalog.hpp"
 #include "open_databases.hpp"
+#include "stopwatch.hpp"
 
 #include <qs/pause_point.hpp>
 
@@ -14,10 +15,6 @@ namespace qs::detail {
 namespace {
 
 thread_local int lock_depth = 0;
-
-std::uint64_t since(std::chrono::steady_clock::time_point t0) {
-  return static_cast<std::uint64_t>((std::chrono::steady_clock::now() - t0).count());
-}
 
 }  // namespace
 
@@ -120,7 +117,7 @@ void database_impl::on_fault(void* address, bool write) {
     pager_->make_writable(d);
   }
   d->referenced = true;
-  stats_.fault_ns += since(t0);
+  stats_.fault_ns += ns_since(t0);
 }
 
 void database_impl::begin() {
@@ -181,7 +178,7 @@ void database_impl::commit() {
   schema_.commit();
   ++stats_.commits;
   stats_.log_bytes += store_->log_position() - txn_log_start_;
-  stats_.commit_ns += since(t0);
+  stats_.commit_ns += ns_since(t0);
 }
 
 void database_impl::abort() {

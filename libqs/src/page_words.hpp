@@ -40,17 +40,15 @@ class page_words {
   // The size of a type's elements, or 0 when the database has no such type;
   // has_words: whether its objects hold pointers or vptrs.
   std::uint32_t type_size(std::uint32_t type, bool& has_words) {
-    const type_layout* l = schema_.layout(type);
-    if (!l && shared_) {
-      schema_.load();
-      l = schema_.layout(type);
-    }
+    const type_layout* l = find(type);
     if (!l) return 0;
     has_words = !l->pointers.empty() || !l->vptrs.empty();
     return l->size;
   }
 
  private:
+  // The layout of a type index, or nullptr when the database has none.
+  const type_layout* find(std::uint32_t type);
   const type_layout& layout_of(const page_desc* d, std::uint32_t type);
 
   schema_registry& schema_;
@@ -59,13 +57,18 @@ class page_words {
   const std::string& db_name_;
 };
 
-inline const type_layout& page_words::layout_of(const page_desc* d, std::uint32_t type) {
+inline const type_layout* page_words::find(std::uint32_t type) {
   const type_layout* l = schema_.layout(type);
   if (!l && shared_) {
     // Another client may have added the type since the schema was loaded.
     schema_.load();
     l = schema_.layout(type);
   }
+  return l;
+}
+
+inline const type_layout& page_words::layout_of(const page_desc* d, std::uint32_t type) {
+  const type_layout* l = find(type);
   if (!l)
     throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) +
                                     " holds an object of unknown type index " + std::to_string(type));

@@ -4,6 +4,7 @@
 #include "diff.hpp"
 #include "page_check.hpp"
 #include "page_heap.hpp"
+#include "stopwatch.hpp"
 
 #include <qs/error.hpp>
 
@@ -19,10 +20,6 @@ std::string hex(std::uint64_t v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%#" PRIx64, v);
   return buf;
-}
-
-std::uint64_t since(std::chrono::steady_clock::time_point t0) {
-  return static_cast<std::uint64_t>((std::chrono::steady_clock::now() - t0).count());
 }
 
 }  // namespace
@@ -56,7 +53,7 @@ std::uint32_t pager::take_slot(page_desc* d) {
 void pager::show(page_desc* d, bool writable) {
   auto t0 = std::chrono::steady_clock::now();
   access_.show(d, writable);
-  stats_.protect_ns += since(t0);
+  stats_.protect_ns += ns_since(t0);
 }
 
 void pager::release_slot(page_desc* d) {
@@ -88,7 +85,7 @@ void pager::page_in(page_desc* d) {
   try {
     auto t0 = std::chrono::steady_clock::now();
     bool found = store_.read_page(d->page, h, img, m);
-    stats_.fetch_ns += since(t0);
+    stats_.fetch_ns += ns_since(t0);
     if (!found)
       throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " at frame " +
                                       std::to_string(d->frame) + " has no record in the store");
@@ -155,7 +152,7 @@ void pager::accept_record(page_desc* d, const record_header& h, std::byte* img, 
   d->hdr = h;
   d->mapping = std::move(mapping);
   fix_vptrs(d, img);
-  stats_.swizzle_ns += since(t1);
+  stats_.swizzle_ns += ns_since(t1);
   frames_.relocate(d, img);
 }
 
@@ -199,7 +196,8 @@ void pager::write_back(page_desc* d) {
   // Whole when the stored image is not the before-image (a new page, or one
   // whose pointers or vptrs were rewritten when it came in), or when nothing
   // says what changed (one-time relocation's write-back).
-  bool whole = d->is_new() || d->rewritten() || (d->undo() != undo_kind::page && log_.saved(d).empty());
+  const std::vector<saved_object>* saved = d->undo() == undo_kind::page ? nullptr : &log_.saved(d);
+  bool whole = d->is_new() || d->rewritten() || (saved && saved->empty());
   std::vector<byte_range> ranges;
   if (!whole) {
     if (d->undo() == undo_kind::page) {
@@ -210,10 +208,9 @@ void pager::write_back(page_desc* d) {
       // something was changed without qs::write, and storing the objects'
       // ranges alone would leave a record that fails its checksum. (The
       // checksum runs over the pieces; nothing is copied.)
-      const std::vector<saved_object>& saved = log_.saved(d);
       std::uint32_t sum = record_header_checksum(d->hdr);
       std::size_t at = 0;
-      for (const saved_object& o : saved) {
+      for (const saved_object& o : *saved) {
         sum = crc32c(crc32c(sum, img + at, o.offset - at), log_.saved_bytes(o), o.size);
         at = o.offset + o.size;
       }
@@ -221,7 +218,7 @@ void pager::write_back(page_desc* d) {
         throw error("database " + db_name_ + ": commit refused: page " + std::to_string(d->page) +
                     " was changed outside the objects announced with qs::write (in software mode every update "
                     "goes through qs::write); the transaction is aborted");
-      for (const saved_object& o : saved) {
+      for (const saved_object& o : *saved) {
         std::size_t first = ranges.size();
         diff_pages(log_.saved_bytes(o), img + o.offset, o.size, ranges);
         for (std::size_t i = first; i < ranges.size(); ++i) ranges[i].offset += o.offset;

@@ -3,6 +3,7 @@
 #include "relocator.hpp"
 
 #include "mapping.hpp"
+#include "stopwatch.hpp"
 
 #include <qs/error.hpp>
 
@@ -19,10 +20,6 @@ unsigned percentile(std::uint64_t page) {
   page *= 0xff51afd7ed558ccdull;
   page ^= page >> 33;
   return static_cast<unsigned>(page % 100);
-}
-
-std::uint64_t since(std::chrono::steady_clock::time_point t0) {
-  return static_cast<std::uint64_t>((std::chrono::steady_clock::now() - t0).count());
 }
 
 }  // namespace
@@ -93,7 +90,7 @@ void relocator::relocate(page_desc* d, std::byte* img) {
     auto now = reinterpret_cast<std::uint64_t>(run_address(head));
     if (now != e.address) moves.push_back({e.address, now, std::uint64_t{e.pages} * page_size_});
   }
-  stats_.mapping_ns += since(t0);
+  stats_.mapping_ns += ns_since(t0);
   if (moves.empty()) return;
   auto t1 = std::chrono::steady_clock::now();
   moved_runs r(std::move(moves));
@@ -107,7 +104,7 @@ void relocator::relocate(page_desc* d, std::byte* img) {
       ++rewritten;
     }
   });
-  stats_.swizzle_ns += since(t1);
+  stats_.swizzle_ns += ns_since(t1);
   if (!rewritten) return;
   stats_.pointers_relocated += rewritten;
   ++stats_.pages_relocated;

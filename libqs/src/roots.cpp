@@ -3,20 +3,8 @@
 
 #include <qs/error.hpp>
 
-#include <cxxabi.h>
-
-#include <cstdlib>
-
 namespace qs::detail {
 namespace {
-
-std::string demangle(const std::string& n) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(n.c_str(), nullptr, nullptr, &status);
-  std::string s = status == 0 && d ? d : n;
-  std::free(d);
-  return s;
-}
 
 std::string key_of(std::string_view name) { return "r:" + std::string(name); }
 
@@ -36,7 +24,7 @@ void* roots::cell(std::string_view name_view, const type_descriptor* d, std::siz
   if (cached != cache_.end()) {
     if (cached->second.type != t.name())
       throw root_type_mismatch("database " + db_name_ + ": root '" + name + "' holds a " +
-                               demangle(cached->second.type) + ", not a " + demangle(t.name()));
+                               demangle(cached->second.type.c_str()) + ", not a " + demangle(t.name()));
     void* cell = refs_.resolve(cached->second.location);
     refs_.root_cell_used(cell, size);
     return cell;

@@ -104,12 +104,16 @@ type_layout parse(const std::string& db, const std::string& v, std::uint32_t& in
 const type_descriptor* pointer_descriptor() noexcept { return &pointer_desc; }
 const type_descriptor* raw_descriptor() noexcept { return &raw_desc; }
 
-void throw_no_schema(const std::type_info& t) {
+std::string demangle(const char* mangled) {
   int status = 0;
-  char* dem = abi::__cxa_demangle(t.name(), nullptr, nullptr, &status);
-  std::string name = status == 0 && dem ? dem : t.name();
+  char* dem = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string name = status == 0 && dem ? dem : mangled;
   std::free(dem);
-  throw schema_error("type " + name +
+  return name;
+}
+
+void throw_no_schema(const std::type_info& t) {
+  throw schema_error("type " + demangle(t.name()) +
                      " has no schema: build the program with qs_add_schema(<target>) so that schema-gen "
                      "describes it, or register a descriptor with qs::register_type");
 }

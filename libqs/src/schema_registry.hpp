@@ -75,6 +75,8 @@ class schema_registry {
 type_layout layout_of(const type_descriptor* d);
 // Names the member at byte `offset` of a type ("Node::next"), for messages.
 std::string member_name(const type_layout& l, std::uint32_t offset);
+// A C++ type's readable name from its mangled one (typeid's), for messages.
+std::string demangle(const char* mangled);
 std::string serialize(const type_layout& l, std::uint32_t index);
 
 }  // namespace qs::detail

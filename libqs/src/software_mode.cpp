@@ -9,6 +9,7 @@
 #include "references.hpp"
 #include "relocator.hpp"
 #include "software_current.hpp"
+#include "stopwatch.hpp"
 
 #include <qs/error.hpp>
 #include <qs/ref.hpp>
@@ -210,7 +211,7 @@ class software_references final : public references {
       h = locate(page);
       if (stats_.pages_fetched != before) {
         ++stats_.read_faults;
-        stats_.fault_ns += static_cast<std::uint64_t>((std::chrono::steady_clock::now() - t0).count());
+        stats_.fault_ns += ns_since(t0);
       }
     }
     // Is the object still there? Its header holds the reference's tag (the

@@ -9,9 +9,6 @@
 #include <qs/ref.hpp>
 
 #include <cstdio>
-#include <cstdlib>
-
-#include <cxxabi.h>
 
 namespace qs::detail {
 namespace {
@@ -20,14 +17,6 @@ database_impl& current() {
   database_impl* db = software_current_database.load();
   if (!db) throw no_transaction("a qs::ref was followed, but no database is open");
   return *db;
-}
-
-std::string demangle(const char* n) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(n, nullptr, nullptr, &status);
-  std::string s = status == 0 && d ? d : n;
-  std::free(d);
-  return s;
 }
 
 }  // namespace
