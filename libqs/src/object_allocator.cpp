@@ -65,7 +65,7 @@ void* object_allocator::try_allocate_on(page_desc* d, std::uint32_t type, std::u
   if (d->hdr.kind != page_kind::small) return nullptr;
   d->referenced = true;
   if (heap_available(pages_.image(d), page_size_) < payload + sizeof(object_header)) return nullptr;
-  if (d->state() != page_state::writable || !d->whole_page_logged()) pages_.make_writable(d);
+  if (d->needs_page_before()) pages_.make_writable(d);
   if (access_.pins_transaction_pages()) log_.pin(d);
   std::uint32_t off = heap_allocate(pages_.image(d), page_size_, type, payload, align);
   changed(d);
@@ -151,7 +151,7 @@ void object_allocator::deallocate(void* p) {
     if (!heap_object_at(pages_.image(d), page_size_, off))
       throw error("database " + db_name_ + ": delete of " + where() + " on page " + std::to_string(d->page) +
                   ", where no persistent object starts");
-    if (d->state() != page_state::writable || !d->whole_page_logged()) pages_.make_writable(d);
+    if (d->needs_page_before()) pages_.make_writable(d);
     heap_free(pages_.image(d), page_size_, off);
     changed(d);
     return;
@@ -180,7 +180,7 @@ void object_allocator::changed(page_desc* d) {
   changed_[d->page] = {d->frame, heap_available(pages_.image(d), page_size_)};
 }
 
-void object_allocator::set_room(std::uint64_t page, std::uint64_t frame, std::uint32_t room, bool store_it) {
+void object_allocator::set_room(std::uint64_t page, std::uint64_t frame, std::uint32_t room) {
   auto old = free_space_.find(page);
   bool listed = old != free_space_.end();
   if (listed) {
@@ -190,14 +190,14 @@ void object_allocator::set_room(std::uint64_t page, std::uint64_t frame, std::ui
   if (room >= page_size_ / 8) {
     free_space_[page] = {frame, room};
     by_room_.insert({room, page});
-    if (store_it) store_.put(space_key(page), std::to_string(frame) + " " + std::to_string(room));
-  } else if (listed && store_it) {
+    store_.put(space_key(page), std::to_string(frame) + " " + std::to_string(room));
+  } else if (listed) {
     store_.del(space_key(page));
   }
 }
 
 void object_allocator::commit() {
-  for (const auto& [page, e] : changed_) set_room(page, e.frame, e.room, true);
+  for (const auto& [page, e] : changed_) set_room(page, e.frame, e.room);
   changed_.clear();
 }
 

@@ -63,7 +63,8 @@ class object_allocator {
   void* allocate_large(std::uint32_t type, std::uint64_t payload);
   void* try_allocate_on(page_desc* d, std::uint32_t type, std::uint32_t payload, std::uint32_t align);
   void changed(page_desc* d);
-  void set_room(std::uint64_t page, std::uint64_t frame, std::uint32_t room, bool store_it);
+  // Lists (or unlists) page with `room` bytes free, in memory and in the store.
+  void set_room(std::uint64_t page, std::uint64_t frame, std::uint32_t room);
 
   store& store_;
   pager& pages_;

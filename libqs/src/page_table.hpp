@@ -104,6 +104,10 @@ class page_desc {
   // Whether every change to the page will be logged without saving objects:
   // it is written whole, or diffed against a page before-image.
   bool whole_page_logged() const { return undo_ == undo_kind::page || is_new() || rewritten_; }
+  // Whether the pager must make d writable (take its page before-image)
+  // before the runtime changes it anywhere: it is not writable yet, or only
+  // its saved objects would be diffed.
+  bool needs_page_before() const { return state_ != page_state::writable || !whole_page_logged(); }
   // Software mode: pinned in the pool until the transaction ends.
   bool pinned() const { return pinned_; }
 
