@@ -17,3 +17,38 @@ if(QS_CLANGXX)
     set(QS_FUZZER_OK ON)
   endif()
 endif()
+
+# qs_add_fuzzer(<binary> TARGET <build-target> TESTS <test-prefix> WHAT <text>
+#               SOURCES ... INCLUDES ... DEPENDS ... CORPUS <dir> MAX_LEN <n>)
+# Builds <binary> in the current binary directory with clang, libFuzzer and
+# ASan+UBSan (a custom command, since the main build is g++), and, with
+# QS_BUILD_TESTS, registers <prefix>_corpus (the saved corpus, once) and
+# <prefix>_bounded (4 seconds of fuzzing from it, new inputs into a scratch
+# directory of the build tree, never into the sources). Nothing is built when
+# QS_FUZZER_OK is off.
+function(qs_add_fuzzer binary)
+  cmake_parse_arguments(F "" "TARGET;TESTS;WHAT;CORPUS;MAX_LEN" "SOURCES;INCLUDES;DEPENDS" ${ARGN})
+  if(NOT QS_FUZZER_OK)
+    message(STATUS "qs: clang++ with -fsanitize=fuzzer not found: the ${F_WHAT} fuzzer is not built")
+    return()
+  endif()
+  message(STATUS "qs: building the ${F_WHAT} fuzzer with ${QS_CLANGXX}")
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/${binary})
+  # qs's warning set, as clang takes it (cmake/QsWarnings.cmake).
+  qs_warning_flags(warnings Clang)
+  list(TRANSFORM F_INCLUDES PREPEND -I)
+  add_custom_command(
+    OUTPUT ${out}
+    COMMAND ${QS_CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+            ${warnings} ${F_INCLUDES} ${F_SOURCES} -o ${out}
+    DEPENDS ${F_SOURCES} ${F_DEPENDS}
+    COMMENT "Building the ${F_WHAT} fuzzer with clang (libFuzzer)")
+  add_custom_target(${F_TARGET} ALL DEPENDS ${out})
+  if(QS_BUILD_TESTS)
+    add_test(NAME ${F_TESTS}_corpus COMMAND ${out} -runs=0 ${F_CORPUS})
+    add_test(NAME ${F_TESTS}_bounded
+             COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0
+                     sh -c "mkdir -p ${F_TESTS}-work && exec ${out} -max_total_time=4 -timeout=5 -rss_limit_mb=1024 -max_len=${F_MAX_LEN} -seed=1 ${F_TESTS}-work ${F_CORPUS}")
+    set_tests_properties(${F_TESTS}_corpus ${F_TESTS}_bounded PROPERTIES TIMEOUT 60)
+  endif()
+endfunction()
