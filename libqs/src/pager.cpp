@@ -5,6 +5,7 @@
 #include "page_check.hpp"
 #include "page_heap.hpp"
 #include "stopwatch.hpp"
+#include "unknown_vtable.hpp"
 
 #include <qs/error.hpp>
 
@@ -158,10 +159,11 @@ void pager::accept_record(page_desc* d, const record_header& h, std::byte* img, 
 
 void pager::fix_vptrs(page_desc* d, std::byte* img) {
   words_.for_each(d, img, [&](std::uint32_t off, bool is_vptr, const type_layout& l, std::uint32_t which) {
-    if (!is_vptr || !l.program || which >= l.program->vptr_count) return;
-    const vptr_entry& e = l.program->vptrs[which];
-    if (!e.vtable) return;
-    auto want = reinterpret_cast<std::uintptr_t>(static_cast<const char*>(e.vtable) + e.address_point);
+    if (!is_vptr) return;
+    const vptr_entry* e = l.program && which < l.program->vptr_count ? &l.program->vptrs[which] : nullptr;
+    const void* point =
+        e && e->vtable ? static_cast<const char*>(e->vtable) + e->address_point : unknown_vtable(l.name);
+    auto want = reinterpret_cast<std::uintptr_t>(point);
     std::uintptr_t have;
     std::memcpy(&have, img + off, sizeof have);
     if (have != want) {

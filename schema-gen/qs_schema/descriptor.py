@@ -18,7 +18,8 @@ from .layout import Leaf
 
 
 class Descriptor:
-    """The descriptor of one persistent type."""
+    """The descriptor of one persistent type; `slot` is None for a type
+    described for checking only (see schema.py)."""
 
     def __init__(self, name, slot, size, align, pointers, vptrs, members, origin):
         self.name, self.slot, self.size, self.align = name, slot, size, align
@@ -26,6 +27,7 @@ class Descriptor:
         self.vptrs = vptrs            # [(offset, vtable symbol, address point)]
         self.members = members        # [line]
         self.origin = origin          # where it was first seen, for messages
+        self.targets = []             # DIEs of the types it leads to (layout.Acc)
 
     def key(self):
         return (self.size, self.align, tuple(self.pointers), tuple(self.vptrs),

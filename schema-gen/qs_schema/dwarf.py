@@ -13,6 +13,8 @@ Invariants:
     (Dwarf.definition) or the run fails naming the type;
   * `type_keys` holds one (input, type_key DIE, slot DIE, T DIE) per defining
     type_key<T> structure (declarations skipped), in input and DIE order;
+    `marked` holds one T DIE per defining type_seen<T> structure (the mark
+    of QS_PERSISTENT), in the same order;
   * split DWARF, type units and DWARF pyelftools cannot read are errors
     naming the input, never a traceback.
 """
@@ -83,6 +85,7 @@ class Dwarf:
         self.names = {}        # (input index, DIE offset) -> qualified name
         self.definitions = {}  # qualified name -> [DIE] (complete class/union types)
         self.type_keys = []    # (input, type_key DIE, slot DIE, T DIE)
+        self.marked = []       # T DIE of each type_seen<T>
         self.spec_linkage = {}  # (input index, member DIE offset) -> linkage name
         for inp in inputs:
             if inp.dwarf is None:
@@ -127,6 +130,12 @@ class Dwarf:
                 if (scope == ["qs", "detail"] and name and name.startswith("type_key<")
                         and tag in CLASS_TAGS):
                     self._type_key(inp, die)
+                elif (scope == ["qs", "detail"] and name and name.startswith("type_seen<")
+                        and tag in CLASS_TAGS and not attr(die, "DW_AT_declaration")):
+                    t = next((ref(c, "DW_AT_type") for c in die.iter_children()
+                              if c.tag == "DW_TAG_template_type_param"), None)
+                    if t is not None:
+                        self.marked.append(t)
             if die.has_children and tag != "DW_TAG_typedef":
                 self._walk(inp, die, scope + [name if name is not None else "{anonymous}"])
 

@@ -4,7 +4,9 @@ The file declares each type_key<T>::slot and each vtable group by its symbol
 (an `__asm__` label, so no type is spelled in C++), defines one
 qs::type_descriptor per type in an anonymous namespace, and fills the slots
 and calls qs::detail::note_registered in a constructor of priority 101,
-before the program's ordinary static initializers.
+before the program's ordinary static initializers. A type described for
+checking only has no slot; a vptr whose vtable is not in the program has a
+null vtable (the runtime refuses to make or fix such objects).
 
 Invariants:
   * the text depends only on the descriptors and the input file names
@@ -40,9 +42,11 @@ def generate(descs, inputs):
            "// persistent type found in the DWARF of:"]
     out += ["//   %s" % os.path.basename(p) for p in inputs]
     out += ["#include <qs/schema.hpp>", "", "#include <cstdint>", ""]
-    vts = sorted({s for d in descs for _, s, _ in d.vptrs})
+    vts = sorted({s for d in descs for _, s, _ in d.vptrs if s is not None})
     vt_index = {s: i for i, s in enumerate(vts)}
     for i, d in enumerate(descs):
+        if d.slot is None:
+            continue
         out.append("extern qs::detail::type_slot qs_schema_slot_%d __asm__(%s);  // %s"
                    % (i, c_string(d.slot), d.name.replace("\n", " ")))
     for s, i in vt_index.items():
@@ -61,7 +65,11 @@ def generate(descs, inputs):
         if d.vptrs:
             out.append("const qs::vptr_entry qs_vptrs_%d[] = {" % i)
             for o, s, ap in d.vptrs:
-                out.append("    {%d, qs_schema_vt_%d, %d, %s}," % (o, vt_index[s], ap, c_string(s)))
+                if s is None:
+                    out.append("    {%d, nullptr, 0, %s}," % (o, c_string("vtable of " + d.name)))
+                else:
+                    out.append("    {%d, qs_schema_vt_%d, %d, %s},"
+                               % (o, vt_index[s], ap, c_string(s)))
             out.append("};")
             vps = "qs_vptrs_%d" % i
         out.append("const qs::type_descriptor qs_desc_%d = {" % i)
@@ -78,8 +86,9 @@ def generate(descs, inputs):
     out.append("// every type is registered before any allocation and before any")
     out.append("// database opens (which checks the program's types against its schema).")
     out.append("__attribute__((constructor(101))) void qs_schema_register() {")
-    for i, _ in enumerate(descs):
-        out.append("  qs_schema_slot_%d.desc = &qs_desc_%d;" % (i, i))
+    for i, d in enumerate(descs):
+        if d.slot is not None:
+            out.append("  qs_schema_slot_%d.desc = &qs_desc_%d;" % (i, i))
         out.append("  qs::detail::note_registered(&qs_desc_%d);" % i)
     out.append("}")
     out.append("")

@@ -16,7 +16,13 @@ Invariants:
     same pointer there and nothing else overlaps it; an object with a vtable
     in a union is refused;
   * libstdc++'s raw node storage (__aligned_membuf<V>, __aligned_buffer<V>)
-    is walked as the V it holds.
+    is walked as the V it holds;
+  * `targets` collects the types the walked type leads to: what its pointer
+    words point to and the T of every qs::allocator<T> inside it;
+  * with check_only set, a dynamic class whose vtable group is not in the
+    inputs is still described: its vptrs' offsets come from the DWARF and
+    their vtable is None (the program can check such a type against a
+    database, not make or fix its objects).
 """
 
 from .dwarf import (CLASS_TAGS, NULLPTR_NAMES, array_shape, attr, constant, die_name, die_ref,
@@ -64,11 +70,13 @@ class Acc:
         self.leaves = []
         self.vptrs = {}     # offset -> (vtable symbol, address point, path)
         self.units = []     # (start, end, path): storage units of bit-fields
+        self.targets = []   # DIEs of the types this one leads to
 
     def merge(self, other):
         self.leaves.extend(other.leaves)
         self.vptrs.update(other.vptrs)
         self.units.extend(other.units)
+        self.targets.extend(other.targets)
 
     def pointers(self):
         """{offset: member path} of the pointer words found."""
@@ -82,12 +90,17 @@ class Layouter:
 
     def __init__(self, dwarf, vtables, speller, props):
         self.dwarf, self.vtables, self.speller, self.props = dwarf, vtables, speller, props
+        self.check_only = False
+        self.missed_vtable = False  # set when check_only let a missing vtable pass
 
     def class_def(self, die, top, path):
         return self.dwarf.definition(die, where(top, path))
 
     def vtable_group(self, cls, names, top, path):
         group = self.vtables.find(names)
+        if group is None and self.check_only:
+            self.missed_vtable = True
+            return None
         if group is None:
             refuse(top, path, "the vtable of polymorphic class `%s` is not in the inputs "
                    "(it is emitted where the class's key function is defined, or where "
@@ -117,6 +130,8 @@ class Layouter:
                 refuse(top, path, "is a pointer at offset %d, which is not 8-byte aligned "
                        "(packed?)" % off)
             acc.leaves.append(Leaf(off, WORD, path, typ, "ptr"))
+            if target is not None:
+                acc.targets.append(target)
         elif tag in ("DW_TAG_reference_type", "DW_TAG_rvalue_reference_type"):
             refuse(top, path, "is a reference (%s); make it a pointer" % typ)
         elif tag == "DW_TAG_ptr_to_member_type":
@@ -182,6 +197,8 @@ class Layouter:
             if off % WORD:
                 refuse(top, path, "is an array of pointers at offset %d, not 8-byte "
                        "aligned (packed?)" % off)
+            if target is not None:
+                acc.targets.append(target)
             # One line for the whole array, one pointer word per element.
             for i in range(count):
                 acc.leaves.append(Leaf(off + i * WORD, WORD, path + index_suffix(i, dims), typ,
@@ -197,13 +214,18 @@ class Layouter:
         its own vtable group, then walks its bases and members."""
         name = self.dwarf.qualname(d) if die_name(d) else self.speller.spell(d)
         group = None
-        if self.props.is_dynamic(d):
+        dynamic = self.props.is_dynamic(d)
+        if dynamic:
             names = [name] + ([demangled] if demangled else [])
             group = self.vtable_group(d, names, top, path)
+        if group is not None:
             for k, ap in sorted(group.points.items()):
                 acc.vptrs[off + k] = (group.symbol, ap, path)
         ctx = Complete(name, group, path + "." if path else "")
         self.body(d, off, 0, ctx.pre, acc, top, ctx)
+        if dynamic and group is None:  # check_only: no vtable in the inputs
+            for k in sorted(ctx.vptr_members):
+                acc.vptrs[off + k] = (None, 0, path)
         if group is not None:
             found = set(ctx.vptr_members)
             want = set(group.points)
@@ -213,6 +235,7 @@ class Layouter:
                     "DWARF shows `_vptr` members at %s"
                     % (where(top, path), group.symbol, group.input, sorted(want),
                        name, sorted(found)))
+        if dynamic:
             for k, p in ctx.vptr_members.items():
                 acc.leaves.append(Leaf(off + k, WORD, p, "vptr", "vptr"))
 
@@ -221,8 +244,11 @@ class Layouter:
         complete object ctx, which is at `off` in T. `pre` prefixes member
         paths: "" at the top, "pos." in a member, "Shape::" in a base."""
         path = pre.rstrip(".:")
+        allocator = (self.dwarf.qualname(d) or "").startswith("qs::allocator<")
         for c in d.iter_children():
-            if c.tag == "DW_TAG_inheritance":
+            if allocator and c.tag == "DW_TAG_template_type_param":
+                acc.targets.append(ref(c, "DW_AT_type"))
+            elif c.tag == "DW_TAG_inheritance":
                 b = self.class_def(strip(ref(c, "DW_AT_type")), top, path)
                 bname = self.dwarf.qualname(b) if die_name(b) else "{anonymous}"
                 brel = location(c, rel, ctx, top, path)

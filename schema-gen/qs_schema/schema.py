@@ -15,6 +15,16 @@ Invariants:
     file could never fill it (see internal_linkage);
   * a type_key<T> whose slot no input defines is otherwise skipped: nothing
     reads it;
+  * besides the slot types, every class T of a type_seen<T> (marked by
+    QS_PERSISTENT) and every class a described type leads to (pointer
+    targets, qs::allocator<T> arguments, transitively) gets a descriptor
+    without a slot, for checking only: the program may read such objects
+    though it never allocates one. A marked type that cannot be described is
+    an error, unless its vtable is missing (which only makes its vptrs
+    unknown, and then whatever cannot be placed without it) or no input
+    defines it (a polymorphic class nothing here constructs); a type reached
+    through a pointer that cannot be described or has internal linkage is
+    left out: it is not one the program declares persistent;
   * a type name has one layout; a slot has one descriptor;
   * the inputs are closed when the run ends, whatever happens.
 """
@@ -22,7 +32,7 @@ Invariants:
 import re
 
 from .descriptor import describe, finish
-from .dwarf import CLASS_TAGS, Dwarf, attr, die_name, die_ref, strip
+from .dwarf import CLASS_TAGS, Dwarf, attr, die_name, die_ref, ref, strip
 from .elf import Input
 from .errors import SchemaError
 from .layout import Layouter
@@ -138,6 +148,7 @@ def _build_schema(inputs):
             raise SchemaError("type `%s` (%s): schema-gen failed on its DWARF: %s: %s"
                               % (tname, die_ref(t), type(e).__name__, e))
         d = finish(tname, linkage, size, align, acc, "%s" % inp)
+        d.targets = acc.targets
         prev = by_name.get(tname)
         if prev is not None and prev.key() != d.key():
             raise SchemaError("type `%s` has two different layouts: one in %s, one in %s "
@@ -145,10 +156,83 @@ def _build_schema(inputs):
                               % (tname, prev.origin, d.origin, describe(prev), describe(d)))
         by_name.setdefault(tname, d)
         result.setdefault(linkage, d)
+    _add_checked(dwarf, speller, props, lay, result, by_name, [t for t in dwarf.marked],
+                 [d for d in list(result.values())])
     missing = sorted(set(slot_syms) - covered)
     if missing:
         where = ", ".join(sorted({str(i) for s in missing for i in slot_syms[s]}))
         raise SchemaError("no DWARF type information for %s (defined in %s): compile "
                           "with -g (not -g1, not -gsplit-dwarf)"
                           % (", ".join("`%s`" % demangled.get(s, s) for s in missing), where))
-    return sorted(result.values(), key=lambda d: (d.name, d.slot))
+    return sorted(result.values(), key=lambda d: (d.name, d.slot or ""))
+
+
+def _has_internal_linkage(t):
+    """Whether class DIE t is in an anonymous namespace or local to a function."""
+    d = t.get_parent()
+    while d is not None and d.tag != "DW_TAG_compile_unit":
+        if (d.tag == "DW_TAG_namespace" and die_name(d) is None) or d.tag == "DW_TAG_subprogram":
+            return True
+        d = d.get_parent()
+    return False
+
+
+def _class_of(die):
+    """The class or union a target DIE leads to through pointers, or None."""
+    t = strip(die)
+    hops = 0
+    while t is not None and t.tag == "DW_TAG_pointer_type" and hops < 16:
+        t = strip(ref(t, "DW_AT_type"))
+        hops += 1
+    if t is None or t.tag not in CLASS_TAGS + ("DW_TAG_union_type",):
+        return None
+    return t
+
+
+def _add_checked(dwarf, speller, props, lay, result, by_name, marked, described):
+    """Adds check-only descriptors (slot None) to result for the marked types
+    and, transitively, the types that described ones lead to."""
+    work = [(t, True) for t in marked]
+    for d in described:
+        work.extend((t, False) for t in d.targets)
+    seen = set()
+    lay.check_only = True
+    try:
+        while work:
+            die, strict = work.pop(0)
+            t = _class_of(die)
+            if t is None:
+                continue
+            tname = speller.spell(t)
+            if tname in by_name or tname in seen:
+                continue
+            seen.add(tname)
+            if _has_internal_linkage(t):
+                continue  # never stored by name: each file may have its own
+            try:
+                t = dwarf.definition(t, "type `%s`" % tname)
+            except SchemaError:
+                # No input defines it (a polymorphic class no code here
+                # constructs): no code here reads its objects' members.
+                continue
+            lay.missed_vtable = False
+            try:
+                acc = lay.layout(t, tname)
+                size = props.size_of(t, tname, "")
+                align = props.alignment(t)
+                d = finish(tname, None, size, align, acc, "%s" % die_ref(t))
+            except SchemaError:
+                if strict and not lay.missed_vtable:
+                    raise
+                continue
+            except Exception as e:  # never a traceback for DWARF we do not understand
+                if strict and not lay.missed_vtable:
+                    raise SchemaError("type `%s` (%s): schema-gen failed on its DWARF: %s: %s"
+                                      % (tname, die_ref(t), type(e).__name__, e))
+                continue
+            d.targets = acc.targets
+            by_name[tname] = d
+            result[("check", tname)] = d
+            work.extend((x, False) for x in acc.targets)
+    finally:
+        lay.check_only = False

@@ -173,6 +173,42 @@ class Layout(CompilingTest):
                 self.assertIn("type `Kennel` member `dogs[0]`: the vtable of polymorphic class "
                               "`zoo::Dog` is not in the inputs", err)
 
+    def test_marked_and_reached_types_are_described_for_checking(self):
+        # Nothing is allocated here: Part is marked by QS_PERSISTENT, Note is
+        # reached through Part's pointer, Tag through a qs::allocator vector;
+        # Kennel is marked and holds Dogs whose vtable is never emitted;
+        # Shape (abstract, never constructed) is only declared in the DWARF;
+        # types reached from nothing persistent stay out.
+        src = """
+            #include <qs/persistent.hpp>
+            #include <vector>
+            struct Tag { int id; };
+            struct Note { long n; Note* next; };
+            struct Shape { QS_PERSISTENT(Shape) virtual ~Shape() = default; virtual int k() = 0; };
+            struct Dog { virtual ~Dog() {} Dog* next; };
+            struct Kennel { QS_PERSISTENT(Kennel) int n; Dog dogs[2]; };
+            int count(Kennel* k) { return k->n; }
+            struct Part {
+              QS_PERSISTENT(Part)
+              int id; Note* note;
+              std::vector<Tag, qs::allocator<Tag>> tags;
+            };
+            struct Unrelated { int u; };
+            int read(Part* p) { return p->id + int(p->note->n) + int(p->tags.size()); }
+        """
+        for flags in (VARIANTS[0], VARIANTS[3]):
+            with self.subTest(flags=flags):
+                s = self.schema(self.compile(src, flags))
+                self.assertIn("Part", s)
+                self.assertIsNone(s["Part"].slot)
+                self.assertEqual(s["Part"].pointers, [8, 16, 24, 32])
+                self.assertEqual(s["Note"].members, ["0 8 n long int", "8 8 next Note*"])
+                self.assertEqual(s["Tag"].members, ["0 4 id int"])
+                self.assertEqual(s["Kennel"].vptrs, [(8, None, 0), (24, None, 0)])
+                self.assertIn("8 8 dogs[0]._vptr.Dog vptr", s["Kennel"].members)
+                self.assertNotIn("Shape", s)
+                self.assertNotIn("Unrelated", s)
+
     def test_object_without_dwarf(self):
         obj = self.compile("struct Node { Node* next; }; QS_USE(Node)", ("-O2",))
         code, _, err = self.run_tool(obj)

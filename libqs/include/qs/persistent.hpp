@@ -107,7 +107,13 @@ struct allocator {
 
 // Gives class T its persistent allocation functions. Place it where members
 // are public. A class derived from T needs its own QS_PERSISTENT line.
+//
+// It also marks T for schema-gen whether or not the program allocates a T
+// (qs_mark is emitted in every object file that sees the class, and with it
+// T's type_seen mark), so that a program that only reads T's objects still
+// has T's layout checked against the stored one when a database opens.
 #define QS_PERSISTENT(T)                                                                             \
+  [[gnu::used]] static const void* qs_mark() noexcept { return &::qs::detail::type_seen<T>::mark; }  \
   static void* operator new(std::size_t qs_sz, ::qs::database& qs_db) {                              \
     ::qs::detail::check_class_size(qs_sz, sizeof(T), #T);                                            \
     return ::qs::detail::allocate(qs_db, ::qs::detail::descriptor_of<T>(), qs_sz);                   \

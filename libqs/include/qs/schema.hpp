@@ -18,7 +18,10 @@
 // A type is bound to its descriptor through qs::detail::type_key<T>::slot, a
 // variable every qs allocation template instantiates. schema-gen finds those
 // instantiations in the DWARF and fills the slot through its linkage name, so
-// the registration needs no spelling of the type in C++.
+// the registration needs no spelling of the type in C++. It also describes,
+// for checking only, every class marked by QS_PERSISTENT (type_seen<T>) and
+// every class a described type leads to through pointers and qs::allocator
+// containers: a program that only reads a type has its layout checked too.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +60,15 @@ struct type_slot {
 template <class T>
 struct type_key {
   static inline type_slot slot;
+};
+
+// Marks T as a type the program declares persistent (QS_PERSISTENT) whether
+// or not it allocates one. schema-gen describes every marked type so that a
+// database checks its stored layout when it opens; the mark itself holds
+// nothing.
+template <class T>
+struct type_seen {
+  static inline char mark;
 };
 
 const type_descriptor* pointer_descriptor() noexcept;
