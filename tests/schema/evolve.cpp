@@ -4,12 +4,15 @@
 //   qs_schema_vN DIR create      stores a list of three Parts
 //   qs_schema_vN DIR read        prints the list
 //   qs_schema_vN DIR transient   stores a pointer to a stack variable
+//   qs_schema_vN DIR transient_element
+//                                stores one in a persistent std::vector
 //
 // Exit status 3 and the message on stderr when qs refuses something.
 #include <qs/qs.hpp>
 
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 struct Part {
   QS_PERSISTENT(Part)
@@ -18,6 +21,12 @@ struct Part {
   double weight;
 #endif
   Part* next;
+};
+
+struct Shelf {
+  QS_PERSISTENT(Shelf)
+  long label;
+  std::vector<Part*, qs::allocator<Part*>> parts;
 };
 
 int main(int argc, char** argv) {
@@ -38,6 +47,13 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[2], "transient")) {
       Part on_stack{};
       head->next = &on_stack;
+    } else if (!std::strcmp(argv[2], "transient_element")) {
+      Shelf*& shelf = db.root<Shelf*>("shelf");
+      shelf = new (db) Shelf{};
+      Part on_stack{};
+      shelf->parts.push_back(head);
+      shelf->parts.push_back(head->next);
+      shelf->parts.push_back(&on_stack);
     }
     tx.commit();
   } catch (const qs::error& e) {

@@ -37,7 +37,7 @@ struct rig {
       : store(s), pool(pool_pages, page_size) {
     access = make_page_access(std::make_unique<frame_space>(base, std::uint64_t{4096} * page_size, page_size, false),
                               pool, table);
-    pointers = std::make_unique<pointer_check>(words, *access, name);
+    pointers = std::make_unique<pointer_check>(words, *access, table, pool, page_size, name);
     relocate = std::make_unique<relocator>(*access, table, words, log, stats, opts, page_size, name);
     pages =
         std::make_unique<pager>(store, pool, table, log, *access, *relocate, words, *pointers, stats, page_size, name);
