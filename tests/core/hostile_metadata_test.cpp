@@ -2,6 +2,7 @@
 // qs::corrupt_page naming the record, never a crash.
 #include <catch2/catch.hpp>
 
+#include "page_access.hpp"
 #include "support.hpp"
 #include "types.hpp"
 
@@ -74,6 +75,35 @@ TEST_CASE("damaged metadata records are refused at open, naming the record") {
   SECTION("a page size that is not a power of two") {
     put_stored_record(dir.path(), "page_size", "12288");
     refused(dir.path(), "not a power of two");
+  }
+}
+
+TEST_CASE("a metadata byte changed on disk is refused by its checksum, not used") {
+  test_dir dir;
+  make(dir.path());
+  // The format record's value, "qs 3" or the software mode's, changed in
+  // place to another plausible format: without a checksum the catalog would
+  // believe it.
+  std::string file = dir.path() + "/meta.db";
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::string format = qs::detail::format_name();
+  auto at = bytes.find(format);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(bytes.find(format, at + 1) == std::string::npos);
+  {
+    std::fstream out(file, std::ios::binary | std::ios::in | std::ios::out);
+    out.seekp(static_cast<std::streamoff>(at + format.size() - 1));
+    out.put('9');
+  }
+  try {
+    auto db = qs::database::open(dir.path(), small_options());
+    FAIL("the damaged database opened");
+  } catch (const qs::error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("checksum"));
   }
 }
 

@@ -96,6 +96,9 @@ bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes) : dir_(dir) 
     check(pages_->open(nullptr, "pages.db", nullptr, DB_BTREE, DB_CREATE | DB_AUTO_COMMIT | DB_THREAD, 0600),
           "open pages.db");
     meta_ = std::make_unique<Db>(env_.get(), DB_CXX_NO_EXCEPTIONS);
+    // Metadata and indexes have no checksums of their own (page records
+    // do): Berkeley DB checks theirs on every B-tree page it reads.
+    check(meta_->set_flags(DB_CHKSUM), "set_flags");
     check(meta_->open(nullptr, "meta.db", nullptr, DB_BTREE, DB_CREATE | DB_AUTO_COMMIT | DB_THREAD, 0600),
           "open meta.db");
   } catch (...) {
@@ -272,7 +275,7 @@ std::uint32_t bdb_env::open_index(DbTxn* t, const std::string& name, bool unique
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-')
       throw invalid_argument("database " + dir_ + ": index name '" + name + "' may hold letters, digits, _ and - only");
   auto db = std::make_unique<Db>(env_.get(), DB_CXX_NO_EXCEPTIONS);
-  if (!unique) check(db->set_flags(DB_DUP | DB_DUPSORT), "set_flags");
+  check(db->set_flags(DB_CHKSUM | (unique ? 0 : DB_DUP | DB_DUPSORT)), "set_flags");
   std::string file = "index." + name + ".db";
   // An index created inside a transaction exists only if it commits; opened
   // outside, it is created in a transaction of its own.

@@ -11,9 +11,13 @@
 // Page records are in the B-tree `pages.db`, keyed by big-endian page number;
 // a page's mapping object is there too, right after its record (key: the
 // page's 8 bytes and 'm'), on the same B-tree leaf as a rule, so that reading
-// it with the page costs no extra I/O. Metadata is in the B-tree `meta.db`. Each index is a B-tree of its own,
-// `index.<name>.db`, with sorted duplicates unless it is unique; index handles
-// live as long as the environment and are numbered in the order opened.
+// it with the page costs no extra I/O. Metadata is in the B-tree `meta.db`.
+// Each index is a B-tree of its own, `index.<name>.db`, with sorted
+// duplicates unless it is unique; index handles live as long as the
+// environment and are numbered in the order opened. Page records carry their
+// own checksum; meta.db and the indexes are created with DB_CHKSUM, so that
+// Berkeley DB refuses a B-tree page of theirs whose bytes changed on disk
+// (a store_error saying "checksum").
 //
 // Partial page updates are Berkeley DB partial puts; Berkeley DB logs only
 // the bytes between the first and last changed byte of each put, as long as
