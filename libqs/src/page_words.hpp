@@ -22,7 +22,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
+#include <vector>
 
 namespace qs::detail {
 
@@ -36,6 +38,20 @@ class page_words {
   // layout.vptrs).
   template <class F>
   void for_each(const page_desc* d, const std::byte* img, F f);
+
+  // Whether a pointer word (not a vptr) of d's image lies in one of
+  // `ranges` (sorted, disjoint): when none does, the page's pointers, and so
+  // its mapping object, are what they were.
+  bool any_pointer_in(const page_desc* d, const std::byte* img, const std::vector<byte_range>& ranges) {
+    bool found = false;
+    for_each(d, img, [&](std::uint32_t off, bool is_vptr, const type_layout&, std::uint32_t) {
+      if (found || is_vptr) return;
+      auto after = std::upper_bound(ranges.begin(), ranges.end(), off,
+                                    [](std::uint32_t o, const byte_range& r) { return o < r.offset; });
+      if (after != ranges.begin() && off < std::prev(after)->offset + std::prev(after)->length) found = true;
+    });
+    return found;
+  }
 
   // The size of a type's elements, or 0 when the database has no such type;
   // has_words: whether its objects hold pointers or vptrs.

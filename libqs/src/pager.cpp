@@ -234,7 +234,10 @@ void pager::write_back(page_desc* d) {
   record_header h = d->hdr;
   h.magic = record_magic;
   h.frame = d->frame;
-  std::optional<std::string> mapping = frames_.mapping_of(d, img, h.mapping_entries);
+  // The mapping object lists where the page's pointers lead: unchanged when
+  // no changed range holds a pointer word (most updates change data).
+  std::optional<std::string> mapping;
+  if (whole || words_.any_pointer_in(d, img, ranges)) mapping = frames_.mapping_of(d, img, h.mapping_entries);
   ++h.version;  // clients caching the page see that it changed
   h.checksum = record_checksum(h, img, page_size_);
   if (whole) store_.put_page(d->page, h, img, mapping ? &*mapping : nullptr);

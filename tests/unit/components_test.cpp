@@ -332,3 +332,43 @@ TEST_CASE("pager: a write-back the store refuses leaves the page's header and ma
   CHECK(d->hdr.mapping_entries == 1);
   store.abort();
 }
+
+TEST_CASE("pager: a commit that changes only data keeps the mapping; one that changes a pointer rewrites it") {
+  qs_test::mem_store store(store_options());
+  rig r(store);
+  r.begin();
+  // One page holding a pointer cell and raw bytes; targets on other pages.
+  void* cell = r.alloc->allocate(pointer_descriptor(), 8, nullptr);
+  void* data = r.alloc->allocate(raw_descriptor(), 64, cell);
+  void* filler = r.alloc->allocate(raw_descriptor(), 8000, nullptr);
+  (void)filler;
+  void* t1 = r.alloc->allocate(raw_descriptor(), 8000, nullptr);
+  void* t2 = r.alloc->allocate(raw_descriptor(), 8000, nullptr);
+  std::uint64_t page = r.access->page_of(cell)->page;
+  REQUIRE(r.access->page_of(data)->page == page);
+  REQUIRE(r.access->page_of(t1)->page != page);
+  REQUIRE(r.access->page_of(t2)->page != r.access->page_of(t1)->page);
+  std::memcpy(r.image_of(cell), &t1, sizeof t1);
+  r.commit();
+  std::optional<std::string> first = store.stored_mapping(page);
+  REQUIRE(first.has_value());
+
+  // Data only: the stored mapping is the one before, and only data went out.
+  r.begin();
+  page_desc* d = r.access->page_of(cell);
+  r.pages->make_writable(d);
+  r.image_of(data)[8] = std::byte{42};
+  std::uint64_t before = r.stats.diff_bytes;
+  r.commit();
+  CHECK(r.stats.diff_bytes - before == 8);
+  CHECK(store.stored_mapping(page) == first);
+
+  // The pointer now leads to t2's page: the mapping must say so.
+  r.begin();
+  r.pages->make_writable(d);
+  std::memcpy(r.image_of(cell), &t2, sizeof t2);
+  r.commit();
+  std::optional<std::string> second = store.stored_mapping(page);
+  REQUIRE(second.has_value());
+  CHECK(second != first);
+}
