@@ -91,6 +91,9 @@ class page_desc {
 
   // The replacement policy's reference bit (set on every use).
   bool referenced = false;
+  // The pager's number of the transaction that last evicted the page (0:
+  // none), to count pages fetched again by the transaction that evicted them.
+  std::uint64_t evicted_in = 0;
 
   page_state state() const { return state_; }
   bool resident() const { return state_ != page_state::absent; }

@@ -96,6 +96,7 @@ void pager::page_in(page_desc* d) {
     throw;
   }
   ++stats_.pages_fetched;
+  count_refetch(d);
   d->loaded(slot);
   show(d, false);
 }
@@ -265,8 +266,25 @@ void pager::store_unbuilt(page_desc* d) {
   ++stats_.pages_written;
 }
 
+void pager::count_refetch(page_desc* d) {
+  if (d->evicted_in != transaction_) return;
+  ++stats_.refetches;
+  // One line, once per open, when the transaction has fetched again more
+  // pages than the pool holds: it is thrashing, and the fix is one option.
+  if (++refetches_now_ <= pool_.size() || warned_thrashing_) return;
+  warned_thrashing_ = true;
+  std::fprintf(stderr,
+               "qs: database %s: the pool of %u pages (%u MiB) is smaller than this transaction's working set: "
+               "%" PRIu64
+               " pages were fetched again after being evicted; open it with a larger "
+               "qs::options::pool_pages (e.g. %u) to fetch each page once\n",
+               db_name_.c_str(), pool_.size(), static_cast<unsigned>(std::uint64_t{pool_.size()} * page_size_ >> 20),
+               refetches_now_, pool_.size() * 4);
+}
+
 void pager::evict(page_desc* d) {
   ++stats_.evictions;
+  d->evicted_in = transaction_;
   // The frame goes first: once unmapped, no other thread can still be
   // writing to the page while its changes are diffed from the pool's copy.
   access_.hide(d);
@@ -329,6 +347,8 @@ void pager::mark_all_stale() {
 }
 
 void pager::committed() {
+  ++transaction_;
+  refetches_now_ = 0;
   for (page_desc* d : log_.written()) {
     d->made_readable();
     access_.set_access(d, false);
@@ -336,6 +356,8 @@ void pager::committed() {
 }
 
 void pager::aborted() {
+  ++transaction_;
+  refetches_now_ = 0;
   for (page_desc* d : std::vector<page_desc*>(log_.written())) {
     if (log_.is_logged(d)) {
       // Its resident image came back from the store transaction: forget it.

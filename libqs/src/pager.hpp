@@ -114,6 +114,11 @@ class pager {
   std::uint32_t page_size_;
   const std::string& db_name_;
   std::unique_ptr<std::byte[]> zero_page_;
+  // Counts transactions (committed and aborted) for page_desc::evicted_in.
+  std::uint64_t transaction_ = 1;
+  std::uint64_t refetches_now_ = 0;  // in the open transaction
+  bool warned_thrashing_ = false;    // once per open
+  void count_refetch(page_desc* d);
 };
 
 }  // namespace qs::detail

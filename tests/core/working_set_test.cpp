@@ -1,11 +1,59 @@
 // A working set ten times the buffer pool, read and written in one
-// transaction, and read back exactly after reopening.
+// transaction, and read back exactly after reopening; the thrashing it
+// causes is counted and reported once.
 #include <catch2/catch.hpp>
 
 #include "support.hpp"
 #include "types.hpp"
 
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <unistd.h>
+
 using namespace qs_test;
+
+namespace {
+
+// What the process writes to stderr while it lives.
+class stderr_capture {
+ public:
+  explicit stderr_capture(const std::string& path) : path_(path) {
+    std::fflush(stderr);
+    saved_ = ::dup(2);
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    REQUIRE(f);
+    ::dup2(::fileno(f), 2);
+    std::fclose(f);
+  }
+  ~stderr_capture() { restore(); }
+  std::string text() {
+    restore();
+    std::ifstream in(path_);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+    saved_ = -1;
+  }
+  std::string path_;
+  int saved_ = -1;
+};
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
 
 TEST_CASE("a working set ten times the pool is written in one transaction and read back") {
   test_dir dir;
@@ -22,6 +70,7 @@ TEST_CASE("a working set ten times the pool is written in one transaction and re
   }
   {
     // One transaction: read everything, then write everything, twice over.
+    stderr_capture err(dir.path() + ".stderr");
     auto db = qs::database::open(dir.path(), opts);
     qs::transaction tx(db);
     Pair* head = db.root<Pair*>("head");
@@ -37,6 +86,12 @@ TEST_CASE("a working set ten times the pool is written in one transaction and re
     auto s = db.stats();
     CHECK(s.read_faults > 10 * pool);
     CHECK(s.dirty_evictions > 10 * pool);
+    // Every pass fetched again what the one before had evicted: counted,
+    // and said once, with the option to change.
+    CHECK(s.refetches > 10 * pool);
+    std::string said = err.text();
+    CHECK(count_of(said, "qs::options::pool_pages") == 1);
+    CHECK_THAT(said, Catch::Contains("the pool of 32 pages"));
   }
   auto db = qs::database::open(dir.path(), opts);
   qs::transaction tx(db);
@@ -47,4 +102,26 @@ TEST_CASE("a working set ten times the pool is written in one transaction and re
   }
   CHECK(count == n);
   tx.commit();
+}
+
+TEST_CASE("a transaction that fits the pool fetches nothing twice and says nothing") {
+  test_dir dir;
+  auto opts = small_options(1024);
+  stderr_capture err(dir.path() + ".stderr");
+  auto db = qs::database::open(dir.path(), opts);
+  {
+    qs::transaction tx(db);
+    auto& head = db.root<Pair*>("head");
+    for (int i = 0; i < 20000; ++i) head = new (db) Pair{nullptr, static_cast<std::uint64_t>(i), head};
+    tx.commit();
+  }
+  db.release_cache();
+  for (int pass = 0; pass < 3; ++pass) {
+    qs::transaction tx(db);
+    for (Pair* p = db.root<Pair*>("head"); p; p = p->right) touch(p->key);
+    tx.commit();
+  }
+  CHECK(db.stats().refetches == 0);
+  CHECK(db.stats().evictions == 0);
+  CHECK(err.text().find("pool_pages") == std::string::npos);
 }

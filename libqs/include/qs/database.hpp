@@ -84,6 +84,9 @@ struct statistics {
   std::uint64_t pages_written = 0;  // page records written (diffs or whole)
   std::uint64_t evictions = 0;
   std::uint64_t dirty_evictions = 0;
+  // Pages fetched again by the transaction that had evicted them: the pool
+  // is smaller than that transaction's working set (see options::pool_pages).
+  std::uint64_t refetches = 0;
   std::uint64_t log_bytes = 0;   // store log bytes written by commits
   std::uint64_t diff_bytes = 0;  // bytes in the changed ranges logged
   std::uint64_t commits = 0;
