@@ -118,7 +118,8 @@ const Response& remote_store::call(const wire::request& r) {
 void remote_store::begin() {
   if (in_txn_) throw store_error("server " + url_ + ": store transaction already open");
   clear_pending();
-  call<wire::ok_response>(wire::begin_request{});  // connects again first when the connection was lost
+  // (Connects again first when the connection was lost.)
+  commit_id_ = call<wire::begun_response>(wire::begin_request{}).id;
   in_txn_ = true;
 }
 

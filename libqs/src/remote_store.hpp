@@ -127,6 +127,7 @@ class remote_store final : public store {
   wire::response resp_;
   std::uint32_t page_size_ = 8192;
   bool in_txn_ = false;
+  wire::commit_id commit_id_{};  // the open transaction's, from the server
   std::map<std::uint64_t, pending_page> pages_;
   std::map<std::string, std::optional<std::string>, std::less<>> metas_;
   std::size_t pending_bytes_ = 0;
