@@ -20,7 +20,7 @@ namespace {
 
 const char* usage =
     "usage: qs-pageserver --dir DIR [--unix PATH] [--tcp [HOST:]PORT] [--secret-file FILE]\n"
-    "                     [--ready-file FILE] [--cache-mb N]\n"
+    "                     [--ready-file FILE] [--cache-mb N] [--outcome-window SECONDS]\n"
     "\n"
     "Serves the qs database in DIR (a Berkeley DB environment, created when absent and\n"
     "recovered at start) to clients that open qs+unix://PATH or qs://HOST:PORT.\n"
@@ -34,6 +34,8 @@ const char* usage =
     "                      Clients give it in qs::options::server_secret or $QS_SECRET.\n"
     "  --ready-file FILE   once listening, write the TCP port (0 without TCP) to FILE\n"
     "  --cache-mb N        Berkeley DB cache size in MiB (default 128)\n"
+    "  --outcome-window S  how long the outcome of each commit is remembered, for clients\n"
+    "                      whose connection dropped during the commit (default 600 s)\n"
     "  --help              this text\n"
     "\n"
     "SIGTERM or SIGINT stop the server cleanly: open transactions are aborted and the\n"
@@ -93,6 +95,8 @@ int main(int argc, char** argv) {
         o.ready_file = value();
       } else if (a == "--cache-mb") {
         o.cache_bytes = std::stoull(value()) << 20;
+      } else if (a == "--outcome-window") {
+        o.outcome_window_seconds = std::stoull(value());
       } else {
         throw qs::invalid_argument("unknown option " + a);
       }

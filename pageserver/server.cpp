@@ -69,6 +69,7 @@ server::server(const server_options& o) : o_(o) {
   log_line(0, "opening the environment in " + o_.dir + " (running recovery)");
   env_ = std::make_unique<detail::bdb_env>(o_.dir, o_.cache_bytes);
   numbers_ = std::make_unique<page_numbers>(*env_);
+  outcomes_ = std::make_unique<commit_outcomes>(*env_, o_.outcome_window_seconds);
   if (o_.unix_path) {
     unix_fd_ = wire::listen_unix(*o_.unix_path);
     log_line(0, "listening on unix socket " + *o_.unix_path);
@@ -96,6 +97,7 @@ server::~server() {
   }
   if (tcp_fd_ >= 0) ::close(tcp_fd_);
   numbers_.reset();
+  outcomes_.reset();
   env_.reset();  // checkpoints and closes
   ::close(wake_[0]);
   ::close(wake_[1]);
@@ -169,7 +171,7 @@ void server::accept_one(int listen_fd, bool tcp) {
 }
 
 void server::serve(client* c) {
-  session s({env_.get(), numbers_.get(), c->tcp, o_.secret}, c->id);
+  session s({env_.get(), numbers_.get(), outcomes_.get(), c->tcp, o_.secret}, c->id);
   std::vector<std::byte> buf;
   std::string reason = "closed by the client";
   // A client has a little time to say hello; after that it may think as long

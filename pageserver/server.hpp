@@ -13,6 +13,7 @@
 // closed.
 #pragma once
 
+#include "commit_outcomes.hpp"
 #include "page_numbers.hpp"
 
 #include <bdb_env.hpp>
@@ -37,6 +38,8 @@ struct server_options {
   std::string ready_file;  // written (TCP port, or 0) once listening
   std::uint64_t cache_bytes = std::uint64_t{128} << 20;
   unsigned max_connections = 256;
+  // How long the outcome of a commit is remembered (commit_outcomes.hpp).
+  std::uint64_t outcome_window_seconds = 600;
 };
 
 class server {
@@ -63,6 +66,7 @@ class server {
   server_options o_;
   std::unique_ptr<detail::bdb_env> env_;
   std::unique_ptr<page_numbers> numbers_;
+  std::unique_ptr<commit_outcomes> outcomes_;
   int unix_fd_ = -1, tcp_fd_ = -1, lock_fd_ = -1;
   int wake_[2] = {-1, -1};
   std::uint64_t next_id_ = 1;

@@ -255,8 +255,14 @@ wire::response session::dispatch(const wire::request& r) {
             if (state_ != state::idle) throw wire::protocol_error("begin inside a transaction");
             txn_ = c_.env->begin();
             locks_.clear();
+            try {
+              commit_id_ = c_.outcomes->claim(txn_);
+            } catch (...) {
+              abort_quietly();
+              throw;
+            }
             state_ = state::txn;
-            return wire::ok_response{};
+            return wire::begun_response{commit_id_};
           },
           [&](const wire::abort_request&) -> wire::response {
             if (state_ == state::txn) end_transaction(false, false);
@@ -273,6 +279,7 @@ wire::response session::dispatch(const wire::request& r) {
             require_txn();
             try {
               apply(m.pages, m.metas, true);
+              c_.outcomes->record(txn_, commit_id_);
               pause_point("server.commit.before_commit");
             } catch (...) {
               abort_quietly();
@@ -280,6 +287,8 @@ wire::response session::dispatch(const wire::request& r) {
               throw;
             }
             end_transaction(true, m.durable);
+            pause_point("server.commit.after_commit");
+            c_.outcomes->committed();
             return wire::ok_response{};
           },
           [&](const wire::read_page_request& m) -> wire::response {
@@ -361,6 +370,14 @@ wire::response session::dispatch(const wire::request& r) {
           },
           [&](const wire::log_position_request&) -> wire::response {
             return wire::position_response{c_.env->log_position()};
+          },
+          [&](const wire::outcome_request& m) -> wire::response {
+            if (state_ != state::idle) throw wire::protocol_error("outcome inside a transaction");
+            wire::commit_outcome o = c_.outcomes->outcome(m.id);
+            static constexpr const char* names[] = {"", "committed", "aborted", "pending", "expired"};
+            if (o != wire::commit_outcome::pending)
+              log_line(id_, std::string("outcome of a commit: ") + names[static_cast<int>(o)]);
+            return wire::verdict_response{o};
           },
           [&](const wire::ping_request& m) -> wire::response {
             text_.assign(m.reply_bytes, 'p');

@@ -6,8 +6,14 @@
 // aborted at once, so that its locks go to the others; the session then
 // answers every request but abort with the error until the client aborts.
 //
+// Each transaction has an identity (commit_outcomes.hpp), sent with the
+// answer to begin and recorded by its commit, by which a client whose
+// connection dropped during the commit asks (outcome, outside a
+// transaction) whether it committed.
+//
 // Locks, all taken with the transaction's Berkeley DB locker so that they are
 // released when it ends and the deadlock detector sees them:
+//  * the transaction's identity: exclusive, from begin (commit_outcomes.hpp).
 //  * page p: lock object "qs:p" + p; shared when the page is read,
 //    exclusive on lock_write and for every page the commit writes. A page's
 //    mapping object is part of its record, under the same lock.
@@ -29,6 +35,7 @@
 // for anything a client sends.
 #pragma once
 
+#include "commit_outcomes.hpp"
 #include "page_numbers.hpp"
 
 #include <bdb_env.hpp>
@@ -43,6 +50,7 @@ namespace qs::server {
 struct session_config {
   detail::bdb_env* env;
   page_numbers* numbers;
+  commit_outcomes* outcomes;
   bool need_secret;
   std::string secret;
 };
@@ -80,6 +88,7 @@ class session {
   std::uint64_t id_;
   state state_ = state::hello;
   DbTxn* txn_ = nullptr;
+  wire::commit_id commit_id_{};  // the open transaction's
   wire::error_code doomed_code_{};
   std::string doomed_text_;
   // Locks this transaction holds: object -> exclusive.

@@ -31,7 +31,8 @@ database database::open(const std::string& path, const options& opts) {
   detail::check_map_budget(opts.pool_pages);
   std::unique_ptr<detail::store> s;
   if (detail::is_remote_url(path))
-    s = detail::connect_remote_store(path, detail::remote_options{opts.server_secret});  // a qs-pageserver
+    s = detail::connect_remote_store(
+        path, detail::remote_options{opts.server_secret, opts.reconnect_budget_ms});  // a qs-pageserver
   else s = std::make_unique<detail::bdb_store>(path, detail::bdb_options{opts.page_size, opts.store_cache_bytes});
   return database(std::make_unique<detail::database_impl>(std::move(s), opts));
 }

@@ -39,6 +39,7 @@ void* object_allocator::allocate(const type_descriptor* d, std::size_t bytes, co
     throw invalid_argument("database " + db_name_ + ": an object of " + std::to_string(bytes) + " bytes (type " +
                            d->name + ") is larger than qs can store (" +
                            std::to_string(std::uint64_t{0xffffffff} - page_size_) + " bytes at most)");
+  ensure_loaded();
   std::uint32_t type = schema_.index_of(d);
   std::uint64_t payload = round8(bytes ? bytes : 1);
   std::uint32_t align = std::max<std::uint32_t>(d->align, 8);
@@ -197,6 +198,7 @@ void object_allocator::set_room(std::uint64_t page, std::uint64_t frame, std::ui
 }
 
 void object_allocator::commit() {
+  if (!changed_.empty()) ensure_loaded();
   for (const auto& [page, e] : changed_) set_room(page, e.frame, e.room);
   changed_.clear();
 }
@@ -204,12 +206,15 @@ void object_allocator::commit() {
 void object_allocator::abort() {
   changed_.clear();
   current_page_ = 0;
-  load();
+  free_space_.clear();
+  by_room_.clear();
+  loaded_ = false;
 }
 
 void object_allocator::load() {
   free_space_.clear();
   by_room_.clear();
+  loaded_ = false;
   store_.scan("s:", [&](std::string_view key, std::string_view value) {
     std::uint64_t page = from_be64(key.substr(2)), frame = 0;
     std::uint32_t room = 0;
@@ -217,6 +222,7 @@ void object_allocator::load() {
     free_space_[page] = {frame, room};
     by_room_.insert({room, page});
   });
+  loaded_ = true;
 }
 
 }  // namespace qs::detail

@@ -10,7 +10,9 @@
 // Invariants:
 //  * The free-space list in memory is the stored one plus this
 //    transaction's changes, which commit() writes into the store
-//    transaction; abort() reads the stored one again.
+//    transaction; after abort() the stored one is read again when next
+//    needed (abort itself asks the store nothing: it may follow a commit
+//    whose store is out of reach).
 //  * Every change to a page goes through the pager (write enabling first),
 //    so it is logged and undone like any other write.
 //
@@ -51,7 +53,7 @@ class object_allocator {
   void load();
   // Writes the free-space records of the pages this transaction changed.
   void commit();
-  // Forgets this transaction's changes.
+  // Forgets this transaction's changes, and the list read from the store.
   void abort();
   // The page table was emptied: no page is current.
   void forget_current_page() { current_page_ = 0; }
@@ -65,6 +67,9 @@ class object_allocator {
   void changed(page_desc* d);
   // Lists (or unlists) page with `room` bytes free, in memory and in the store.
   void set_room(std::uint64_t page, std::uint64_t frame, std::uint32_t room);
+  void ensure_loaded() {
+    if (!loaded_) load();
+  }
 
   store& store_;
   pager& pages_;
@@ -77,6 +82,7 @@ class object_allocator {
   const std::string& db_name_;
 
   std::uint64_t current_page_ = 0;  // where the last small object went
+  bool loaded_ = false;             // free_space_ holds the stored list
   struct room_entry {
     std::uint64_t frame;
     std::uint32_t room;  // bytes available

@@ -5,8 +5,10 @@
 #include <qs/error.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace qs::detail {
 namespace {
@@ -24,10 +26,11 @@ std::unique_ptr<store> connect_remote_store(const std::string& url, const remote
   std::string secret = o.secret;
   if (secret.empty())
     if (const char* s = std::getenv("QS_SECRET")) secret = s;
-  return std::make_unique<remote_store>(url, secret);
+  return std::make_unique<remote_store>(url, remote_options{secret, o.reconnect_budget_ms});
 }
 
-remote_store::remote_store(const std::string& url, const std::string& secret) : url_(url), secret_(secret) {
+remote_store::remote_store(const std::string& url, const remote_options& o)
+    : url_(url), secret_(o.secret), reconnect_budget_ms_(o.reconnect_budget_ms) {
   if (url.starts_with(unix_scheme)) {
     unix_ = true;
     unix_path_ = url.substr(unix_scheme.size());
@@ -102,7 +105,7 @@ const Response& remote_store::call(const wire::request& r) {
   } catch (const wire::io_error& e) {
     lost();
     throw connection_lost("server " + url_ + ": connection lost during " + wire::name_of(type) + " (" + e.what() + ")" +
-                          (in_txn_ ? "; the transaction is aborted" : ""));
+                          (in_txn_ && type != wire::msg::commit ? "; the transaction is aborted" : ""));
   } catch (const wire::protocol_error& e) {
     lost();
     throw connection_lost("server " + url_ + ": malformed answer to " + wire::name_of(type) + " (" + e.what() +
@@ -118,7 +121,8 @@ const Response& remote_store::call(const wire::request& r) {
 void remote_store::begin() {
   if (in_txn_) throw store_error("server " + url_ + ": store transaction already open");
   clear_pending();
-  call<wire::ok_response>(wire::begin_request{});  // connects again first when the connection was lost
+  // (Connects again first when the connection was lost.)
+  commit_id_ = call<wire::begun_response>(wire::begin_request{}).id;
   in_txn_ = true;
 }
 
@@ -190,16 +194,63 @@ void remote_store::commit(bool durable) {
   for (auto& [k, v] : metas_) bytes += k.size() + (v ? v->size() : 0);
   // The transaction ends here whatever the outcome: the server commits it or
   // aborts it.
-  try {
-    call<wire::ok_response>(std::move(r));
-  } catch (...) {
+  auto end = [&] {
     in_txn_ = false;
     clear_pending();
+  };
+  if (!conn_) {
+    // Lost earlier in the transaction: the server has aborted it.
+    end();
+    throw connection_lost("server " + url_ + ": the connection was lost; the transaction is aborted");
+  }
+  try {
+    call<wire::ok_response>(std::move(r));
+  } catch (const connection_lost& e) {
+    // The commit went out, and perhaps its answer never came back.
+    end();
+    settle_commit(commit_id_, e.what());
+    shipped_ += bytes;
+    return;
+  } catch (...) {
+    end();
     throw;
   }
-  in_txn_ = false;
+  end();
   shipped_ += bytes;
-  clear_pending();
+}
+
+void remote_store::settle_commit(const wire::commit_id& id, const std::string& lost) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::milliseconds(reconnect_budget_ms_);
+  auto pause = std::chrono::milliseconds(5);
+  std::string last;
+  for (;;) {
+    std::optional<wire::commit_outcome> outcome;
+    try {
+      outcome = call<wire::verdict_response>(wire::outcome_request{id}).outcome;  // connects again first
+    } catch (const connection_lost& e) {
+      last = e.what();
+    } catch (const deadlock& e) {
+      last = e.what();
+    } catch (const error& e) {
+      throw commit_unknown(lost + "; asking the server whether the transaction committed failed (" + e.what() +
+                           "): it may or may not have committed; reopen the database and check");
+    }
+    if (outcome == wire::commit_outcome::committed) return;
+    if (outcome == wire::commit_outcome::aborted)
+      throw connection_lost(lost + "; the server did not commit the transaction: it is aborted");
+    if (outcome == wire::commit_outcome::expired)
+      throw commit_unknown(lost +
+                           "; the server no longer remembers whether the transaction committed: it may or "
+                           "may not have; reopen the database and check");
+    if (outcome == wire::commit_outcome::pending) last = "the server was still ending the transaction";
+    if (clock::now() + pause > deadline)
+      throw commit_unknown(lost + "; whether the transaction committed could not be learned within " +
+                           std::to_string(reconnect_budget_ms_) + " ms (last: " + last +
+                           "): it may or may not have committed; reopen the database and check");
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(500));
+  }
 }
 
 void remote_store::abort() {

@@ -27,6 +27,16 @@
 // one) connects again. log_position() counts the bytes of writes shipped to
 // the server (the client's log records), not the server's log.
 //
+// A commit whose connection drops after the commit was sent may have
+// committed on the server. The server gave the transaction an identity when
+// it began (wire::commit_id); commit() connects again and asks the server
+// what became of it, retrying for reconnect_budget_ms: committed, commit()
+// returns as if the answer had come; aborted, it throws
+// qs::connection_lost; pending (the server has not finished with it yet),
+// it asks again. When the budget runs out, or the server no longer
+// remembers, it throws qs::commit_unknown. The transaction has ended in
+// every case.
+//
 // Thread-safety: one thread at a time (store.hpp).
 #pragma once
 
@@ -46,6 +56,8 @@ struct remote_options {
   // The shared secret of a server reached over TCP (qs://host:port); when
   // empty, the environment variable QS_SECRET gives it.
   std::string secret;
+  // How long a commit whose connection dropped tries to learn its outcome.
+  std::uint32_t reconnect_budget_ms = 30000;
 };
 
 bool is_remote_url(const std::string& path);
@@ -53,7 +65,7 @@ std::unique_ptr<store> connect_remote_store(const std::string& url, const remote
 
 class remote_store final : public store {
  public:
-  remote_store(const std::string& url, const std::string& secret);
+  remote_store(const std::string& url, const remote_options& o);
   ~remote_store() override;
 
   void set_page_size(std::uint32_t page_size) override { page_size_ = page_size; }
@@ -106,6 +118,10 @@ class remote_store final : public store {
   template <class Response>
   const Response& call(const wire::request& r);
   [[noreturn]] void raise(const wire::error_response& r);
+  // After the connection dropped during the commit of transaction `id`
+  // (`lost` says how): returns when the server committed it; throws
+  // connection_lost when it did not, commit_unknown when that cannot be told.
+  void settle_commit(const wire::commit_id& id, const std::string& lost);
   // The page and metadata operations of the buffered writes.
   std::vector<wire::page_op> page_ops();
   std::vector<wire::meta_op> meta_ops() const;
@@ -122,11 +138,13 @@ class remote_store final : public store {
   std::string unix_path_;
   wire::tcp_address tcp_{};
   std::string secret_;
+  std::uint32_t reconnect_budget_ms_;
   std::unique_ptr<wire::connection> conn_;
   std::vector<std::byte> in_;
   wire::response resp_;
   std::uint32_t page_size_ = 8192;
   bool in_txn_ = false;
+  wire::commit_id commit_id_{};  // the open transaction's, from the server
   std::map<std::uint64_t, pending_page> pages_;
   std::map<std::string, std::optional<std::string>, std::less<>> metas_;
   std::size_t pending_bytes_ = 0;

@@ -82,6 +82,8 @@ int main(int argc, char** argv) {
                  << request(index_scan_request{0, "a", "z", {}, 0}))
            .bytes);
   save(dir, "log_ping", (stream() << request(log_position_request{}) << request(ping_request{"ping", 8232})).bytes);
+  save(dir, "outcome",
+       (stream() << request(hello) << request(outcome_request{{0x1800000000000000, 0x0123456789abcdef}})).bytes);
   {
     entries_response e;
     e.more = true;
@@ -94,7 +96,9 @@ int main(int argc, char** argv) {
                    << response(page_response{page_status::absent, {}, {}}) << response(value_response{"v"})
                    << response(value_response{}) << response(e) << response(pages_response{2, 9})
                    << response(index_response{1}) << response(position_response{4096}) << response(flag_response{true})
-                   << response(pong_response{"pp"}))
+                   << response(pong_response{"pp"}) << response(begun_response{{1, 2}})
+                   << response(verdict_response{commit_outcome::committed})
+                   << response(verdict_response{commit_outcome::pending}))
              .bytes);
   }
   save(dir, "oversized", std::string("\xf0\xff\xff\xff\x78", 5));

@@ -55,7 +55,8 @@ class server_process {
   ~server_process();
   // Starts the server and waits until it listens. With pause_at set, the
   // server stops at that pause point; wait_paused() returns once it has.
-  void start(const std::string& pause_at = "");
+  // `args` are more options for the server.
+  void start(const std::string& pause_at = "", const std::vector<std::string>& args = {});
   bool wait_paused(int timeout_ms);
   void kill9();
   // SIGTERM, then the exit status.

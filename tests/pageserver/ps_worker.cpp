@@ -17,6 +17,10 @@
 //                                               connection, waits for file GO (if given),
 //                                               reconnects and goes on
 //   qs_ps_worker URL same                       exit 10+v when all counters are v, 1 if not
+//   qs_ps_worker URL set N V                    set counter N to V in one transaction
+//                                               (no retry): exit 0 when it committed,
+//                                               4 on qs::commit_unknown, 5 on
+//                                               qs::connection_lost
 // Every wait is bounded. Output on stdout, errors on stderr.
 #include "ps_types.hpp"
 
@@ -187,6 +191,24 @@ int same(qs::database& db) {
   return rc;
 }
 
+int set(qs::database& db, int n, std::int64_t v) {
+  try {
+    qs::transaction tx(db);
+    table(db)->c[n]->value = v;
+    std::printf("committing\n");
+    std::fflush(stdout);
+    tx.commit();
+    std::printf("committed\n");
+    return 0;
+  } catch (const qs::commit_unknown& e) {
+    std::printf("commit_unknown: %s\n", e.what());
+    return 4;
+  } catch (const qs::connection_lost& e) {
+    std::printf("connection_lost: %s\n", e.what());
+    return 5;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -207,6 +229,7 @@ int main(int argc, char** argv) {
     if (mode == "bump") return bump(db, std::stoi(arg(3)));
     if (mode == "all") return all(db, std::stoi(arg(3)), arg(4));
     if (mode == "same") return same(db);
+    if (mode == "set") return set(db, std::stoi(arg(3)), std::stoll(arg(4)));
     std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
     return 2;
   } catch (const std::exception& e) {

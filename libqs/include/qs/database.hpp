@@ -70,6 +70,11 @@ struct options {
   // The shared secret of a qs-pageserver reached over TCP (qs://host:port).
   // When empty, the environment variable QS_SECRET gives it.
   std::string server_secret;
+  // qs-pageserver: when the connection drops during a commit, how long the
+  // commit goes on trying to reach the server again to learn whether the
+  // transaction committed, in milliseconds; after that it throws
+  // qs::commit_unknown.
+  std::uint32_t reconnect_budget_ms = 30000;
 };
 
 // Counters, cumulative since the database was opened.

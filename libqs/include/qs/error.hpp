@@ -3,7 +3,8 @@
 // Every error qs reports is an exception derived from qs::error. Messages name
 // the database, page, type or field involved, so that a user can tell what went
 // wrong without a debugger. An error never loses committed data: a failed
-// commit aborts its transaction; a corrupt page is refused, not returned.
+// commit aborts its transaction (except qs::commit_unknown: then nobody could
+// tell whether it committed); a corrupt page is refused, not returned.
 //
 // Errors raised while a persistent page is being faulted in are thrown from the
 // SIGSEGV handler and unwind through the faulting instruction; that requires the
@@ -110,6 +111,20 @@ class dangling_reference : public error {
 
 // The connection to the page server was lost; the transaction is aborted.
 class connection_lost : public error {
+ public:
+  using error::error;
+};
+
+// The connection to the page server dropped during a commit, and whether the
+// transaction committed could not be learned: the server could not be
+// reached again within options::reconnect_budget_ms, or no longer remembered
+// the commit (it remembers each for 10 minutes by default). The transaction
+// may or may not have committed. Its changes in memory are discarded as by
+// an abort, and the database handle stays usable: its next transaction
+// connects again and sees the server's state, whichever way the commit went.
+// Reopen (or begin a transaction) and check for the transaction's effects
+// before doing it again.
+class commit_unknown : public error {
  public:
   using error::error;
 };

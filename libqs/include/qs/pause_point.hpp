@@ -9,6 +9,9 @@
 //
 // The runtime's points: commit.half_written (half of the written pages are in
 // the store transaction), commit.before_store_commit, commit.after_store_commit.
+// qs-pageserver's (each stops one connection's thread): server.commit.half_applied,
+// server.commit.before_commit, server.commit.after_commit (committed, not yet
+// answered).
 #pragma once
 
 namespace qs {

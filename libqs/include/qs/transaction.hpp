@@ -13,7 +13,20 @@
 //    nest, and may end in any order). qs::allocator allocates in its
 //    database.
 //  * After commit() or abort() the object is finished: no second commit.
-//  * A commit that throws has aborted the transaction.
+//  * A commit that throws has aborted the transaction, with one exception:
+//    qs::commit_unknown (error.hpp). A database served by qs-pageserver
+//    whose connection drops during the commit connects again and asks the
+//    server whether the transaction committed (for up to
+//    options::reconnect_budget_ms): if it did, commit() returns normally;
+//    if not, it throws qs::connection_lost and the transaction is aborted.
+//    When the server cannot be reached in time, or no longer remembers the
+//    commit, commit() throws qs::commit_unknown: the transaction may have
+//    committed or not. Either way its changes in memory are discarded, as
+//    by an abort, and the handle stays usable: the next transaction
+//    connects again and sees what the server has. The program should
+//    begin a new transaction (or reopen the database) and check whether
+//    the transaction's effects are there before doing it again;
+//    database::run does not retry it.
 //
 // Thread-safety: a transaction belongs to the thread that began it; it is
 // committed, aborted and destroyed there.

@@ -78,6 +78,7 @@ const char* name_of(msg m) {
     case msg::index_scan: return "index_scan";
     case msg::log_position: return "log_position";
     case msg::ping: return "ping";
+    case msg::outcome: return "outcome";
     case msg::ok: return "ok";
     case msg::error: return "error";
     case msg::hello_ok: return "hello_ok";
@@ -89,6 +90,8 @@ const char* name_of(msg m) {
     case msg::position: return "position";
     case msg::flag: return "flag";
     case msg::pong: return "pong";
+    case msg::begun: return "begun";
+    case msg::verdict: return "verdict";
   }
   return "unknown";
 }

@@ -2,17 +2,19 @@
 // request and per response, and their parsers and encoders (the one
 // definition both sides compile).
 //
-// Protocol version 3. A connection starts with the client's hello (magic,
+// Protocol version 4. A connection starts with the client's hello (magic,
 // version, and for TCP the shared secret); then the client sends one request
 // at a time and the server answers each with one response:
 //
 //   hello         magic, version, secret               -> hello_ok | error
-//   begin                                              -> ok
+//   begin                                              -> begun: the commit id
 //   write         page ops, meta ops (in the txn)      -> ok | error
 //   commit        durable, page ops, meta ops          -> ok | error (txn ended)
 //                 (a page op puts, patches or removes a record, and keeps,
 //                 sets or removes the page's mapping object with it)
 //   abort                                              -> ok
+//   outcome       commit id (outside a txn)            -> verdict: committed |
+//                                                         aborted | pending | expired
 //   read_page     page, [known version]                -> page: absent | unchanged |
 //                                                         record and mapping object
 //   lock_write    page                                 -> ok | error (deadlock)
@@ -26,6 +28,10 @@
 //   log_position                                       -> position
 //   ping          payload, reply bytes                 -> pong (that many bytes): a bare round trip
 //   any request                                        -> error: code, text
+//
+// A commit whose answer never arrived (the connection dropped) is asked
+// about on a new connection with `outcome`, by the commit id that `begin`
+// gave its transaction (pageserver/commit_outcomes.hpp).
 //
 // Each message type lists its fields once, in `fields(message, walk)`, with
 // their limits (codec.hpp): the encoder and the parser both follow it, so
@@ -54,7 +60,7 @@
 namespace qs::wire {
 
 constexpr std::uint32_t magic = 0x50575351;  // "QSWP"
-constexpr std::uint32_t version = 3;
+constexpr std::uint32_t version = 4;
 // The largest message body either side accepts.
 constexpr std::uint32_t max_message = 64u << 20;
 // The largest page record (64 KiB page and a 48-byte header, with room).
@@ -87,6 +93,7 @@ enum class msg : std::uint8_t {
   index_scan,
   log_position,
   ping,
+  outcome,
   // responses
   ok = 64,
   error,
@@ -99,6 +106,8 @@ enum class msg : std::uint8_t {
   position,
   flag,
   pong,
+  begun,
+  verdict,
 };
 const char* name_of(msg m);
 
@@ -166,6 +175,20 @@ void page_and_meta_ops(M& m, W& w) {
   w.list("pages", m.pages, 9, [&](auto& op) { page_op::fields(op, w); });
   w.list("metas", m.metas, 6, [&](auto& op) { meta_op::fields(op, w); });
 }
+
+// The identity of a transaction's commit, given by the server at begin:
+// the server's clock when the transaction began (nanoseconds since the
+// epoch) and a random number. Any pair of values is well-formed.
+struct commit_id {
+  std::uint64_t time = 0;
+  std::uint64_t nonce = 0;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.u64("id.time", m.time);
+    w.u64("id.nonce", m.nonce);
+  }
+  friend bool operator==(const commit_id&, const commit_id&) = default;
+};
 
 // An index entry, or a metadata record.
 using entry = std::pair<std::string_view, std::string_view>;
@@ -349,10 +372,21 @@ struct ping_request {
   }
 };
 
-using request =
-    std::variant<hello_request, begin_request, write_request, commit_request, abort_request, read_page_request,
-                 lock_write_request, get_request, scan_request, allocate_request, open_index_request,
-                 index_insert_request, index_erase_request, index_scan_request, log_position_request, ping_request>;
+// What became of the commit of the transaction `begin` gave this id (asked
+// outside a transaction, after a connection dropped during a commit).
+struct outcome_request {
+  static constexpr msg tag = msg::outcome;
+  commit_id id;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    commit_id::fields(m.id, w);
+  }
+};
+
+using request = std::variant<hello_request, begin_request, write_request, commit_request, abort_request,
+                             read_page_request, lock_write_request, get_request, scan_request, allocate_request,
+                             open_index_request, index_insert_request, index_erase_request, index_scan_request,
+                             log_position_request, ping_request, outcome_request>;
 
 // --- responses ---
 
@@ -473,9 +507,34 @@ struct pong_response {
   }
 };
 
-using response =
-    std::variant<ok_response, error_response, hello_ok_response, page_response, value_response, entries_response,
-                 pages_response, index_response, position_response, flag_response, pong_response>;
+// A transaction began; its commit will be known by this id.
+struct begun_response {
+  static constexpr msg tag = msg::begun;
+  commit_id id;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    commit_id::fields(m.id, w);
+  }
+};
+
+// What became of a commit:
+//  committed  the transaction committed;
+//  aborted    it ended without committing, and never will commit;
+//  pending    it has not ended yet (the server is still working on it): ask again;
+//  expired    the server no longer remembers: it may have committed or not.
+enum class commit_outcome : std::uint8_t { committed = 1, aborted = 2, pending = 3, expired = 4 };
+struct verdict_response {
+  static constexpr msg tag = msg::verdict;
+  commit_outcome outcome = commit_outcome::expired;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.enumeration("outcome", m.outcome, commit_outcome::committed, commit_outcome::expired);
+  }
+};
+
+using response = std::variant<ok_response, error_response, hello_ok_response, page_response, value_response,
+                              entries_response, pages_response, index_response, position_response, flag_response,
+                              pong_response, begun_response, verdict_response>;
 
 // Parsing throws malformed_message (a protocol_error) for any body that is
 // not exactly one well-formed message of the direction's types.
