@@ -60,6 +60,7 @@ void bdb_env::check(int rc, const std::string& what) const {
   if (rc == 0) return;
   std::string msg = "database " + dir_ + ": " + what + ": " + db_strerror(rc);
   if (std::string said = take_messages(); !said.empty()) msg += " (Berkeley DB said: " + said + ")";
+  if (rc == DB_LOCK_NOTGRANTED && !timeouts_.empty()) msg += " (" + timeouts_ + ")";
   if (rc == DB_LOCK_DEADLOCK || rc == DB_LOCK_NOTGRANTED) throw deadlock(msg);
   throw store_error(msg);
 }
@@ -359,6 +360,32 @@ void bdb_env::index_scan(DbTxn* t, std::uint32_t index, std::string_view lo, std
   if (rc != 0 && rc != DB_NOTFOUND) check(rc, "scan index " + ix.name);
   for (auto& [a, b] : found)
     if (!f(a, b)) break;
+}
+
+void bdb_env::set_timeouts(std::uint32_t lock_us, std::uint32_t txn_us, const std::string& how_to_change) {
+  check(env_->set_timeout(lock_us, DB_SET_LOCK_TIMEOUT), "set the lock timeout");
+  check(env_->set_timeout(txn_us, DB_SET_TXN_TIMEOUT), "set the transaction timeout");
+  // A timed-out request inside a Berkeley DB call says DB_LOCK_NOTGRANTED
+  // rather than DB_LOCK_DEADLOCK: the error can say which it was.
+  check(env_->set_flags(DB_TIME_NOTGRANTED, 1), "set_flags DB_TIME_NOTGRANTED");
+  auto seconds = [](std::uint32_t us) {
+    if (us == 0) return std::string("none");
+    std::string s = std::to_string(us / 1000000);
+    if (us % 1000000) {
+      std::string frac = std::to_string(1000000 + us % 1000000).substr(1);
+      while (frac.back() == '0') frac.pop_back();
+      s += "." + frac;
+    }
+    return s + " s";
+  };
+  timeouts_ = "the request outlived the lock timeout (" + seconds(lock_us) + ") or the transaction timeout (" +
+              seconds(txn_us) + ")" + (how_to_change.empty() ? "" : ": " + how_to_change);
+}
+
+int bdb_env::expire_waiters() {
+  int rejected = 0;
+  check(env_->lock_detect(0, DB_LOCK_EXPIRE, &rejected), "expire lock requests");
+  return rejected;
 }
 
 std::uint64_t bdb_env::log_position() {
