@@ -7,18 +7,33 @@
 // breaks the protocol, or the server stops. A connection that closes in a
 // transaction has it aborted, which frees its locks.
 //
+// What no client can take from the others:
+//  * places: connections before their hello and logged-in sessions are
+//    counted apart (connection_limits.hpp);
+//  * time: the whole handshake must be done within handshake_timeout of the
+//    accept; a session whose Berkeley DB transaction is open must send its
+//    next request, whole, within idle_timeout of the last answer, or the
+//    transaction is aborted (its locks freed) and the connection closed; any
+//    request, once begun, must arrive whole within idle_timeout; an answer
+//    the client takes no byte of for idle_timeout ends the connection. Before
+//    closing for a limit the server sends an error with code `closed` whose
+//    text names the option. TCP keepalive notices a peer whose host
+//    vanished.
+//
 // run() returns when stop() is called (from the SIGTERM handler, through a
 // pipe): listeners close, every connection is shut down, threads are joined,
 // open transactions are aborted and the environment is checkpointed and
 // closed.
 #pragma once
 
+#include "connection_limits.hpp"
 #include "page_numbers.hpp"
 
 #include <bdb_env.hpp>
 #include <connection.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -36,7 +51,10 @@ struct server_options {
   std::string secret;      // required of TCP clients
   std::string ready_file;  // written (TCP port, or 0) once listening
   std::uint64_t cache_bytes = std::uint64_t{128} << 20;
-  unsigned max_connections = 256;
+  unsigned max_connections = 256;  // logged-in sessions
+  unsigned max_handshakes = 64;    // connections before their hello
+  std::chrono::milliseconds handshake_timeout{10'000};
+  std::chrono::milliseconds idle_timeout{300'000};  // zero: none
 };
 
 class server {
@@ -53,6 +71,7 @@ class server {
     std::uint64_t id;
     std::unique_ptr<wire::connection> conn;
     bool tcp;
+    std::chrono::steady_clock::time_point accepted;
     std::thread thread;
     std::atomic<bool> done{false};
   };
@@ -63,6 +82,7 @@ class server {
   server_options o_;
   std::unique_ptr<detail::bdb_env> env_;
   std::unique_ptr<page_numbers> numbers_;
+  connection_limits limits_;
   int unix_fd_ = -1, tcp_fd_ = -1, lock_fd_ = -1;
   int wake_[2] = {-1, -1};
   std::uint64_t next_id_ = 1;

@@ -58,6 +58,8 @@ class session {
   // the connection must be closed after the response is sent.
   void handle(std::span<const std::byte> body, wire::writer& out, bool& close);
   bool in_transaction() const { return state_ == state::txn || state_ == state::doomed; }
+  // A Berkeley DB transaction is open (and may hold locks).
+  bool transaction_open() const { return txn_ != nullptr; }
 
  private:
   enum class state { hello, idle, txn, doomed };

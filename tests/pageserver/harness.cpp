@@ -112,9 +112,10 @@ void server_process::start(const std::string& pause_at) {
   }
   // Reuse the port of an earlier start, so that clients find the server again.
   std::string tcp = "127.0.0.1:" + std::to_string(port_);
-  proc_ = spawn({QS_PAGESERVER, "--dir", dir_ + "/db", "--unix", dir_ + "/sock", "--tcp", tcp, "--secret-file",
-                 secret_file(), "--ready-file", ready},
-                env, dir_, "server", fds[1]);
+  std::vector<std::string> argv{QS_PAGESERVER, "--dir", dir_ + "/db", "--unix", dir_ + "/sock", "--tcp", tcp};
+  argv.insert(argv.end(), {"--secret-file", secret_file(), "--ready-file", ready});
+  argv.insert(argv.end(), options_.begin(), options_.end());
+  proc_ = spawn(argv, env, dir_, "server", fds[1]);
   ++starts_;
   if (fds[1] >= 0) {
     ::close(fds[1]);

@@ -56,6 +56,8 @@ class server_process {
   // Starts the server and waits until it listens. With pause_at set, the
   // server stops at that pause point; wait_paused() returns once it has.
   void start(const std::string& pause_at = "");
+  // Options added to the command line of every later start (limits, say).
+  void set_options(std::vector<std::string> options) { options_ = std::move(options); }
   bool wait_paused(int timeout_ms);
   void kill9();
   // SIGTERM, then the exit status.
@@ -74,6 +76,7 @@ class server_process {
   int port_ = 0;
   int pause_read_ = -1;
   int starts_ = 0;
+  std::vector<std::string> options_;
   process proc_;
 };
 
