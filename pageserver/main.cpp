@@ -49,6 +49,11 @@ const char* usage =
     "  --idle-timeout SECONDS   a transaction with no request for this long is aborted\n"
     "                           and its connection closed; any request must arrive whole\n"
     "                           within it, and any answer be read (default 300)\n"
+    "  --lock-timeout SECONDS   a lock request waiting longer fails as a deadlock (the\n"
+    "                           client's db.run retries) (default 60)\n"
+    "  --txn-timeout SECONDS    a transaction older than this fails as a deadlock when it\n"
+    "                           next waits for a lock (default 600)\n"
+
     "\n"
     "SIGTERM or SIGINT stop the server cleanly: open transactions are aborted and the\n"
     "environment is checkpointed. Each connection and each error is logged on stderr.\n";
@@ -143,6 +148,10 @@ int main(int argc, char** argv) {
         o.handshake_timeout = parse_seconds(a, value(), false);
       } else if (a == "--idle-timeout") {
         o.idle_timeout = parse_seconds(a, value(), true);
+      } else if (a == "--lock-timeout") {
+        o.lock_timeout = parse_seconds(a, value(), true, 4294);  // Berkeley DB's limit
+      } else if (a == "--txn-timeout") {
+        o.txn_timeout = parse_seconds(a, value(), true, 4294);
       } else {
         throw qs::invalid_argument("unknown option " + a);
       }

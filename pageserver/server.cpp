@@ -77,6 +77,7 @@ server::server(const server_options& o) : o_(o), limits_(o.max_connections, o.ma
   log_line(0, "opening the environment in " + o_.dir + " (running recovery)");
   env_ = std::make_unique<detail::bdb_env>(o_.dir, o_.cache_bytes);
   numbers_ = std::make_unique<page_numbers>(*env_);
+  timeouts_ = std::make_unique<lock_timeouts>(*env_, o_.lock_timeout, o_.txn_timeout);
   if (o_.unix_path) {
     unix_fd_ = wire::listen_unix(*o_.unix_path);
     log_line(0, "listening on unix socket " + *o_.unix_path);
@@ -103,6 +104,7 @@ server::~server() {
     ::unlink(o_.unix_path->c_str());
   }
   if (tcp_fd_ >= 0) ::close(tcp_fd_);
+  timeouts_.reset();
   numbers_.reset();
   env_.reset();  // checkpoints and closes
   ::close(wake_[0]);

@@ -17,8 +17,8 @@
 //    request, once begun, must arrive whole within idle_timeout; an answer
 //    the client takes no byte of for idle_timeout ends the connection. Before
 //    closing for a limit the server sends an error with code `closed` whose
-//    text names the option. TCP keepalive notices a peer whose host
-//    vanished.
+//    text names the option. Lock waits are bounded by lock_timeouts.hpp;
+//    TCP keepalive notices a peer whose host vanished.
 //
 // run() returns when stop() is called (from the SIGTERM handler, through a
 // pipe): listeners close, every connection is shut down, threads are joined,
@@ -27,6 +27,7 @@
 #pragma once
 
 #include "connection_limits.hpp"
+#include "lock_timeouts.hpp"
 #include "page_numbers.hpp"
 
 #include <bdb_env.hpp>
@@ -55,6 +56,8 @@ struct server_options {
   unsigned max_handshakes = 64;    // connections before their hello
   std::chrono::milliseconds handshake_timeout{10'000};
   std::chrono::milliseconds idle_timeout{300'000};  // zero: none
+  std::chrono::milliseconds lock_timeout{60'000};   // zero: none
+  std::chrono::milliseconds txn_timeout{600'000};   // zero: none
 };
 
 class server {
@@ -82,6 +85,7 @@ class server {
   server_options o_;
   std::unique_ptr<detail::bdb_env> env_;
   std::unique_ptr<page_numbers> numbers_;
+  std::unique_ptr<lock_timeouts> timeouts_;
   connection_limits limits_;
   int unix_fd_ = -1, tcp_fd_ = -1, lock_fd_ = -1;
   int wake_[2] = {-1, -1};

@@ -1,7 +1,7 @@
 // Integration tests of qs-pageserver's limits: connections that never finish
-// their hello, logged-in sessions beyond the limit, TCP keepalive, and a
-// client that goes quiet holding locks. Real servers on loopback and Unix
-// sockets, real client processes.
+// their hello, logged-in sessions beyond the limit, TCP keepalive, a client
+// that goes quiet holding locks, and lock and transaction timeouts. Real
+// servers on loopback and Unix sockets, real client processes.
 #include <catch2/catch.hpp>
 
 #include "harness.hpp"
@@ -245,4 +245,32 @@ TEST_CASE("a transaction idle past --idle-timeout is aborted: its locks go to th
   CHECK(s.log().find("idle for 1 s in a transaction; its open transaction is aborted") != std::string::npos);
   quiet.send(qs::wire::ping_request{"still there?", 4});
   CHECK(std::holds_alternative<qs::wire::pong_response>(quiet.receive()));
+}
+
+TEST_CASE("a lock wait past --lock-timeout or --txn-timeout fails as a deadlock (which db.run retries)") {
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  const bool lock = GENERATE(true, false);  // the lock timeout, then the transaction timeout
+  if (lock) s.set_options({"--lock-timeout", "0.5", "--idle-timeout", "0"});
+  else s.set_options({"--txn-timeout", "0.5", "--lock-timeout", "0", "--idle-timeout", "0"});
+  s.start();
+  REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
+  std::string sync = dir.sub("sync");
+  std::filesystem::create_directories(sync);
+  process h = worker(s, s.unix_url(), {"hold", "7", sync}, "hold");
+  REQUIRE(wait_for_file(sync + "/held"));
+  process o = worker(s, s.unix_url(), {"once", "7"}, "once");
+  int st = o.wait(30000);
+  INFO(o.out() << o.err());
+  CHECK(st == 3);
+  CHECK(o.out().find("deadlock: server " + s.unix_url()) != std::string::npos);
+  CHECK(o.out().find("lock on page") != std::string::npos);
+  CHECK(o.out().find("DB_LOCK_NOTGRANTED") != std::string::npos);
+  CHECK(o.out().find(") or the transaction timeout (") != std::string::npos);
+  CHECK(o.out().find("qs-pageserver --lock-timeout, --txn-timeout") != std::string::npos);
+  CHECK(h.running());  // the holder keeps its lock: it is not waiting
+  h.kill9();
+  process b = worker(s, s.unix_url(), {"bump", "7"}, "bump");
+  CHECK(b.wait(30000) == 0);
+  CHECK(b.out() == "value=1\n");
 }
