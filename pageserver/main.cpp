@@ -50,10 +50,13 @@ const char* usage =
     "                           and its connection closed; any request must arrive whole\n"
     "                           within it, and any answer be read (default 300)\n"
     "  --lock-timeout SECONDS   a lock request waiting longer fails as a deadlock (the\n"
-    "                           client's db.run retries) (default 60)\n"
+    "                           client's db.run retries); also how long a large request\n"
+    "                           waits for buffer room (default 60)\n"
     "  --txn-timeout SECONDS    a transaction older than this fails as a deadlock when it\n"
     "                           next waits for a lock (default 600)\n"
-
+    "  --buffer-mb N            message buffers all connections share, in MiB, beyond\n"
+    "                           1 MiB each (default 512); a request that finds no room\n"
+    "                           fails with an error\n"
     "\n"
     "SIGTERM or SIGINT stop the server cleanly: open transactions are aborted and the\n"
     "environment is checkpointed. Each connection and each error is logged on stderr.\n";
@@ -152,6 +155,8 @@ int main(int argc, char** argv) {
         o.lock_timeout = parse_seconds(a, value(), true, 4294);  // Berkeley DB's limit
       } else if (a == "--txn-timeout") {
         o.txn_timeout = parse_seconds(a, value(), true, 4294);
+      } else if (a == "--buffer-mb") {
+        o.buffer_bytes = std::uint64_t{parse_count(a, value())} << 20;
       } else {
         throw qs::invalid_argument("unknown option " + a);
       }

@@ -64,7 +64,7 @@ std::string seconds(std::chrono::milliseconds t) {
 
 }  // namespace
 
-server::server(const server_options& o) : o_(o), limits_(o.max_connections, o.max_handshakes) {
+server::server(const server_options& o) : o_(o), limits_(o.max_connections, o.max_handshakes), budget_(o.buffer_bytes) {
   if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) throw error(std::string("pipe: ") + std::strerror(errno));
   // The same lock file as the embedded store's: no embedded client opens
   // the directory while it is served, and no second server does.
@@ -186,8 +186,16 @@ void server::serve(client* c) {
   std::string farewell;  // why the server closes the connection: its last message
   bool said_why = false;
   {
-    session s({env_.get(), numbers_.get(), c->tcp, o_.secret}, c->id);
+    buffer_budget::grant held(budget_);
+    // Scan answers take from the budget as they grow, without waiting: the
+    // scan holds a Berkeley DB cursor.
+    auto charge = [&held](std::size_t n) {
+      std::string refusal;
+      if (!held.add(n, std::chrono::milliseconds(0), refusal)) throw store_error(refusal);
+    };
+    session s({env_.get(), numbers_.get(), c->tcp, o_.secret, charge}, c->id);
     std::vector<std::byte> buf;
+    std::string refusal;
     bool greeted = false;
     try {
       for (;;) {
@@ -208,6 +216,9 @@ void server::serve(client* c) {
               idle_limited = true;
             }
           }
+          // A large body waits for room in the budget as long as a lock
+          // request would wait for its lock.
+          l.admit = [&](std::uint32_t n) { return held.add(n, o_.lock_timeout, refusal); };
         }
         wire::received got;
         try {
@@ -246,7 +257,11 @@ void server::serve(client* c) {
         if (got == wire::received::end) break;
         wire::writer out;
         bool close = false;
-        s.handle(buf, out, close);
+        if (got == wire::received::dropped) {
+          s.refuse(buf, refusal, out);
+        } else {
+          s.handle(buf, out, close);
+        }
         if (!greeted && !close) {
           // The hello succeeded: the connection needs a session's place.
           std::string why;
@@ -262,6 +277,8 @@ void server::serve(client* c) {
           }
         }
         c->conn->send(out.finish());
+        held.release();
+        if (buf.capacity() > buffer_budget::allowance) std::vector<std::byte>().swap(buf);
         if (close) {
           if (!said_why) reason = "closed by the server";
           break;

@@ -19,6 +19,8 @@
 //    closing for a limit the server sends an error with code `closed` whose
 //    text names the option. Lock waits are bounded by lock_timeouts.hpp;
 //    TCP keepalive notices a peer whose host vanished.
+//  * memory: message buffers beyond a small allowance per connection come
+//    from one budget (buffer_budget.hpp).
 //
 // run() returns when stop() is called (from the SIGTERM handler, through a
 // pipe): listeners close, every connection is shut down, threads are joined,
@@ -26,6 +28,7 @@
 // closed.
 #pragma once
 
+#include "buffer_budget.hpp"
 #include "connection_limits.hpp"
 #include "lock_timeouts.hpp"
 #include "page_numbers.hpp"
@@ -58,6 +61,7 @@ struct server_options {
   std::chrono::milliseconds idle_timeout{300'000};  // zero: none
   std::chrono::milliseconds lock_timeout{60'000};   // zero: none
   std::chrono::milliseconds txn_timeout{600'000};   // zero: none
+  std::uint64_t buffer_bytes = std::uint64_t{512} << 20;
 };
 
 class server {
@@ -87,6 +91,7 @@ class server {
   std::unique_ptr<page_numbers> numbers_;
   std::unique_ptr<lock_timeouts> timeouts_;
   connection_limits limits_;
+  buffer_budget budget_;
   int unix_fd_ = -1, tcp_fd_ = -1, lock_fd_ = -1;
   int wake_[2] = {-1, -1};
   std::uint64_t next_id_ = 1;

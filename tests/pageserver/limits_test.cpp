@@ -1,11 +1,13 @@
 // Integration tests of qs-pageserver's limits: connections that never finish
 // their hello, logged-in sessions beyond the limit, TCP keepalive, a client
-// that goes quiet holding locks, and lock and transaction timeouts. Real
-// servers on loopback and Unix sockets, real client processes.
+// that goes quiet holding locks, lock and transaction timeouts, and the
+// shared budget of message buffers. Real servers on loopback and Unix
+// sockets, real client processes.
 #include <catch2/catch.hpp>
 
 #include "harness.hpp"
 #include "support.hpp"
+#include "types.hpp"
 
 #include <connection.hpp>
 #include <messages.hpp>
@@ -273,4 +275,93 @@ TEST_CASE("a lock wait past --lock-timeout or --txn-timeout fails as a deadlock 
   process b = worker(s, s.unix_url(), {"bump", "7"}, "bump");
   CHECK(b.wait(30000) == 0);
   CHECK(b.out() == "value=1\n");
+}
+
+TEST_CASE("message buffers share one budget; a request that finds no room fails with the reason") {
+  using qs_test::Blob;
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  s.set_options({"--buffer-mb", "1", "--lock-timeout", "0.5"});
+  s.start();
+  qs::options o;
+  o.pool_pages = 1024;
+  o.reservation_bytes = std::uint64_t{1} << 30;
+  auto db = qs::database::open(s.unix_url(), o);
+  auto blobs = [&](int n) {
+    qs::transaction tx(db);
+    for (int i = 0; i < n; ++i) {
+      Blob* b = new (db) Blob{};
+      b->words[0] = static_cast<std::uint64_t>(i);
+      db.root<Blob*>("blob" + std::to_string(i)) = b;
+    }
+    tx.commit();
+  };
+  // Ten blobs commit in a message of 3.2 MiB: 1 MiB is the connection's
+  // own, the rest would need more than the whole budget.
+  bool too_large = false;
+  try {
+    blobs(10);
+  } catch (const qs::store_error& e) {
+    too_large = true;
+    CHECK(std::string(e.what()).find("from the server's shared buffers, which hold 1.0 MiB in all (qs-pageserver "
+                                     "--buffer-mb 1)") != std::string::npos);
+  }
+  CHECK(too_large);
+  // The connection goes on: a commit that fits (1.3 MiB) goes through.
+  blobs(4);
+  // Another connection holds the budget (its message of 1.9 MiB is half
+  // sent): the same commit now waits, then fails; once that message is in
+  // and answered, it goes through again.
+  wire_client a(s.port());
+  a.log_in(s.secret());
+  auto ping = wire_client::frame(qs::wire::ping_request{std::string(1900000, 'p'), 8});
+  a.send_bytes(ping.data(), 1000000);
+  bool refused = false;
+  for (int i = 0; i < 100 && !refused; ++i) {
+    try {
+      blobs(4);  // goes through while the server has not read the other message's length yet
+    } catch (const qs::store_error& e) {
+      refused = true;
+      CHECK(std::string(e.what()).find("(qs-pageserver --buffer-mb 1), which had no room for 500 ms") !=
+            std::string::npos);
+    }
+  }
+  CHECK(refused);
+  CHECK(s.log().find("had no room for 500 ms") != std::string::npos);
+  a.send_bytes(ping.data() + 1000000, ping.size() - 1000000);
+  CHECK(std::holds_alternative<qs::wire::pong_response>(a.receive()));
+  blobs(4);
+  // Answers count too, as they are gathered: four entries of 900 KB take
+  // two copies each in an index scan's answer, three in a metadata scan's.
+  auto refused_answer = [&](const qs::wire::request& r) {
+    a.send(r);
+    auto resp = a.receive();
+    const auto* e = std::get_if<qs::wire::error_response>(&resp);
+    REQUIRE(e);
+    CHECK(std::string(e->text).find("which hold 1.0 MiB in all (qs-pageserver --buffer-mb 1)") != std::string::npos);
+  };
+  std::string big(900000, 'v');
+  a.send(qs::wire::open_index_request{"big", true});
+  auto ix = a.receive();
+  REQUIRE(std::holds_alternative<qs::wire::index_response>(ix));
+  std::uint32_t index = std::get<qs::wire::index_response>(ix).index;
+  for (int i = 0; i < 4; ++i) {
+    std::string key = "k" + std::to_string(i);
+    a.send(qs::wire::index_insert_request{index, key, big});
+    REQUIRE(std::holds_alternative<qs::wire::flag_response>(a.receive()));
+    a.send(qs::wire::begin_request{});
+    REQUIRE(std::holds_alternative<qs::wire::ok_response>(a.receive()));
+    qs::wire::commit_request c;
+    std::string root = "r:big" + std::to_string(i);
+    c.metas.push_back({qs::wire::meta_op_kind::put, root, big});
+    a.send(c);
+    REQUIRE(std::holds_alternative<qs::wire::ok_response>(a.receive()));
+  }
+  refused_answer(qs::wire::index_scan_request{index, "k", "l", {}, 100});
+  refused_answer(qs::wire::scan_request{"r:big"});
+  a.send(qs::wire::index_scan_request{index, "k", "l", {}, 1});  // one entry fits
+  auto one = a.receive();
+  REQUIRE(std::holds_alternative<qs::wire::entries_response>(one));
+  CHECK(std::get<qs::wire::entries_response>(one).entries.size() == 1);
+  CHECK(s.running());
 }

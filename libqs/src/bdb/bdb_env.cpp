@@ -230,7 +230,7 @@ void bdb_env::del(DbTxn* t, std::string_view k) {
 }
 
 void bdb_env::scan(DbTxn* t, std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f,
-                   std::uint32_t flags) {
+                   std::uint32_t flags, const std::function<void(std::size_t)>& admit) {
   Dbc* cursor = nullptr;
   check(meta_->cursor(t, &cursor, flags), "open cursor");
   Dbt key, data;
@@ -239,17 +239,26 @@ void bdb_env::scan(DbTxn* t, std::string_view prefix, const std::function<void(s
   key.set_data(std::malloc(prefix.size() ? prefix.size() : 1));
   std::memcpy(key.get_data(), prefix.data(), prefix.size());
   key.set_size(static_cast<std::uint32_t>(prefix.size()));
+  auto release = [&] {
+    std::free(key.get_data());
+    std::free(data.get_data());
+    cursor->close();
+  };
   int rc = cursor->get(&key, &data, DB_SET_RANGE);
   std::vector<std::pair<std::string, std::string>> found;
-  while (rc == 0) {
-    std::string_view k(static_cast<const char*>(key.get_data()), key.get_size());
-    if (k.substr(0, prefix.size()) != prefix) break;
-    found.emplace_back(std::string(k), std::string(static_cast<const char*>(data.get_data()), data.get_size()));
-    rc = cursor->get(&key, &data, DB_NEXT);
+  try {
+    while (rc == 0) {
+      std::string_view k(static_cast<const char*>(key.get_data()), key.get_size());
+      if (k.substr(0, prefix.size()) != prefix) break;
+      if (admit) admit(k.size() + data.get_size());
+      found.emplace_back(std::string(k), std::string(static_cast<const char*>(data.get_data()), data.get_size()));
+      rc = cursor->get(&key, &data, DB_NEXT);
+    }
+  } catch (...) {
+    release();
+    throw;
   }
-  std::free(key.get_data());
-  std::free(data.get_data());
-  cursor->close();
+  release();
   if (rc != 0 && rc != DB_NOTFOUND) check(rc, "scan metadata");
   for (auto& [k, v] : found) f(k, v);
 }
@@ -335,28 +344,40 @@ void bdb_env::index_scan(DbTxn* t, std::uint32_t index, std::string_view lo, std
   key.set_data(std::malloc(lo.size() ? lo.size() : 1));
   std::memcpy(key.get_data(), lo.data(), lo.size());
   key.set_size(static_cast<std::uint32_t>(lo.size()));
+  auto release = [&] {
+    std::free(key.get_data());
+    std::free(data.get_data());
+    cursor->close();
+  };
   std::vector<std::pair<std::string, std::string>> found;
+  std::size_t found_bytes = 0;
   int rc = cursor->get(&key, &data, DB_SET_RANGE);
-  // Entries are collected first, then handed out: f may use the store.
-  while (rc == 0) {
-    std::string_view k(static_cast<const char*>(key.get_data()), key.get_size());
-    if (k > hi) break;
-    found.emplace_back(std::string(k), std::string(static_cast<const char*>(data.get_data()), data.get_size()));
-    if (found.size() >= 4096) {
-      bool more = true;
-      for (auto& [a, b] : found)
-        if (!(more = f(a, b))) break;
-      found.clear();
-      if (!more) {
-        rc = DB_NOTFOUND;
-        break;
+  // Entries are collected first, then handed out: f may use the store. A
+  // batch holds at most 4096 entries and about 1 MiB; f may throw.
+  try {
+    while (rc == 0) {
+      std::string_view k(static_cast<const char*>(key.get_data()), key.get_size());
+      if (k > hi) break;
+      found.emplace_back(std::string(k), std::string(static_cast<const char*>(data.get_data()), data.get_size()));
+      found_bytes += k.size() + data.get_size();
+      if (found.size() >= 4096 || found_bytes >= (1u << 20)) {
+        bool more = true;
+        for (auto& [a, b] : found)
+          if (!(more = f(a, b))) break;
+        found.clear();
+        found_bytes = 0;
+        if (!more) {
+          rc = DB_NOTFOUND;
+          break;
+        }
       }
+      rc = cursor->get(&key, &data, DB_NEXT);
     }
-    rc = cursor->get(&key, &data, DB_NEXT);
+  } catch (...) {
+    release();
+    throw;
   }
-  std::free(key.get_data());
-  std::free(data.get_data());
-  cursor->close();
+  release();
   if (rc != 0 && rc != DB_NOTFOUND) check(rc, "scan index " + ix.name);
   for (auto& [a, b] : found)
     if (!f(a, b)) break;

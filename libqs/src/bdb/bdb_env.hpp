@@ -82,8 +82,11 @@ class bdb_env {
   std::optional<std::string> get(DbTxn* t, std::string_view key, std::uint32_t flags = 0);
   void put(DbTxn* t, std::string_view key, std::string_view value);
   void del(DbTxn* t, std::string_view key);
+  // The entries are gathered first, then given to f (f may use the
+  // environment). `admit`, when given, is told each entry's size before it is
+  // gathered, and may throw to end the scan.
   void scan(DbTxn* t, std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f,
-            std::uint32_t flags = 0);
+            std::uint32_t flags = 0, const std::function<void(std::size_t)>& admit = {});
 
   // Opens an index in transaction t (nullptr: in one of its own).
   std::uint32_t open_index(DbTxn* t, const std::string& name, bool unique);
