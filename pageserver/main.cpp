@@ -9,6 +9,8 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -20,7 +22,7 @@ namespace {
 
 const char* usage =
     "usage: qs-pageserver --dir DIR [--unix PATH] [--tcp [HOST:]PORT] [--secret-file FILE]\n"
-    "                     [--ready-file FILE] [--cache-mb N] [--outcome-window SECONDS]\n"
+    "                     [--ready-file FILE] [--cache-mb N] [--outcome-window SECONDS] [limits]\n"
     "\n"
     "Serves the qs database in DIR (a Berkeley DB environment, created when absent and\n"
     "recovered at start) to clients that open qs+unix://PATH or qs://HOST:PORT.\n"
@@ -38,8 +40,56 @@ const char* usage =
     "                      whose connection dropped during the commit (default 600 s)\n"
     "  --help              this text\n"
     "\n"
+    "Limits (SECONDS may have a fraction; 0 turns a timeout off):\n"
+    "  --max-connections N      logged-in sessions at once (default 256); a hello beyond\n"
+    "                           is refused\n"
+    "  --max-handshakes N       connections that have not finished their hello (default\n"
+    "                           64), counted apart from sessions; a new one beyond\n"
+    "                           closes the oldest\n"
+    "  --handshake-timeout SECONDS  the whole hello must arrive within this of the\n"
+    "                           connect (default 10)\n"
+    "  --idle-timeout SECONDS   a transaction with no request for this long is aborted\n"
+    "                           and its connection closed; any request must arrive whole\n"
+    "                           within it, and any answer be read (default 300)\n"
+    "  --lock-timeout SECONDS   a lock request waiting longer fails as a deadlock (the\n"
+    "                           client's db.run retries); also how long a large request\n"
+    "                           waits for buffer room (default 60)\n"
+    "  --txn-timeout SECONDS    a transaction older than this fails as a deadlock when it\n"
+    "                           next waits for a lock (default 600)\n"
+    "  --buffer-mb N            message buffers all connections share, in MiB, beyond\n"
+    "                           1 MiB each (default 512); a request that finds no room\n"
+    "                           fails with an error\n"
+    "\n"
     "SIGTERM or SIGINT stop the server cleanly: open transactions are aborted and the\n"
     "environment is checkpointed. Each connection and each error is logged on stderr.\n";
+
+// A count of at least 1.
+unsigned parse_count(const std::string& option, const std::string& v) {
+  std::size_t used = 0;
+  unsigned long n = 0;
+  try {
+    n = std::stoul(v, &used);
+  } catch (const std::exception&) {
+  }
+  if (v.empty() || used != v.size() || v[0] == '-' || n < 1 || n > 1000000)
+    throw qs::invalid_argument(option + " takes a whole number from 1 to 1000000, not '" + v + "'");
+  return static_cast<unsigned>(n);
+}
+
+// Seconds, with a fraction, up to `most`; 0 only where `zero_ok`.
+std::chrono::milliseconds parse_seconds(const std::string& option, const std::string& v, bool zero_ok,
+                                        double most = 86400.0 * 365) {
+  std::size_t used = 0;
+  double s = -1;
+  try {
+    s = std::stod(v, &used);
+  } catch (const std::exception&) {
+  }
+  if (v.empty() || used != v.size() || !(s >= 0) || s > most || (!zero_ok && s < 0.001))
+    throw qs::invalid_argument(option + " takes seconds up to " + std::to_string(static_cast<long>(most)) + " (" +
+                               (zero_ok ? "0 for none, " : "") + "a fraction allowed), not '" + v + "'");
+  return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000 + 0.5));
+}
 
 qs::server::server* running = nullptr;
 
@@ -97,6 +147,20 @@ int main(int argc, char** argv) {
         o.cache_bytes = std::stoull(value()) << 20;
       } else if (a == "--outcome-window") {
         o.outcome_window_seconds = std::stoull(value());
+      } else if (a == "--max-connections") {
+        o.max_connections = parse_count(a, value());
+      } else if (a == "--max-handshakes") {
+        o.max_handshakes = parse_count(a, value());
+      } else if (a == "--handshake-timeout") {
+        o.handshake_timeout = parse_seconds(a, value(), false);
+      } else if (a == "--idle-timeout") {
+        o.idle_timeout = parse_seconds(a, value(), true);
+      } else if (a == "--lock-timeout") {
+        o.lock_timeout = parse_seconds(a, value(), true, 4294);  // Berkeley DB's limit
+      } else if (a == "--txn-timeout") {
+        o.txn_timeout = parse_seconds(a, value(), true, 4294);
+      } else if (a == "--buffer-mb") {
+        o.buffer_bytes = std::uint64_t{parse_count(a, value())} << 20;
       } else {
         throw qs::invalid_argument("unknown option " + a);
       }

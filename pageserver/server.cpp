@@ -13,6 +13,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <netinet/tcp.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -49,14 +51,20 @@ unsigned bound_port(int fd) {
   return 0;
 }
 
-void set_receive_timeout(int fd, int seconds) {
-  timeval tv{seconds, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+// "300 s", "0.5 s": a limit, as its option takes it.
+std::string seconds(std::chrono::milliseconds t) {
+  std::string s = std::to_string(t.count() / 1000);
+  if (long ms = static_cast<long>(t.count() % 1000)) {
+    std::string frac = std::to_string(1000 + ms).substr(1);
+    while (frac.back() == '0') frac.pop_back();
+    s += "." + frac;
+  }
+  return s + " s";
 }
 
 }  // namespace
 
-server::server(const server_options& o) : o_(o) {
+server::server(const server_options& o) : o_(o), limits_(o.max_connections, o.max_handshakes), budget_(o.buffer_bytes) {
   if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) throw error(std::string("pipe: ") + std::strerror(errno));
   // The same lock file as the embedded store's: no embedded client opens
   // the directory while it is served, and no second server does.
@@ -70,6 +78,7 @@ server::server(const server_options& o) : o_(o) {
   env_ = std::make_unique<detail::bdb_env>(o_.dir, o_.cache_bytes);
   numbers_ = std::make_unique<page_numbers>(*env_);
   outcomes_ = std::make_unique<commit_outcomes>(*env_, o_.outcome_window_seconds);
+  timeouts_ = std::make_unique<lock_timeouts>(*env_, o_.lock_timeout, o_.txn_timeout);
   if (o_.unix_path) {
     unix_fd_ = wire::listen_unix(*o_.unix_path);
     log_line(0, "listening on unix socket " + *o_.unix_path);
@@ -96,6 +105,7 @@ server::~server() {
     ::unlink(o_.unix_path->c_str());
   }
   if (tcp_fd_ >= 0) ::close(tcp_fd_);
+  timeouts_.reset();
   numbers_.reset();
   outcomes_.reset();
   env_.reset();  // checkpoints and closes
@@ -150,73 +160,153 @@ void server::accept_one(int listen_fd, bool tcp) {
   }
   std::lock_guard<std::mutex> g(clients_mutex_);
   std::uint64_t id = next_id_++;
-  if (clients_.size() >= o_.max_connections) {
-    log_line(id, "error: refused " + peer_name(fd, tcp) + ": " + std::to_string(o_.max_connections) +
-                     " connections are open already");
-    ::close(fd);
-    return;
-  }
   if (tcp) {
     int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, 1 /* TCP_NODELAY */, &one, sizeof one);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    wire::enable_keepalive(fd);
   }
+  wire::set_send_timeout(fd, o_.handshake_timeout);
   auto c = std::make_unique<client>();
   c->id = id;
   c->conn = std::make_unique<wire::connection>(fd);
   c->tcp = tcp;
+  c->accepted = std::chrono::steady_clock::now();
   log_line(id, "connection from " + peer_name(fd, tcp));
+  // The connection lives until its thread is reaped, after it has left the limits.
+  wire::connection* conn = c->conn.get();
+  if (auto evicted = limits_.arrive(id, [conn] { conn->shutdown_receive(); }))
+    log_line(*evicted, "evicted before its hello to make room: " + std::to_string(o_.max_handshakes) +
+                           " connections are in their handshake (--max-handshakes)");
   client* raw = c.get();
   clients_.push_back(std::move(c));
   raw->thread = std::thread([this, raw] { serve(raw); });
 }
 
 void server::serve(client* c) {
-  session s({env_.get(), numbers_.get(), outcomes_.get(), c->tcp, o_.secret}, c->id);
-  std::vector<std::byte> buf;
+  using clock = std::chrono::steady_clock;
   std::string reason = "closed by the client";
-  // A client has a little time to say hello; after that it may think as long
-  // as it likes.
-  set_receive_timeout(c->conn->fd(), 10);
-  bool greeted = false;
-  try {
-    for (;;) {
-      bool got;
-      try {
-        // Before hello, only a small frame: an unauthenticated peer cannot
-        // make the server allocate a large buffer.
-        got = c->conn->receive(buf, greeted ? wire::max_message : 4096);
-      } catch (const wire::protocol_error& e) {
-        // An oversized or empty frame: answer, then close.
-        log_line(c->id, std::string("error: protocol: ") + e.what() + "; closing the connection");
-        wire::writer out;
-        std::string text = std::string("protocol error: ") + e.what();
-        wire::encode(wire::error_response{wire::error_code::protocol, text}, out);
-        try {
-          c->conn->send(out.finish());
-        } catch (...) {
+  std::string farewell;  // why the server closes the connection: its last message
+  bool said_why = false;
+  {
+    buffer_budget::grant held(budget_);
+    // Scan answers take from the budget as they grow, without waiting: the
+    // scan holds a Berkeley DB cursor.
+    auto charge = [&held](std::size_t n) {
+      std::string refusal;
+      if (!held.add(n, std::chrono::milliseconds(0), refusal)) throw store_error(refusal);
+    };
+    session s({env_.get(), numbers_.get(), outcomes_.get(), c->tcp, o_.secret, charge}, c->id);
+    std::vector<std::byte> buf;
+    std::string refusal;
+    bool greeted = false;
+    try {
+      for (;;) {
+        wire::receive_limits l;
+        bool idle_limited = false;
+        if (!greeted) {
+          // Before hello, only a small frame: an unauthenticated peer cannot
+          // make the server allocate a large buffer. The whole handshake has
+          // one deadline, however slowly its bytes come.
+          l.max = 4096;
+          l.deadline = c->accepted + o_.handshake_timeout;
+        } else {
+          l.max = wire::max_message;
+          if (o_.idle_timeout.count() > 0) {
+            l.frame_time = o_.idle_timeout;
+            if (s.transaction_open()) {
+              l.deadline = clock::now() + o_.idle_timeout;
+              idle_limited = true;
+            }
+          }
+          // A large body waits for room in the budget as long as a lock
+          // request would wait for its lock.
+          l.admit = [&](std::uint32_t n) { return held.add(n, o_.lock_timeout, refusal); };
         }
-        reason = "protocol error";
-        break;
+        wire::received got;
+        try {
+          got = c->conn->receive(buf, l);
+        } catch (const wire::protocol_error& e) {
+          // An oversized or empty frame: answer, then close.
+          log_line(c->id, std::string("error: protocol: ") + e.what() + "; closing the connection");
+          wire::writer out;
+          std::string text = std::string("protocol error: ") + e.what();
+          wire::encode(wire::error_response{wire::error_code::protocol, text}, out);
+          try {
+            c->conn->send(out.finish());
+          } catch (...) {
+          }
+          reason = "protocol error";
+          break;
+        } catch (const wire::timeout_error& e) {
+          if (!greeted) {
+            reason = "timed out in its handshake";
+            farewell = "the server closed the connection: no complete hello within its handshake timeout of " +
+                       seconds(o_.handshake_timeout) + " (qs-pageserver --handshake-timeout)";
+          } else if (idle_limited && !e.inside_frame()) {
+            reason = "idle for " + seconds(o_.idle_timeout) + " in a transaction";
+            farewell =
+                "the server aborted the transaction and closed the connection: the transaction held its "
+                "locks with no request for " +
+                seconds(o_.idle_timeout) + " (qs-pageserver --idle-timeout)";
+          } else {
+            reason = "a request did not arrive whole within " + seconds(o_.idle_timeout);
+            farewell = "the server closed the connection: a request did not arrive whole within " +
+                       seconds(o_.idle_timeout) + " (qs-pageserver --idle-timeout)" +
+                       (s.transaction_open() ? "; the transaction is aborted" : "");
+          }
+          break;
+        }
+        if (got == wire::received::end) break;
+        wire::writer out;
+        bool close = false;
+        if (got == wire::received::dropped) {
+          s.refuse(buf, refusal, out);
+        } else {
+          s.handle(buf, out, close);
+        }
+        if (!greeted && !close) {
+          // The hello succeeded: the connection needs a session's place.
+          std::string why;
+          if (limits_.admit(c->id, why)) {
+            greeted = true;
+            wire::set_send_timeout(c->conn->fd(), o_.idle_timeout);
+          } else {
+            out = wire::writer();
+            wire::encode(wire::error_response{wire::error_code::closed, why}, out);
+            close = true;
+            said_why = true;
+            reason = "refused: " + why;
+          }
+        }
+        c->conn->send(out.finish());
+        held.release();
+        if (buf.capacity() > buffer_budget::allowance) std::vector<std::byte>().swap(buf);
+        if (close) {
+          if (!said_why) reason = "closed by the server";
+          break;
+        }
       }
-      if (!got) break;
-      wire::writer out;
-      bool close = false;
-      s.handle(buf, out, close);
-      c->conn->send(out.finish());
-      if (!greeted && !close) {
-        greeted = true;
-        set_receive_timeout(c->conn->fd(), 0);
-      }
-      if (close) {
-        reason = "closed by the server";
-        break;
-      }
+    } catch (const wire::timeout_error& e) {
+      // A send the client took nothing of.
+      log_line(c->id, std::string("error: ") + e.what());
+      reason = "the client read no answer for " + seconds(greeted ? o_.idle_timeout : o_.handshake_timeout);
+    } catch (const std::exception& e) {
+      log_line(c->id, std::string("error: ") + e.what());
+      reason = "connection failed";
     }
-  } catch (const std::exception& e) {
-    log_line(c->id, std::string("error: ") + e.what());
-    reason = "connection failed";
+    if (!greeted && !said_why && farewell.empty() && limits_.evicted(c->id, farewell))
+      reason = "evicted before its hello";
+    if (s.in_transaction()) reason += "; its open transaction is aborted";
+  }  // the session ends: its transaction is aborted, its locks are free
+  if (!farewell.empty()) {
+    wire::writer out;
+    wire::encode(wire::error_response{wire::error_code::closed, farewell}, out);
+    try {
+      c->conn->send(out.finish());
+    } catch (...) {
+    }
   }
-  if (s.in_transaction()) reason += "; its open transaction is aborted";
+  limits_.leave(c->id);
   log_line(c->id, "connection " + reason);
   c->conn->shutdown();  // the peer sees the end now; the descriptor closes when the thread is reaped
   c->done = true;

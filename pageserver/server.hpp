@@ -7,19 +7,38 @@
 // breaks the protocol, or the server stops. A connection that closes in a
 // transaction has it aborted, which frees its locks.
 //
+// What no client can take from the others:
+//  * places: connections before their hello and logged-in sessions are
+//    counted apart (connection_limits.hpp);
+//  * time: the whole handshake must be done within handshake_timeout of the
+//    accept; a session whose Berkeley DB transaction is open must send its
+//    next request, whole, within idle_timeout of the last answer, or the
+//    transaction is aborted (its locks freed) and the connection closed; any
+//    request, once begun, must arrive whole within idle_timeout; an answer
+//    the client takes no byte of for idle_timeout ends the connection. Before
+//    closing for a limit the server sends an error with code `closed` whose
+//    text names the option. Lock waits are bounded by lock_timeouts.hpp;
+//    TCP keepalive notices a peer whose host vanished.
+//  * memory: message buffers beyond a small allowance per connection come
+//    from one budget (buffer_budget.hpp).
+//
 // run() returns when stop() is called (from the SIGTERM handler, through a
 // pipe): listeners close, every connection is shut down, threads are joined,
 // open transactions are aborted and the environment is checkpointed and
 // closed.
 #pragma once
 
+#include "buffer_budget.hpp"
 #include "commit_outcomes.hpp"
+#include "connection_limits.hpp"
+#include "lock_timeouts.hpp"
 #include "page_numbers.hpp"
 
 #include <bdb_env.hpp>
 #include <connection.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -37,7 +56,13 @@ struct server_options {
   std::string secret;      // required of TCP clients
   std::string ready_file;  // written (TCP port, or 0) once listening
   std::uint64_t cache_bytes = std::uint64_t{128} << 20;
-  unsigned max_connections = 256;
+  unsigned max_connections = 256;  // logged-in sessions
+  unsigned max_handshakes = 64;    // connections before their hello
+  std::chrono::milliseconds handshake_timeout{10'000};
+  std::chrono::milliseconds idle_timeout{300'000};  // zero: none
+  std::chrono::milliseconds lock_timeout{60'000};   // zero: none
+  std::chrono::milliseconds txn_timeout{600'000};   // zero: none
+  std::uint64_t buffer_bytes = std::uint64_t{512} << 20;
   // How long the outcome of a commit is remembered (commit_outcomes.hpp).
   std::uint64_t outcome_window_seconds = 600;
 };
@@ -56,6 +81,7 @@ class server {
     std::uint64_t id;
     std::unique_ptr<wire::connection> conn;
     bool tcp;
+    std::chrono::steady_clock::time_point accepted;
     std::thread thread;
     std::atomic<bool> done{false};
   };
@@ -67,6 +93,9 @@ class server {
   std::unique_ptr<detail::bdb_env> env_;
   std::unique_ptr<page_numbers> numbers_;
   std::unique_ptr<commit_outcomes> outcomes_;
+  std::unique_ptr<lock_timeouts> timeouts_;
+  connection_limits limits_;
+  buffer_budget budget_;
   int unix_fd_ = -1, tcp_fd_ = -1, lock_fd_ = -1;
   int wake_[2] = {-1, -1};
   std::uint64_t next_id_ = 1;

@@ -198,11 +198,27 @@ void session::handle(std::span<const std::byte> body, wire::writer& out, bool& c
     resp = error_reply(code, text);
   }
   wire::encode(resp, out);
+  entries_ = {};  // a scan's entries are in `out` now
   if (out.body_size() > wire::max_message) {
     // A scan that does not fit: say so instead.
     out = wire::writer();
     wire::encode(error_reply(wire::error_code::store, "the answer exceeds the protocol's message limit"), out);
   }
+}
+
+void session::refuse(std::span<const std::byte> first, const std::string& why, wire::writer& out) {
+  std::string text = why;
+  const bool aborted = state_ == state::txn;
+  if (aborted) {
+    abort_quietly();
+    state_ = state::doomed;
+    doomed_code_ = wire::error_code::store;
+    doomed_text_ = text = "the transaction was aborted: " + why;
+  }
+  log_line(id_, "error: " + why + (aborted ? "; transaction aborted" : ""));
+  // A commit ends the transaction either way.
+  if (!first.empty() && first[0] == static_cast<std::byte>(wire::msg::commit)) state_ = state::idle;
+  wire::encode(error_reply(wire::error_code::store, text), out);
 }
 
 namespace {
@@ -327,8 +343,12 @@ wire::response session::dispatch(const wire::request& r) {
           [&](const wire::scan_request& m) -> wire::response {
             if (t && m.prefix.starts_with("t:")) lock_meta(m.prefix, false);
             entries_.clear();
+            // Counted three times: gathered, copied here, encoded.
+            std::function<void(std::size_t)> admit;
+            if (c_.charge) admit = [&](std::size_t n) { c_.charge(3 * (n + 8)); };
             c_.env->scan(
-                t, m.prefix, [&](std::string_view k, std::string_view v) { entries_.emplace_back(k, v); }, read_flags);
+                t, m.prefix, [&](std::string_view k, std::string_view v) { entries_.emplace_back(k, v); }, read_flags,
+                admit);
             wire::entries_response resp;
             for (auto& [k, v] : entries_) resp.entries.emplace_back(k, v);
             return resp;
@@ -360,6 +380,7 @@ wire::response session::dispatch(const wire::request& r) {
                 return false;
               }
               bytes += k.size() + v.size() + 8;
+              if (c_.charge) c_.charge(2 * (k.size() + v.size() + 8));  // copied here, encoded
               entries_.emplace_back(k, v);
               return true;
             });

@@ -32,7 +32,9 @@
 //
 // handle() turns one request body into one response and says whether the
 // connection must close (a protocol error, a failed hello). It never throws
-// for anything a client sends.
+// for anything a client sends. refuse() answers a request the server did not
+// take (its body was dropped): the request fails, and so does its
+// transaction, as after a store error.
 #pragma once
 
 #include "commit_outcomes.hpp"
@@ -42,6 +44,7 @@
 #include <messages.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 
@@ -53,6 +56,10 @@ struct session_config {
   commit_outcomes* outcomes;
   bool need_secret;
   std::string secret;
+  // Told the bytes an answer is about to take as a scan gathers it; throws
+  // (a qs::error, whose text the client gets) when the server cannot give
+  // them. Empty: answers are not counted.
+  std::function<void(std::size_t)> charge;
 };
 
 class session {
@@ -65,7 +72,12 @@ class session {
   // Handles a request body; writes the response to `out`. Sets `close` when
   // the connection must be closed after the response is sent.
   void handle(std::span<const std::byte> body, wire::writer& out, bool& close);
+  // `first` holds the refused request's first byte (its type); `why` is the
+  // error's text.
+  void refuse(std::span<const std::byte> first, const std::string& why, wire::writer& out);
   bool in_transaction() const { return state_ == state::txn || state_ == state::doomed; }
+  // A Berkeley DB transaction is open (and may hold locks).
+  bool transaction_open() const { return txn_ != nullptr; }
 
  private:
   enum class state { hello, idle, txn, doomed };

@@ -18,6 +18,22 @@ constexpr std::string_view unix_scheme = "qs+unix://";
 // Buffered writes beyond this go to the server before the commit.
 constexpr std::size_t flush_bytes = 8u << 20;
 
+// Why the server closed the connection, when it said so before closing (an
+// error response with code `closed`, waiting to be read); empty otherwise.
+std::string closing_words(wire::connection& c, std::vector<std::byte>& buf) {
+  try {
+    wire::receive_limits l;
+    l.max = wire::max_message;
+    l.deadline = wire::receive_limits::clock::now();  // only what has come already
+    if (c.receive(buf, l) != wire::received::frame) return {};
+    wire::response r = wire::parse_response(buf);
+    if (const auto* e = std::get_if<wire::error_response>(&r); e && e->code == wire::error_code::closed)
+      return std::string(e->text);
+  } catch (const error&) {
+  }
+  return {};
+}
+
 }  // namespace
 
 bool is_remote_url(const std::string& path) { return path.starts_with(tcp_scheme) || path.starts_with(unix_scheme); }
@@ -78,6 +94,9 @@ void remote_store::lost() { conn_.reset(); }
     case wire::error_code::deadlock: throw deadlock(msg);
     case wire::error_code::invalid: throw invalid_argument(msg);
     case wire::error_code::corrupt: throw corrupt_page(0, msg);
+    case wire::error_code::closed:
+      lost();  // and the server has closed it
+      throw connection_lost(msg);
     case wire::error_code::protocol:
     case wire::error_code::auth:
       lost();  // the server closes such connections
@@ -103,7 +122,11 @@ const Response& remote_store::call(const wire::request& r) {
     if (!conn_->receive(in_, wire::max_message)) throw wire::io_error("the server closed the connection");
     resp_ = wire::parse_response(in_);
   } catch (const wire::io_error& e) {
+    // A Unix socket the server has closed refuses the send; what the server
+    // said before closing may be waiting.
+    std::string why = closing_words(*conn_, in_);
     lost();
+    if (!why.empty()) throw connection_lost("server " + url_ + ": " + why);
     throw connection_lost("server " + url_ + ": connection lost during " + wire::name_of(type) + " (" + e.what() + ")" +
                           (in_txn_ && type != wire::msg::commit ? "; the transaction is aborted" : ""));
   } catch (const wire::protocol_error& e) {

@@ -114,6 +114,7 @@ void server_process::start(const std::string& pause_at, const std::vector<std::s
   std::string tcp = "127.0.0.1:" + std::to_string(port_);
   std::vector<std::string> argv{QS_PAGESERVER, "--dir", dir_ + "/db", "--unix", dir_ + "/sock", "--tcp", tcp};
   argv.insert(argv.end(), {"--secret-file", secret_file(), "--ready-file", ready});
+  argv.insert(argv.end(), options_.begin(), options_.end());
   argv.insert(argv.end(), args.begin(), args.end());
   proc_ = spawn(argv, env, dir_, "server", fds[1]);
   ++starts_;

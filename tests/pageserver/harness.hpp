@@ -55,8 +55,10 @@ class server_process {
   ~server_process();
   // Starts the server and waits until it listens. With pause_at set, the
   // server stops at that pause point; wait_paused() returns once it has.
-  // `args` are more options for the server.
+  // `args` are more options for this start.
   void start(const std::string& pause_at = "", const std::vector<std::string>& args = {});
+  // Options added to the command line of every later start (limits, say).
+  void set_options(std::vector<std::string> options) { options_ = std::move(options); }
   bool wait_paused(int timeout_ms);
   void kill9();
   // SIGTERM, then the exit status.
@@ -75,6 +77,7 @@ class server_process {
   int port_ = 0;
   int pause_read_ = -1;
   int starts_ = 0;
+  std::vector<std::string> options_;
   process proc_;
 };
 

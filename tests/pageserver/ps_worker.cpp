@@ -11,6 +11,12 @@
 //                                               qs::deadlock (one attempt, no retry)
 //   qs_ps_worker URL hold N DIR                 write counter N, create DIR/held, sleep
 //                                               (until killed; 30 s at most)
+//   qs_ps_worker URL idle N DIR                 write counter N, create DIR/held, wait for
+//                                               DIR/go (60 s at most), commit: exit 0, or 4
+//                                               on qs::connection_lost (printed)
+//   qs_ps_worker URL once N                     add 1 to counter N in one attempt (no
+//                                               retry): print its value, or exit 3 on
+//                                               qs::deadlock (printed)
 //   qs_ps_worker URL bump N                     add 1 to counter N; print its value
 //   qs_ps_worker URL all TXNS [GO]              TXNS transactions setting all 64 counters
 //                                               to the transaction's number; after a lost
@@ -141,6 +147,37 @@ int hold(qs::database& db, int n, const std::string& dir) {
   return 1;  // killed before
 }
 
+int idle(qs::database& db, int n, const std::string& dir) {
+  try {
+    qs::transaction tx(db);
+    table(db)->c[n]->value += 1000;
+    touch_file(dir + "/held");
+    if (!wait_for_file(dir + "/go", 60000)) {
+      std::fprintf(stderr, "never told to go on\n");
+      return 1;
+    }
+    tx.commit();
+    std::printf("committed\n");
+    return 0;
+  } catch (const qs::connection_lost& e) {
+    std::printf("connection_lost: %s\n", e.what());
+    return 4;
+  }
+}
+
+int once(qs::database& db, int n) {
+  try {
+    qs::transaction tx(db);
+    std::int64_t v = ++table(db)->c[n]->value;
+    tx.commit();
+    std::printf("value=%lld\n", static_cast<long long>(v));
+    return 0;
+  } catch (const qs::deadlock& e) {
+    std::printf("deadlock: %s\n", e.what());
+    return 3;
+  }
+}
+
 int bump(qs::database& db, int n) {
   std::int64_t v = 0;
   db.run([&] { v = ++table(db)->c[n]->value; });
@@ -226,6 +263,8 @@ int main(int argc, char** argv) {
     if (mode == "check") return check(db, std::stoi(arg(3)), std::stoi(arg(4)));
     if (mode == "deadlock") return deadlock_role(db, std::stoi(arg(3)), std::stoi(arg(4)), arg(5));
     if (mode == "hold") return hold(db, std::stoi(arg(3)), arg(4));
+    if (mode == "idle") return idle(db, std::stoi(arg(3)), arg(4));
+    if (mode == "once") return once(db, std::stoi(arg(3)));
     if (mode == "bump") return bump(db, std::stoi(arg(3)));
     if (mode == "all") return all(db, std::stoi(arg(3)), arg(4));
     if (mode == "same") return same(db);

@@ -60,6 +60,7 @@ void bdb_env::check(int rc, const std::string& what) const {
   if (rc == 0) return;
   std::string msg = "database " + dir_ + ": " + what + ": " + db_strerror(rc);
   if (std::string said = take_messages(); !said.empty()) msg += " (Berkeley DB said: " + said + ")";
+  if (rc == DB_LOCK_NOTGRANTED && !timeouts_.empty()) msg += " (" + timeouts_ + ")";
   if (rc == DB_LOCK_DEADLOCK || rc == DB_LOCK_NOTGRANTED) throw deadlock(msg);
   throw store_error(msg);
 }
@@ -229,7 +230,7 @@ void bdb_env::del(DbTxn* t, std::string_view k) {
 }
 
 void bdb_env::scan(DbTxn* t, std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f,
-                   std::uint32_t flags) {
+                   std::uint32_t flags, const std::function<void(std::size_t)>& admit) {
   Dbc* cursor = nullptr;
   check(meta_->cursor(t, &cursor, flags), "open cursor");
   Dbt key, data;
@@ -238,17 +239,26 @@ void bdb_env::scan(DbTxn* t, std::string_view prefix, const std::function<void(s
   key.set_data(std::malloc(prefix.size() ? prefix.size() : 1));
   std::memcpy(key.get_data(), prefix.data(), prefix.size());
   key.set_size(static_cast<std::uint32_t>(prefix.size()));
+  auto release = [&] {
+    std::free(key.get_data());
+    std::free(data.get_data());
+    cursor->close();
+  };
   int rc = cursor->get(&key, &data, DB_SET_RANGE);
   std::vector<std::pair<std::string, std::string>> found;
-  while (rc == 0) {
-    std::string_view k(static_cast<const char*>(key.get_data()), key.get_size());
-    if (k.substr(0, prefix.size()) != prefix) break;
-    found.emplace_back(std::string(k), std::string(static_cast<const char*>(data.get_data()), data.get_size()));
-    rc = cursor->get(&key, &data, DB_NEXT);
+  try {
+    while (rc == 0) {
+      std::string_view k(static_cast<const char*>(key.get_data()), key.get_size());
+      if (k.substr(0, prefix.size()) != prefix) break;
+      if (admit) admit(k.size() + data.get_size());
+      found.emplace_back(std::string(k), std::string(static_cast<const char*>(data.get_data()), data.get_size()));
+      rc = cursor->get(&key, &data, DB_NEXT);
+    }
+  } catch (...) {
+    release();
+    throw;
   }
-  std::free(key.get_data());
-  std::free(data.get_data());
-  cursor->close();
+  release();
   if (rc != 0 && rc != DB_NOTFOUND) check(rc, "scan metadata");
   for (auto& [k, v] : found) f(k, v);
 }
@@ -334,31 +344,69 @@ void bdb_env::index_scan(DbTxn* t, std::uint32_t index, std::string_view lo, std
   key.set_data(std::malloc(lo.size() ? lo.size() : 1));
   std::memcpy(key.get_data(), lo.data(), lo.size());
   key.set_size(static_cast<std::uint32_t>(lo.size()));
+  auto release = [&] {
+    std::free(key.get_data());
+    std::free(data.get_data());
+    cursor->close();
+  };
   std::vector<std::pair<std::string, std::string>> found;
+  std::size_t found_bytes = 0;
   int rc = cursor->get(&key, &data, DB_SET_RANGE);
-  // Entries are collected first, then handed out: f may use the store.
-  while (rc == 0) {
-    std::string_view k(static_cast<const char*>(key.get_data()), key.get_size());
-    if (k > hi) break;
-    found.emplace_back(std::string(k), std::string(static_cast<const char*>(data.get_data()), data.get_size()));
-    if (found.size() >= 4096) {
-      bool more = true;
-      for (auto& [a, b] : found)
-        if (!(more = f(a, b))) break;
-      found.clear();
-      if (!more) {
-        rc = DB_NOTFOUND;
-        break;
+  // Entries are collected first, then handed out: f may use the store. A
+  // batch holds at most 4096 entries and about 1 MiB; f may throw.
+  try {
+    while (rc == 0) {
+      std::string_view k(static_cast<const char*>(key.get_data()), key.get_size());
+      if (k > hi) break;
+      found.emplace_back(std::string(k), std::string(static_cast<const char*>(data.get_data()), data.get_size()));
+      found_bytes += k.size() + data.get_size();
+      if (found.size() >= 4096 || found_bytes >= (1u << 20)) {
+        bool more = true;
+        for (auto& [a, b] : found)
+          if (!(more = f(a, b))) break;
+        found.clear();
+        found_bytes = 0;
+        if (!more) {
+          rc = DB_NOTFOUND;
+          break;
+        }
       }
+      rc = cursor->get(&key, &data, DB_NEXT);
     }
-    rc = cursor->get(&key, &data, DB_NEXT);
+  } catch (...) {
+    release();
+    throw;
   }
-  std::free(key.get_data());
-  std::free(data.get_data());
-  cursor->close();
+  release();
   if (rc != 0 && rc != DB_NOTFOUND) check(rc, "scan index " + ix.name);
   for (auto& [a, b] : found)
     if (!f(a, b)) break;
+}
+
+void bdb_env::set_timeouts(std::uint32_t lock_us, std::uint32_t txn_us, const std::string& how_to_change) {
+  check(env_->set_timeout(lock_us, DB_SET_LOCK_TIMEOUT), "set the lock timeout");
+  check(env_->set_timeout(txn_us, DB_SET_TXN_TIMEOUT), "set the transaction timeout");
+  // A timed-out request inside a Berkeley DB call says DB_LOCK_NOTGRANTED
+  // rather than DB_LOCK_DEADLOCK: the error can say which it was.
+  check(env_->set_flags(DB_TIME_NOTGRANTED, 1), "set_flags DB_TIME_NOTGRANTED");
+  auto seconds = [](std::uint32_t us) {
+    if (us == 0) return std::string("none");
+    std::string s = std::to_string(us / 1000000);
+    if (us % 1000000) {
+      std::string frac = std::to_string(1000000 + us % 1000000).substr(1);
+      while (frac.back() == '0') frac.pop_back();
+      s += "." + frac;
+    }
+    return s + " s";
+  };
+  timeouts_ = "the request outlived the lock timeout (" + seconds(lock_us) + ") or the transaction timeout (" +
+              seconds(txn_us) + ")" + (how_to_change.empty() ? "" : ": " + how_to_change);
+}
+
+int bdb_env::expire_waiters() {
+  int rejected = 0;
+  check(env_->lock_detect(0, DB_LOCK_EXPIRE, &rejected), "expire lock requests");
+  return rejected;
 }
 
 std::uint64_t bdb_env::log_position() {

@@ -25,7 +25,8 @@
 // 16 KiB on-page).
 //
 // Errors throw qs::store_error naming the directory (qs::deadlock when Berkeley
-// DB chose the transaction as a deadlock victim).
+// DB chose the transaction as a deadlock victim, or refused a lock that was
+// not granted within the lock or transaction timeout).
 //
 // Thread-safety: every member may be called from any thread at once, each
 // transaction from one thread at a time.
@@ -81,8 +82,11 @@ class bdb_env {
   std::optional<std::string> get(DbTxn* t, std::string_view key, std::uint32_t flags = 0);
   void put(DbTxn* t, std::string_view key, std::string_view value);
   void del(DbTxn* t, std::string_view key);
+  // The entries are gathered first, then given to f (f may use the
+  // environment). `admit`, when given, is told each entry's size before it is
+  // gathered, and may throw to end the scan.
   void scan(DbTxn* t, std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f,
-            std::uint32_t flags = 0);
+            std::uint32_t flags = 0, const std::function<void(std::size_t)>& admit = {});
 
   // Opens an index in transaction t (nullptr: in one of its own).
   std::uint32_t open_index(DbTxn* t, const std::string& name, bool unique);
@@ -90,6 +94,15 @@ class bdb_env {
   bool index_erase(DbTxn* t, std::uint32_t index, std::string_view key, std::string_view value);
   void index_scan(DbTxn* t, std::uint32_t index, std::string_view lo, std::string_view hi,
                   const std::function<bool(std::string_view, std::string_view)>& f);
+
+  // Lock requests that wait longer than `lock_us`, and those of transactions
+  // older than `txn_us`, fail with qs::deadlock (0: no limit), whose text adds
+  // `how_to_change`. Berkeley DB checks them only when a request blocks or
+  // when expire_waiters() runs. Call before the environment is shared.
+  void set_timeouts(std::uint32_t lock_us, std::uint32_t txn_us, const std::string& how_to_change);
+  // Refuses every waiting lock request whose timeout has passed; returns how
+  // many it refused.
+  int expire_waiters();
 
   std::uint64_t log_position();
   const std::string& dir() const { return dir_; }
@@ -117,6 +130,7 @@ class bdb_env {
   std::mutex index_mutex_;  // guards indexes_ (the handles themselves are thread-safe)
   std::vector<std::unique_ptr<index_db>> indexes_;
   std::uint32_t log_file_max_ = 0;
+  std::string timeouts_;  // said with a lock refused for its timeout
   mutable std::mutex messages_mutex_;
   mutable std::vector<std::pair<std::string, int>> messages_;  // text, times
 };

@@ -5,12 +5,15 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 namespace qs::wire {
@@ -36,6 +39,8 @@ connection::~connection() {
 
 void connection::shutdown() { ::shutdown(fd_, SHUT_RDWR); }
 
+void connection::shutdown_receive() { ::shutdown(fd_, SHUT_RD); }
+
 void connection::send(std::span<const std::byte> frame) {
   const std::byte* p = frame.data();
   std::size_t left = frame.size();
@@ -43,6 +48,8 @@ void connection::send(std::span<const std::byte> frame) {
     ssize_t n = ::send(fd_, p, left, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN)  // (and EWOULDBLOCK, the same on Linux)
+        throw timeout_error("send: the peer took no data within the send timeout", true);
       throw io_error(sys("send"));
     }
     p += n;
@@ -51,32 +58,100 @@ void connection::send(std::span<const std::byte> frame) {
 }
 
 bool connection::receive(std::vector<std::byte>& buf, std::uint32_t max) {
-  auto read_all = [&](std::byte* p, std::size_t n, bool at_start) -> bool {
+  receive_limits l;
+  l.max = max;
+  return receive(buf, l) == received::frame;
+}
+
+namespace {
+
+using clock = receive_limits::clock;
+
+// Waits until fd is readable (or has an error or hang-up for recv to report)
+// or `until` passes; false when it passed. A time already past still looks
+// once.
+bool wait_readable(int fd, clock::time_point until) {
+  for (;;) {
+    int ms = -1;
+    if (until != clock::time_point::max()) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(until - clock::now()).count();
+      ms = static_cast<int>(std::clamp<decltype(left)>(left, 0, INT_MAX));
+    }
+    pollfd p{fd, POLLIN, 0};
+    int r = ::poll(&p, 1, ms);
+    if (r > 0) return true;
+    if (r == 0 && ms == 0) return false;
+    if (r < 0 && errno != EINTR) throw io_error(sys("poll"));
+  }
+}
+
+}  // namespace
+
+received connection::receive(std::vector<std::byte>& buf, const receive_limits& l) {
+  clock::time_point until = l.deadline;
+  bool started = false;
+  auto wait = [&] {
+    if (!wait_readable(fd_, until))
+      throw timeout_error(
+          started ? "a message did not arrive whole in the time allowed" : "no message came in the time allowed",
+          started);
+  };
+  // Reads n bytes by `until`. False on end of stream before the frame's first byte.
+  auto read_all = [&](std::byte* p, std::size_t n) -> bool {
     std::size_t got = 0;
     while (got < n) {
-      ssize_t r = ::recv(fd_, p + got, n - got, 0);
+      ssize_t r;
+      if (until == clock::time_point::max()) {
+        r = ::recv(fd_, p + got, n - got, 0);
+      } else {
+        // A frame's first bytes are usually still to come (the peer is
+        // thinking): wait before reading them. Later bytes have usually come
+        // with them: read first.
+        if (!started) wait();
+        r = ::recv(fd_, p + got, n - got, MSG_DONTWAIT);
+        if (r < 0 && errno == EAGAIN) {
+          wait();
+          continue;
+        }
+      }
       if (r < 0) {
         if (errno == EINTR) continue;
         throw io_error(sys("receive"));
       }
       if (r == 0) {
-        if (at_start && got == 0) return false;
+        if (!started) return false;
         throw io_error("the connection ended inside a message");
+      }
+      if (!started) {
+        started = true;
+        if (l.frame_time != clock::duration::zero()) until = std::min(until, clock::now() + l.frame_time);
       }
       got += static_cast<std::size_t>(r);
     }
     return true;
   };
   std::byte len[4];
-  if (!read_all(len, 4, true)) return false;
+  if (!read_all(len, 4)) return received::end;
   std::uint32_t n = 0;
   for (int i = 0; i < 4; ++i) n |= std::uint32_t{static_cast<std::uint8_t>(len[i])} << (8 * i);
   if (n == 0) throw protocol_error("an empty message");
-  if (n > max)
-    throw protocol_error("a message of " + std::to_string(n) + " bytes, more than the limit of " + std::to_string(max));
-  buf.resize(n);
-  read_all(buf.data(), n, false);
-  return true;
+  if (n > l.max)
+    throw protocol_error("a message of " + std::to_string(n) + " bytes, more than the limit of " +
+                         std::to_string(l.max));
+  if (!l.admit || l.admit(n)) {
+    buf.resize(n);
+    read_all(buf.data(), n);
+    return received::frame;
+  }
+  // Read and dropped through a small buffer; its first byte is kept.
+  std::byte chunk[16384];
+  for (std::uint32_t left = n; left > 0;) {
+    std::uint32_t k = std::min<std::uint32_t>(left, sizeof chunk);
+    read_all(chunk, k);
+    if (left == n) buf.assign(chunk, chunk + 1);
+    left -= k;
+  }
+  return received::dropped;
 }
 
 tcp_address parse_tcp_address(const std::string& s) {
@@ -140,8 +215,26 @@ int connect_tcp(const tcp_address& a) {
     if (rc != 0) return sys("connect");
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    enable_keepalive(fd);
     return {};
   });
+}
+
+void enable_keepalive(int fd) {
+  int one = 1, idle = 60, interval = 10, count = 6;
+  unsigned user_timeout_ms = static_cast<unsigned>((idle + interval * count) * 1000);
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  // Data sent and never acknowledged (no keepalive probe goes out then)
+  // fails the connection after as long.
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+}
+
+void set_send_timeout(int fd, std::chrono::milliseconds t) {
+  timeval tv{static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>(t.count() % 1000 * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
 int connect_unix(const std::string& path) {

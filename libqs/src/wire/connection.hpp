@@ -5,7 +5,14 @@
 // reads one whole frame body, refusing a length above the limit before
 // reading the body. Interrupted system calls are resumed; SIGPIPE is never
 // raised (MSG_NOSIGNAL). Failures throw wire::io_error (the peer went away or
-// the socket failed) or wire::protocol_error (an oversized frame).
+// the socket failed), wire::timeout_error (a frame that did not arrive in the
+// time receive_limits allow, or a send that made no progress within the
+// socket's send timeout) or wire::protocol_error (an oversized frame).
+//
+// receive_limits give a frame a deadline for all its bytes, however they are
+// spread out (a peer cannot keep a connection alive by trickling), and let the
+// receiver decide, from the length, whether to make room for the body: a body
+// it refuses is read and dropped, so that the stream stays in step.
 //
 // Thread-safety: a connection is used by one thread at a time, except
 // shutdown(), which any thread may call to wake its reader.
@@ -13,7 +20,9 @@
 
 #include "codec.hpp"
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +32,38 @@ namespace qs::wire {
 class io_error : public qs::error {
  public:
   using qs::error::error;
+};
+
+// A frame, or its start, that did not come in the time allowed, or a send
+// the peer took nothing of for the socket's send timeout.
+class timeout_error : public io_error {
+ public:
+  timeout_error(const std::string& what, bool inside_frame) : io_error(what), inside_frame_(inside_frame) {}
+  // Whether some of the frame had come: the peer is sending, slowly.
+  bool inside_frame() const noexcept { return inside_frame_; }
+
+ private:
+  bool inside_frame_;
+};
+
+struct receive_limits {
+  using clock = std::chrono::steady_clock;
+  // The largest body accepted (a larger length is a protocol_error).
+  std::uint32_t max = 0;
+  // The whole frame must have come by then.
+  clock::time_point deadline = clock::time_point::max();
+  // Once its first byte has come, the rest of the frame must come within
+  // this (zero: no limit but the deadline).
+  clock::duration frame_time{};
+  // Called with the body's length before room is made for it; false drops
+  // the body. Empty: every body is taken.
+  std::function<bool(std::uint32_t)> admit;
+};
+
+enum class received {
+  end,      // the stream ended before a frame started
+  frame,    // buf holds the body
+  dropped,  // admit refused the body: it was read and dropped; buf holds its first byte
 };
 
 class connection {
@@ -36,8 +77,12 @@ class connection {
   // Reads one frame body into buf. False on end of stream before a frame
   // starts; io_error when it ends inside one.
   bool receive(std::vector<std::byte>& buf, std::uint32_t max);
+  received receive(std::vector<std::byte>& buf, const receive_limits& limits);
   // Wakes a thread blocked in receive (it sees the end of the stream).
   void shutdown();
+  // Ends the receiving side only: a blocked receive sees the end of the
+  // stream, and a last frame can still be sent.
+  void shutdown_receive();
   int fd() const { return fd_; }
 
  private:
@@ -51,9 +96,19 @@ struct tcp_address {
 };
 tcp_address parse_tcp_address(const std::string& s);
 
+// Connected with TCP_NODELAY and keepalive (enable_keepalive).
 int connect_tcp(const tcp_address& a);
 int connect_unix(const std::string& path);
 int listen_tcp(const tcp_address& a);
 int listen_unix(const std::string& path);
+
+// TCP keepalive on a connected socket: after 60 s without traffic the kernel
+// probes the peer every 10 s, and after 6 unanswered probes (or data unacknowledged
+// for as long) the connection fails with ETIMEDOUT, so that a peer whose host
+// vanished is noticed in about two minutes. Failures are ignored (the
+// connection works without).
+void enable_keepalive(int fd);
+// A send() that moves no byte for `t` fails (timeout_error); zero: never.
+void set_send_timeout(int fd, std::chrono::milliseconds t);
 
 }  // namespace qs::wire

@@ -28,6 +28,7 @@
 //   log_position                                       -> position
 //   ping          payload, reply bytes                 -> pong (that many bytes): a bare round trip
 //   any request                                        -> error: code, text
+//   (nothing, the server closing the connection)       -> error: closed, why
 //
 // A commit whose answer never arrived (the connection dropped) is asked
 // about on a new connection with `outcome`, by the commit id that `begin`
@@ -111,8 +112,19 @@ enum class msg : std::uint8_t {
 };
 const char* name_of(msg m);
 
-// Error codes in an error response.
-enum class error_code : std::uint32_t { store = 1, deadlock = 2, protocol = 3, auth = 4, invalid = 5, corrupt = 6 };
+// Error codes in an error response. `closed`: the server closes the
+// connection after this response (a limit of the server's was reached; the
+// text names it), and may send it unasked, before closing, in place of the
+// answer to a request still to come.
+enum class error_code : std::uint32_t {
+  store = 1,
+  deadlock = 2,
+  protocol = 3,
+  auth = 4,
+  invalid = 5,
+  corrupt = 6,
+  closed = 7
+};
 
 // --- parts of messages ---
 
@@ -402,7 +414,7 @@ struct error_response {
   std::string_view text;
   template <class M, class W>
   static void fields(M& m, W& w) {
-    w.enumeration("code", m.code, error_code::store, error_code::corrupt);
+    w.enumeration("code", m.code, error_code::store, error_code::closed);
     w.bytes("text", m.text, max_value);
   }
 };
