@@ -87,7 +87,7 @@ def report(n, rows, cold_is_warm):
         failed = [p for p, v in rows[r].items() if v is None]
         print(f"{r:15}" + "".join(fmt(cols[r].get(h)) for h in heads) + (f"   ({failed[0]} failed)" if failed else ""))
     if "boost" in cols:
-        print(f"{'ratio to boost':15}")
+        print("ratio to boost")
         for r in order:
             if r == "boost":
                 continue
