@@ -1,0 +1,152 @@
+// peer-qs: the workload of scripts/peers (workload.hpp) on qs, through its
+// public API: `new (db) Node`, a named root, transactions.
+//
+//   peer-qs [--pool-pages P] {build|open|traverse|update} DIR N
+//
+// build     creates the database in DIR (removed first), allocates the N
+//           nodes and links them in one transaction, and commits it durably
+//           (Berkeley DB's log is on disk when commit returns; a crash
+//           before leaves none of the tree, after, all of it)
+// open      opens the database and reads the root node
+// traverse  depth-first passes in one transaction: the first faults
+//           every page in, the next ones (workload.hpp's hot_ms) run over
+//           resident pages
+// update    adds 1 to 1% of the nodes (update_targets) in one transaction,
+//           committed durably
+// Options are qs's defaults (qs::options{}) unless --pool-pages is given.
+#include <qs/qs.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "workload.hpp"
+
+// A persistent type has external linkage: schema-gen fills its descriptor slot.
+namespace peer_qs {
+struct Node {
+  QS_PERSISTENT(Node)
+  Node* kid[peers::fanout];
+  std::uint64_t id;
+  std::uint64_t value;
+  std::uint64_t pad[3];
+};
+static_assert(sizeof(Node) == peers::node_bytes);
+}  // namespace peer_qs
+
+namespace {
+
+using peer_qs::Node;
+
+const auto child = [](const Node* p, int c) -> Node* { return p->kid[c]; };
+
+qs::options options_of(const peers::command& cmd) {
+  qs::options o;
+  if (const char* pool = cmd.option("pool-pages")) o.pool_pages = static_cast<std::uint32_t>(std::stoul(pool));
+  return o;
+}
+
+void print_stats(const qs::statistics& s) {
+  std::printf(" read_faults=%llu write_faults=%llu evictions=%llu dirty_evictions=%llu log_bytes=%llu",
+              static_cast<unsigned long long>(s.read_faults), static_cast<unsigned long long>(s.write_faults),
+              static_cast<unsigned long long>(s.evictions), static_cast<unsigned long long>(s.dirty_evictions),
+              static_cast<unsigned long long>(s.log_bytes));
+}
+
+void build_phase(const peers::command& cmd, const qs::options& opts) {
+  std::filesystem::remove_all(cmd.path);
+  std::vector<std::uint32_t> order = peers::allocation_order(cmd.n);
+  std::vector<Node*> at(cmd.n);
+  auto t0 = peers::clock_type::now();
+  std::optional<qs::database> db = qs::database::open(cmd.path, opts);
+  {
+    qs::transaction tx(*db);
+    for (std::uint32_t t : order) at[t] = new (*db) Node{{nullptr, nullptr, nullptr}, t, t, {}};
+    for (std::uint32_t t : order)
+      for (int c = 0; c < peers::fanout; ++c) {
+        std::uint32_t k = peers::child_of(t, c, cmd.n);
+        at[t]->kid[c] = k < cmd.n ? at[k] : nullptr;
+      }
+    db->root<Node*>("tree") = at[0];
+    tx.commit();
+  }
+  double build_s = peers::seconds_since(t0);
+  qs::statistics s = db->stats();
+  auto t1 = peers::clock_type::now();
+  db.reset();
+  double close_s = peers::seconds_since(t1);
+  std::printf("RESULT peer=qs phase=build n=%u build_s=%.4f close_s=%.4f pool_pages=%u", cmd.n, build_s, close_s,
+              opts.pool_pages);
+  print_stats(s);
+  std::printf("\n");
+}
+
+void open_phase(const peers::command& cmd, const qs::options& opts) {
+  auto t0 = peers::clock_type::now();
+  auto db = qs::database::open(cmd.path, opts);
+  qs::transaction tx(db);
+  Node* root = db.root<Node*>("tree");
+  volatile std::uint64_t v = root->value;
+  double open_ms = peers::ms_since(t0);
+  (void)v;
+  tx.commit();
+  std::printf("RESULT peer=qs phase=open n=%u open_ms=%.3f\n", cmd.n, open_ms);
+}
+
+void traverse_phase(const peers::command& cmd, const qs::options& opts) {
+  auto t0 = peers::clock_type::now();
+  auto db = qs::database::open(cmd.path, opts);
+  qs::transaction tx(db);
+  Node* root = db.root<Node*>("tree");
+  double open_ms = peers::ms_since(t0);
+  peers::tally first;
+  auto t1 = peers::clock_type::now();
+  peers::walk(root, child, first);
+  double first_ms = peers::ms_since(t1);
+  qs::statistics s = db.stats();
+  double hot_ms = peers::hot_ms(root, child);
+  std::uint64_t hot_faults = db.stats().read_faults - s.read_faults;
+  tx.commit();
+  peers::check_tally("peer-qs", first, cmd.n);
+  std::printf(
+      "RESULT peer=qs phase=traverse n=%u open_ms=%.3f first_ms=%.3f hot_ms=%.3f sum=%llu "
+      "hot_read_faults=%llu",
+      cmd.n, open_ms, first_ms, hot_ms, static_cast<unsigned long long>(first.sum),
+      static_cast<unsigned long long>(hot_faults));
+  print_stats(s);
+  std::printf("\n");
+}
+
+void update_phase(const peers::command& cmd, const qs::options& opts) {
+  std::vector<std::uint32_t> targets = peers::update_targets(cmd.n);
+  auto db = qs::database::open(cmd.path, opts);
+  auto t0 = peers::clock_type::now();
+  qs::transaction tx(db);
+  Node* root = db.root<Node*>("tree");
+  for (std::uint32_t t : targets) peers::reach(root, t, child)->value += 1;
+  auto t1 = peers::clock_type::now();
+  tx.commit();
+  double update_ms = peers::ms_since(t0);
+  double commit_ms = peers::ms_since(t1);
+  std::printf("RESULT peer=qs phase=update n=%u updated=%zu update_ms=%.3f commit_ms=%.3f", cmd.n, targets.size(),
+              update_ms, commit_ms);
+  print_stats(db.stats());
+  std::printf("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  peers::command cmd = peers::parse(argc, argv, "[--pool-pages P] ");
+  try {
+    qs::options opts = options_of(cmd);
+    if (cmd.phase == "build") build_phase(cmd, opts);
+    else if (cmd.phase == "open") open_phase(cmd, opts);
+    else if (cmd.phase == "traverse") traverse_phase(cmd, opts);
+    else if (cmd.phase == "update") update_phase(cmd, opts);
+    else peers::usage(argv[0], "[--pool-pages P] ");
+  } catch (const std::exception& e) {  // qs::error, and a --pool-pages that is not a number
+    std::fprintf(stderr, "peer-qs: %s\n", e.what());
+    return 1;
+  }
+}
