@@ -115,6 +115,24 @@ TEST_CASE("a forced deadlock: one client gets qs::deadlock, the other commits") 
   CHECK(s.log().find("DB_LOCK_DEADLOCK") != std::string::npos);
 }
 
+TEST_CASE("a deadlock met while deleting an object reaches the commit, like any other") {
+  // `delete` cannot throw: the runtime keeps what went wrong and the commit
+  // throws it, so that db.run can retry. Both clients delete; the victim,
+  // whichever it is, must end with qs::deadlock, not with abort().
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  s.start();
+  REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
+  std::string sync = dir.sub("sync");
+  std::filesystem::create_directories(sync);
+  process a = worker(s, s.unix_url(), {"deadlock", "5", "6", sync, "delete"}, "a");
+  process b = worker(s, s.unix_url(), {"deadlock", "6", "5", sync, "delete"}, "b");
+  int sa = a.wait(30000), sb = b.wait(30000);
+  INFO("a: " << sa << " " << a.out() << a.err() << "\nb: " << sb << " " << b.out() << b.err());
+  CHECK(((sa == 0 && sb == 3) || (sa == 3 && sb == 0)));
+  CHECK((a.out() + b.out()).find("deadlock: server " + s.unix_url()) != std::string::npos);
+}
+
 TEST_CASE("a connection dropped in a transaction has it aborted and its locks freed") {
   qs_test::test_dir dir;
   server_process s(dir.sub("s"));

@@ -5,10 +5,12 @@
 //                                               counter of 32..63 (shared, random)
 //   qs_ps_worker URL check CLIENTS TXNS         exit 0 when counters 0..CLIENTS-1 are
 //                                               TXNS and 32..63 sum to CLIENTS*TXNS
-//   qs_ps_worker URL deadlock FIRST SECOND DIR  write counter FIRST, say so (file
+//   qs_ps_worker URL deadlock FIRST SECOND DIR [delete]
+//                                               write counter FIRST, say so (file
 //                                               DIR/FIRST), wait for DIR/SECOND, write
-//                                               counter SECOND, commit: exit 0, or 3 on
-//                                               qs::deadlock (one attempt, no retry)
+//                                               counter SECOND (or delete it), commit:
+//                                               exit 0, or 3 on qs::deadlock (one
+//                                               attempt, no retry)
 //   qs_ps_worker URL hold N DIR                 write counter N, create DIR/held, sleep
 //                                               (until killed; 30 s at most)
 //   qs_ps_worker URL bump N                     add 1 to counter N; print its value
@@ -109,7 +111,7 @@ int check(qs::database& db, int clients, int txns) {
   return rc;
 }
 
-int deadlock_role(qs::database& db, int first, int second, const std::string& dir) {
+int deadlock_role(qs::database& db, int first, int second, const std::string& dir, bool by_delete) {
   try {
     qs::transaction tx(db);
     Table* t = table(db);
@@ -119,7 +121,8 @@ int deadlock_role(qs::database& db, int first, int second, const std::string& di
       std::fprintf(stderr, "the other client never took its lock\n");
       return 1;
     }
-    t->c[second]->value += 1;  // waits for the other client: a cycle
+    if (by_delete) delete t->c[second];  // also waits for the other client
+    else t->c[second]->value += 1;       // waits for the other client: a cycle
     tx.commit();
     std::printf("committed\n");
     return 0;
@@ -202,7 +205,7 @@ int main(int argc, char** argv) {
     if (mode == "incr")
       return incr(db, std::stoi(arg(3)), std::stoi(arg(4)), static_cast<unsigned>(std::stoul(arg(5))));
     if (mode == "check") return check(db, std::stoi(arg(3)), std::stoi(arg(4)));
-    if (mode == "deadlock") return deadlock_role(db, std::stoi(arg(3)), std::stoi(arg(4)), arg(5));
+    if (mode == "deadlock") return deadlock_role(db, std::stoi(arg(3)), std::stoi(arg(4)), arg(5), arg(6) == "delete");
     if (mode == "hold") return hold(db, std::stoi(arg(3)), arg(4));
     if (mode == "bump") return bump(db, std::stoi(arg(3)));
     if (mode == "all") return all(db, std::stoi(arg(3)), arg(4));
