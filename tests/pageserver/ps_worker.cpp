@@ -19,6 +19,10 @@
 //                                               connection, waits for file GO (if given),
 //                                               reconnects and goes on
 //   qs_ps_worker URL same                       exit 10+v when all counters are v, 1 if not
+//   qs_ps_worker URL index-restart GO DIR       open indexes "first" and "second", put key 1
+//                                               in "first", create DIR/ready, wait for file
+//                                               GO, put key 2 in "first" (reconnecting)
+//   qs_ps_worker URL index-keys NAME            print the keys of index NAME
 // Every wait is bounded. Output on stdout, errors on stderr.
 #include "ps_types.hpp"
 
@@ -190,6 +194,39 @@ int same(qs::database& db) {
   return rc;
 }
 
+using counter_index = qs::index<int, Counter>;
+
+int index_restart(qs::database& db, const std::string& go, const std::string& dir) {
+  counter_index first(db, "first"), second(db, "second");
+  db.run([&] { first.insert(1, table(db)->c[0]); });
+  touch_file(dir + "/ready");
+  if (!wait_for_file(go, 30000)) return 1;
+  for (int attempt = 0;; ++attempt) {
+    try {
+      db.run([&] { first.insert(2, table(db)->c[1]); });
+      return 0;
+    } catch (const qs::connection_lost& e) {
+      std::printf("connection_lost: %s\n", e.what());
+      if (attempt > 100) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
+
+int index_keys(qs::database& db, const std::string& name) {
+  counter_index ix(db, name);
+  std::string keys;
+  db.run([&] {
+    keys.clear();
+    ix.range(0, 1000, [&](int k, Counter*) {
+      keys += " " + std::to_string(k);
+      return true;
+    });
+  });
+  std::printf("keys:%s\n", keys.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -210,6 +247,8 @@ int main(int argc, char** argv) {
     if (mode == "bump") return bump(db, std::stoi(arg(3)));
     if (mode == "all") return all(db, std::stoi(arg(3)), arg(4));
     if (mode == "same") return same(db);
+    if (mode == "index-restart") return index_restart(db, arg(3), arg(4));
+    if (mode == "index-keys") return index_keys(db, arg(3));
     std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
     return 2;
   } catch (const std::exception& e) {
