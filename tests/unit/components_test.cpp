@@ -33,8 +33,9 @@ constexpr std::uint32_t page_size = 8192;
 
 // What database_impl wires, over a mem_store: one "process" of a database.
 struct rig {
-  explicit rig(qs_test::mem_store& s, std::uint32_t pool_pages = 16, std::uintptr_t base = 0x7e0000000000)
-      : store(s), pool(pool_pages, page_size) {
+  explicit rig(qs_test::mem_store& s, std::uint32_t pool_pages = 16, std::uintptr_t base = 0x7e0000000000,
+               const qs::options& o = {})
+      : store(s), opts(o), pool(pool_pages, page_size) {
     access = make_page_access(std::make_unique<frame_space>(base, std::uint64_t{4096} * page_size, page_size, false),
                               pool, table);
     pointers = std::make_unique<pointer_check>(words, *access, name);
@@ -283,16 +284,22 @@ TEST_CASE("roots and indexes: locations that lead back to their objects") {
 
 namespace {
 
-// A store whose next page write fails, as a page server's does when the
-// connection drops or the transaction is chosen as a deadlock victim.
+// A store whose next page write (or exclusive lock) fails, as a page
+// server's does when the connection drops or the transaction is chosen as a
+// deadlock victim.
 class failing_store final : public qs_test::mem_store {
  public:
   using mem_store::mem_store;
   bool fail_next = false;
+  bool fail_next_lock = false;
   void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
                   std::span<const byte_range> ranges, const std::string* mapping) override {
     if (std::exchange(fail_next, false)) throw qs::deadlock("failing_store: the write was refused");
     mem_store::patch_page(page, h, image, ranges, mapping);
+  }
+  void lock_for_write(std::uint64_t page) override {
+    if (std::exchange(fail_next_lock, false)) throw qs::deadlock("failing_store: the lock was refused");
+    mem_store::lock_for_write(page);
   }
 };
 
@@ -330,5 +337,38 @@ TEST_CASE("pager: a write-back the store refuses leaves the page's header and ma
   r.pages->write_back(d);
   CHECK(d->hdr.version == before.version + 1);
   CHECK(d->hdr.mapping_entries == 1);
+  store.abort();
+}
+
+TEST_CASE("pager: an eviction whose one-time write-back cannot lock the page leaves it where the program sees it") {
+  failing_store store(store_options());
+  std::uint64_t page;
+  {
+    rig r(store);
+    r.begin();
+    void* a = r.alloc->allocate(pointer_descriptor(), 8, nullptr);
+    void* b = r.alloc->allocate(raw_descriptor(), 8160, nullptr);  // on a page of its own
+    REQUIRE(r.access->page_of(a) != r.access->page_of(b));
+    page = r.access->page_of(a)->page;
+    std::memcpy(r.image_of(a), &b, sizeof b);
+    r.commit();
+  }
+  // Every run moves as it comes in, and one-time relocation writes the
+  // rewritten page back: when it is evicted, it takes its exclusive lock.
+  qs::options o;
+  o.relocation_policy = qs::relocation::one_time;
+  o.force_relocation_percent = 100;
+  rig r(store, 16, 0x7e0000000000, o);
+  r.begin();
+  page_desc* d = r.relocate->ensure_run(0, page, 1);
+  r.pages->page_in(d);
+  REQUIRE(r.log.relocate_pending(d));
+  store.fail_next_lock = true;
+  CHECK_THROWS_AS(r.pages->evict(d), qs::deadlock);
+  // Still resident: its frame shows its slot, as it did before (a later
+  // revalidation only changes the frame's protection).
+  REQUIRE(d->resident());
+  r.access->set_access(d, false);
+  CHECK(std::memcmp(r.access->address(d), r.pages->image(d), page_size) == 0);
   store.abort();
 }
