@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "buffer_pool.hpp"
+#include "catalog.hpp"
 #include "indexes.hpp"
 #include "mem_store.hpp"
 #include "object_allocator.hpp"
@@ -371,4 +372,51 @@ TEST_CASE("pager: an eviction whose one-time write-back cannot lock the page lea
   r.access->set_access(d, false);
   CHECK(std::memcmp(r.access->address(d), r.pages->image(d), page_size) == 0);
   store.abort();
+}
+
+namespace {
+
+// Two clients of a page server create a database at once. This one loses:
+// its commit is a deadlock victim, and when it looks again the winner has
+// not committed yet; a moment later the winner's records are there.
+class losing_creator final : public qs_test::mem_store {
+ public:
+  using mem_store::mem_store;
+  void commit(bool durable) override {
+    if (!lost_) {
+      lost_ = true;
+      throw qs::deadlock("losing_creator: chosen as the deadlock victim");
+    }
+    mem_store::commit(durable);
+  }
+  std::optional<std::string> get(std::string_view key) override {
+    if (lost_ && !won_ && !in_transaction() && key == "page_size") {
+      won_ = true;  // the winner commits now
+      mem_store::put("format", format_name());
+      mem_store::put("page_size", "8192");
+      mem_store::put("base", std::to_string(std::uintptr_t{0x7d0000000000}));
+      mem_store::put("reservation", std::to_string(std::uint64_t{64} << 20));
+      mem_store::put("next_page", "1");
+      mem_store::put("next_frame", "0");
+      return std::nullopt;
+    }
+    return mem_store::get(key);
+  }
+
+ private:
+  bool lost_ = false, won_ = false;
+};
+
+}  // namespace
+
+TEST_CASE("catalog: a client that loses the race to create a database opens the winner's") {
+  losing_creator store(store_options());
+  qs::options o;
+  o.reservation_bytes = std::uint64_t{64} << 20;
+  std::uint32_t ps = 4096;
+  std::unique_ptr<frame_space> frames;
+  CHECK_NOTHROW(frames = open_catalog(store, o, ps));
+  CHECK(ps == 8192);
+  REQUIRE(frames);
+  CHECK(reinterpret_cast<std::uintptr_t>(frames->base()) == 0x7d0000000000);
 }
