@@ -280,6 +280,7 @@ wire::response session::dispatch(const wire::request& r) {
               throw;
             }
             end_transaction(true, m.durable);
+            pause_point("server.commit.after_commit");  // committed; the client not told yet
             return wire::ok_response{};
           },
           [&](const wire::read_page_request& m) -> wire::response {
