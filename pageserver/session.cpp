@@ -303,7 +303,7 @@ wire::response session::dispatch(const wire::request& r) {
               throw;
             }
             end_transaction(true, m.durable);
-            pause_point("server.commit.after_commit");
+            pause_point("server.commit.after_commit");  // committed; the client not told yet
             c_.outcomes->committed();
             return wire::ok_response{};
           },

@@ -5,7 +5,9 @@
 
 #include <qs/error.hpp>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace qs::detail {
 namespace {
@@ -78,9 +80,16 @@ std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::ui
     // Two clients of a page server may create the database at once: the
     // check is repeated in the transaction, and the loser of the race (a
     // deadlock victim, or one that finds the records) loads the winner's.
-    if (create(s, opts, page_size, *frames)) return frames;
-    ps = s.get("page_size");
-    if (!ps) throw store_error("database " + s.name() + ": creating the database failed");
+    // A deadlock victim may look before the winner's commit is done: it
+    // tries again, and its read in the transaction waits for the winner.
+    for (int attempt = 1; !ps; ++attempt) {
+      if (create(s, opts, page_size, *frames)) return frames;
+      ps = s.get("page_size");
+      if (!ps && attempt == 50)
+        throw store_error("database " + s.name() + ": creating the database failed " + std::to_string(attempt) +
+                          " times (each time a deadlock victim)");
+      if (!ps) std::this_thread::sleep_for(std::chrono::milliseconds(attempt));
+    }
   }
   std::string format = format_name();
   if (auto f = s.get("format"); f && *f != format) {

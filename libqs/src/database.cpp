@@ -77,6 +77,9 @@ void release(void* p) noexcept {
   try {
     db->deallocate(p);
   } catch (const std::exception& e) {
+    // The transaction's commit throws it (database_impl::fail_transaction);
+    // with no transaction to carry it, nothing can.
+    if (db->fail_transaction(std::current_exception())) return;
     std::fprintf(stderr, "qs: cannot free a persistent object: %s\n", e.what());
     std::abort();
   }

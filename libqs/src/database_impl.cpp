@@ -81,6 +81,22 @@ database_impl::~database_impl() {
 
 void database_impl::require_transaction(const std::string& what) const {
   if (!log_.open()) throw no_transaction(what + " in database " + name() + " needs a transaction");
+  throw_if_failed();
+}
+
+void database_impl::throw_if_failed() const {
+  if (failed_) std::rethrow_exception(failed_);
+}
+
+bool database_impl::fail_transaction(std::exception_ptr e) noexcept {
+  try {
+    lock_scope g(*this);
+    if (!log_.open()) return false;
+    if (!failed_) failed_ = std::move(e);
+    return true;
+  } catch (...) {
+    return false;
+  }
 }
 
 statistics database_impl::stats() const {
@@ -108,6 +124,7 @@ void database_impl::on_fault(void* address, bool write) {
     throw no_transaction("persistent object at " + std::string(at) + " (page " + std::to_string(d->page) +
                          " of database " + name() + ") touched outside a transaction");
   }
+  throw_if_failed();
   if (d->state() == page_state::absent || d->state() == page_state::stale) {
     ++stats_.read_faults;
     pager_->make_current(d);
@@ -143,6 +160,7 @@ void database_impl::commit() {
   require_transaction("commit");
   auto t0 = std::chrono::steady_clock::now();
   try {
+    throw_if_failed();
     refs_->announce_root_cells();
     for (page_desc* d : log_.written()) pointers_->check(d, pager_->image(d), true);
     for (page_desc* d : log_.suspects()) {
@@ -187,6 +205,7 @@ void database_impl::abort() {
 }
 
 void database_impl::abort_locked() {
+  failed_ = nullptr;
   refs_->restore_root_cells();  // first: a cell may be on a page this transaction created
   // Pages created by this transaction disappear.
   for (page_desc* d : std::vector<page_desc*>(log_.created())) pager_->drop(d);
@@ -247,22 +266,26 @@ bool database_impl::index_erase(std::uint32_t ix, std::string_view key, std::str
 std::vector<index_entry> database_impl::index_scan(std::uint32_t ix, std::string_view lo, std::string_view hi,
                                                    std::size_t limit) {
   lock_scope g(*this);
+  throw_if_failed();
   return indexes_->scan(ix, lo, hi, limit);
 }
 
 void* database_impl::root_cell(std::string_view name, const type_descriptor* d, std::size_t size,
                                const std::type_info& t) {
   lock_scope g(*this);
+  throw_if_failed();
   return roots_->cell(name, d, size, t);
 }
 
 bool database_impl::has_root(std::string_view name) {
   lock_scope g(*this);
+  throw_if_failed();
   return roots_->exists(name);
 }
 
 void* database_impl::resolve_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag, bool for_write) {
   lock_scope g(*this);
+  throw_if_failed();
   return refs_->resolve_identity(page, offset, tag, for_write);
 }
 

@@ -48,6 +48,7 @@
 #include <qs/database.hpp>
 #include <qs/index.hpp>
 
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -70,6 +71,13 @@ class database_impl final : public fault_target {
 
   void* allocate(const type_descriptor* d, std::size_t bytes, const void* near_object) QS_EXCLUDES(mutex_);
   void deallocate(void* p) QS_EXCLUDES(mutex_);
+  // `delete` cannot throw: what went wrong while freeing (a deadlock, a lost
+  // connection, a pointer to no object) fails the open transaction instead.
+  // Every later call that needs the transaction (a fault, an allocation, a
+  // root, an index, software mode's references) throws it again, and commit
+  // aborts and throws it, so that db.run retries a deadlock as usual. False
+  // when no transaction is open to carry it.
+  bool fail_transaction(std::exception_ptr e) noexcept QS_EXCLUDES(mutex_);
 
   std::uint32_t open_index(const std::string& name, bool unique) QS_EXCLUDES(mutex_);
   void index_insert(std::uint32_t ix, const std::string& name, std::string_view key, std::string_view value)
@@ -102,7 +110,9 @@ class database_impl final : public fault_target {
  private:
   friend class lock_scope;
   void abort_locked() QS_REQUIRES(mutex_);
+  // Throws when no transaction is open, or when it failed (fail_transaction).
   void require_transaction(const std::string& what) const QS_REQUIRES(mutex_);
+  void throw_if_failed() const QS_REQUIRES(mutex_);
   // Between transactions, when the reservation runs short: forget every
   // frame assignment (the pool is emptied).
   void reset_frames() QS_REQUIRES(mutex_);
@@ -117,6 +127,7 @@ class database_impl final : public fault_target {
   page_table table_ QS_GUARDED_BY(mutex_);
   transaction_log log_ QS_GUARDED_BY(mutex_);
   std::uint64_t txn_log_start_ QS_GUARDED_BY(mutex_) = 0;
+  std::exception_ptr failed_ QS_GUARDED_BY(mutex_);  // see fail_transaction; null after abort
   // The components: each pointer is set once, in the constructor; what it
   // points to is guarded by the lock.
   std::unique_ptr<buffer_pool> pool_ QS_PT_GUARDED_BY(mutex_);

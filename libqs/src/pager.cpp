@@ -293,13 +293,14 @@ void pager::evict(page_desc* d) {
     if (writable) {
       ++stats_.dirty_evictions;
       if (!pointers_.check(d, image(d), false)) log_.add_suspect(d);
-    } else {
-      store_.lock_for_write(d->page);  // one-time relocation writes it back
     }
     try {
+      // One-time relocation writes a page it rewrote back; a page server
+      // may refuse the lock (a deadlock, a lost connection).
+      if (!writable) store_.lock_for_write(d->page);
       write_back(d);
     } catch (...) {
-      access_.show(d, writable);
+      access_.show(d, writable);  // still resident: its frame shows its slot again
       throw;
     }
     log_.relocation_written(d);

@@ -72,6 +72,7 @@ remote_store::~remote_store() {
 }
 
 void remote_store::connect() {
+  for (open_index_entry& i : indexes_) i.server.reset();  // numbers of an earlier connection's server
   try {
     int fd = unix_ ? wire::connect_unix(unix_path_) : wire::connect_tcp(tcp_);
     conn_ = std::make_unique<wire::connection>(fd);
@@ -453,15 +454,33 @@ void remote_store::scan(std::string_view prefix, const std::function<void(std::s
 }
 
 std::uint32_t remote_store::open_index(const std::string& name, bool unique) {
-  return call<wire::index_response>(wire::open_index_request{name, unique}).index;
+  std::uint32_t server = call<wire::index_response>(wire::open_index_request{name, unique}).index;
+  for (std::size_t i = 0; i < indexes_.size(); ++i)
+    if (indexes_[i].name == name) {
+      indexes_[i].server = server;
+      return static_cast<std::uint32_t>(i);
+    }
+  indexes_.push_back({name, unique, server});
+  return static_cast<std::uint32_t>(indexes_.size() - 1);
+}
+
+std::uint32_t remote_store::server_index(std::uint32_t index) {
+  if (index >= indexes_.size())
+    throw invalid_argument("server " + url_ + ": no index number " + std::to_string(index) + " is open");
+  open_index_entry& e = indexes_[index];
+  if (!e.server) {
+    std::uint32_t server = call<wire::index_response>(wire::open_index_request{e.name, e.unique}).index;
+    e.server = server;  // after the call: a call that connects again resets every number
+  }
+  return *e.server;
 }
 
 bool remote_store::index_insert(std::uint32_t index, std::string_view key, std::string_view value) {
-  return call<wire::flag_response>(wire::index_insert_request{index, key, value}).value;
+  return call<wire::flag_response>(wire::index_insert_request{server_index(index), key, value}).value;
 }
 
 bool remote_store::index_erase(std::uint32_t index, std::string_view key, std::string_view value) {
-  return call<wire::flag_response>(wire::index_erase_request{index, key, value}).value;
+  return call<wire::flag_response>(wire::index_erase_request{server_index(index), key, value}).value;
 }
 
 void remote_store::index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
@@ -470,7 +489,7 @@ void remote_store::index_scan(std::uint32_t index, std::string_view lo, std::str
   std::string after_key, after_value;
   bool after = false;
   for (;;) {
-    wire::index_scan_request r{index, after ? std::string_view(after_key) : lo, hi, {}, 4096};
+    wire::index_scan_request r{server_index(index), after ? std::string_view(after_key) : lo, hi, {}, 4096};
     if (after) r.after = wire::entry{after_key, after_value};
     const auto& resp = call<wire::entries_response>(r);
     std::vector<std::pair<std::string, std::string>> batch;

@@ -24,7 +24,13 @@
 //
 // A dropped connection throws qs::connection_lost; the server aborts the
 // transaction and frees its locks. The next transaction (or a read outside
-// one) connects again. log_position() counts the bytes of writes shipped to
+// one) connects again.
+//
+// Index numbers handed to the runtime are this store's own. The server's
+// numbers are given in the order its clients open indexes, so another
+// server process (a restart) gives other ones: after each new connection
+// the store asks for an index's server number again, by name, when it
+// first uses the index. log_position() counts the bytes of writes shipped to
 // the server (the client's log records), not the server's log.
 //
 // A commit whose connection drops after the commit was sent may have
@@ -132,6 +138,15 @@ class remote_store final : public store {
                          std::string& mapping);
   void note_mapping(pending_page& p, const std::string* mapping);
   void take_record(std::uint64_t page, std::string_view rec, record_header& h, std::byte* image);
+  // The server's number of index `index` (an index of indexes_), asked for
+  // on this connection when not known yet.
+  std::uint32_t server_index(std::uint32_t index);
+
+  struct open_index_entry {
+    std::string name;
+    bool unique;
+    std::optional<std::uint32_t> server;  // for the current connection
+  };
 
   std::string url_;
   bool unix_ = false;
@@ -149,6 +164,7 @@ class remote_store final : public store {
   std::map<std::string, std::optional<std::string>, std::less<>> metas_;
   std::size_t pending_bytes_ = 0;
   std::uint64_t shipped_ = 0;
+  std::vector<open_index_entry> indexes_;
 };
 
 }  // namespace qs::detail

@@ -54,7 +54,14 @@ void process::kill9() {
   pid = -1;
 }
 
-bool process::running() const { return pid > 0 && ::kill(pid, 0) == 0; }
+bool process::running() const {
+  if (pid <= 0) return false;
+  // An exited child that is not reaped yet still takes signals: ask waitid,
+  // leaving it to wait() to reap.
+  siginfo_t si{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
+  return si.si_pid != pid;
+}
 std::string process::out() const { return slurp(out_path); }
 std::string process::err() const { return slurp(err_path); }
 process::~process() { kill9(); }

@@ -39,7 +39,7 @@ struct process {
   void kill9();
   std::string out() const;
   std::string err() const;
-  bool running() const;
+  bool running() const;  // false once it has exited, reaped or not
   ~process();
 };
 

@@ -5,10 +5,12 @@
 //                                               counter of 32..63 (shared, random)
 //   qs_ps_worker URL check CLIENTS TXNS         exit 0 when counters 0..CLIENTS-1 are
 //                                               TXNS and 32..63 sum to CLIENTS*TXNS
-//   qs_ps_worker URL deadlock FIRST SECOND DIR  write counter FIRST, say so (file
+//   qs_ps_worker URL deadlock FIRST SECOND DIR [delete]
+//                                               write counter FIRST, say so (file
 //                                               DIR/FIRST), wait for DIR/SECOND, write
-//                                               counter SECOND, commit: exit 0, or 3 on
-//                                               qs::deadlock (one attempt, no retry)
+//                                               counter SECOND (or delete it), commit:
+//                                               exit 0, or 3 on qs::deadlock (one
+//                                               attempt, no retry)
 //   qs_ps_worker URL hold N DIR                 write counter N, create DIR/held, sleep
 //                                               (until killed; 30 s at most)
 //   qs_ps_worker URL idle N DIR                 write counter N, create DIR/held, wait for
@@ -27,6 +29,10 @@
 //                                               (no retry): exit 0 when it committed,
 //                                               4 on qs::commit_unknown, 5 on
 //                                               qs::connection_lost
+//   qs_ps_worker URL index-restart GO DIR       open indexes "first" and "second", put key 1
+//                                               in "first", create DIR/ready, wait for file
+//                                               GO, put key 2 in "first" (reconnecting)
+//   qs_ps_worker URL index-keys NAME            print the keys of index NAME
 // Every wait is bounded. Output on stdout, errors on stderr.
 #include "ps_types.hpp"
 
@@ -119,7 +125,7 @@ int check(qs::database& db, int clients, int txns) {
   return rc;
 }
 
-int deadlock_role(qs::database& db, int first, int second, const std::string& dir) {
+int deadlock_role(qs::database& db, int first, int second, const std::string& dir, bool by_delete) {
   try {
     qs::transaction tx(db);
     Table* t = table(db);
@@ -129,7 +135,8 @@ int deadlock_role(qs::database& db, int first, int second, const std::string& di
       std::fprintf(stderr, "the other client never took its lock\n");
       return 1;
     }
-    t->c[second]->value += 1;  // waits for the other client: a cycle
+    if (by_delete) delete t->c[second];  // also waits for the other client
+    else t->c[second]->value += 1;       // waits for the other client: a cycle
     tx.commit();
     std::printf("committed\n");
     return 0;
@@ -246,6 +253,39 @@ int set(qs::database& db, int n, std::int64_t v) {
   }
 }
 
+using counter_index = qs::index<int, Counter>;
+
+int index_restart(qs::database& db, const std::string& go, const std::string& dir) {
+  counter_index first(db, "first"), second(db, "second");
+  db.run([&] { first.insert(1, table(db)->c[0]); });
+  touch_file(dir + "/ready");
+  if (!wait_for_file(go, 30000)) return 1;
+  for (int attempt = 0;; ++attempt) {
+    try {
+      db.run([&] { first.insert(2, table(db)->c[1]); });
+      return 0;
+    } catch (const qs::connection_lost& e) {
+      std::printf("connection_lost: %s\n", e.what());
+      if (attempt > 100) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
+
+int index_keys(qs::database& db, const std::string& name) {
+  counter_index ix(db, name);
+  std::string keys;
+  db.run([&] {
+    keys.clear();
+    ix.range(0, 1000, [&](int k, Counter*) {
+      keys += " " + std::to_string(k);
+      return true;
+    });
+  });
+  std::printf("keys:%s\n", keys.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -261,7 +301,7 @@ int main(int argc, char** argv) {
     if (mode == "incr")
       return incr(db, std::stoi(arg(3)), std::stoi(arg(4)), static_cast<unsigned>(std::stoul(arg(5))));
     if (mode == "check") return check(db, std::stoi(arg(3)), std::stoi(arg(4)));
-    if (mode == "deadlock") return deadlock_role(db, std::stoi(arg(3)), std::stoi(arg(4)), arg(5));
+    if (mode == "deadlock") return deadlock_role(db, std::stoi(arg(3)), std::stoi(arg(4)), arg(5), arg(6) == "delete");
     if (mode == "hold") return hold(db, std::stoi(arg(3)), arg(4));
     if (mode == "idle") return idle(db, std::stoi(arg(3)), arg(4));
     if (mode == "once") return once(db, std::stoi(arg(3)));
@@ -269,6 +309,8 @@ int main(int argc, char** argv) {
     if (mode == "all") return all(db, std::stoi(arg(3)), arg(4));
     if (mode == "same") return same(db);
     if (mode == "set") return set(db, std::stoi(arg(3)), std::stoll(arg(4)));
+    if (mode == "index-restart") return index_restart(db, arg(3), arg(4));
+    if (mode == "index-keys") return index_keys(db, arg(3));
     std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
     return 2;
   } catch (const std::exception& e) {

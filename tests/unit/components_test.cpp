@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "buffer_pool.hpp"
+#include "catalog.hpp"
 #include "indexes.hpp"
 #include "mem_store.hpp"
 #include "object_allocator.hpp"
@@ -33,8 +34,9 @@ constexpr std::uint32_t page_size = 8192;
 
 // What database_impl wires, over a mem_store: one "process" of a database.
 struct rig {
-  explicit rig(qs_test::mem_store& s, std::uint32_t pool_pages = 16, std::uintptr_t base = 0x7e0000000000)
-      : store(s), pool(pool_pages, page_size) {
+  explicit rig(qs_test::mem_store& s, std::uint32_t pool_pages = 16, std::uintptr_t base = 0x7e0000000000,
+               const qs::options& o = {})
+      : store(s), opts(o), pool(pool_pages, page_size) {
     access = make_page_access(std::make_unique<frame_space>(base, std::uint64_t{4096} * page_size, page_size, false),
                               pool, table);
     pointers = std::make_unique<pointer_check>(words, *access, table, pool, page_size, name);
@@ -283,16 +285,22 @@ TEST_CASE("roots and indexes: locations that lead back to their objects") {
 
 namespace {
 
-// A store whose next page write fails, as a page server's does when the
-// connection drops or the transaction is chosen as a deadlock victim.
+// A store whose next page write (or exclusive lock) fails, as a page
+// server's does when the connection drops or the transaction is chosen as a
+// deadlock victim.
 class failing_store final : public qs_test::mem_store {
  public:
   using mem_store::mem_store;
   bool fail_next = false;
+  bool fail_next_lock = false;
   void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
                   std::span<const byte_range> ranges, const std::string* mapping) override {
     if (std::exchange(fail_next, false)) throw qs::deadlock("failing_store: the write was refused");
     mem_store::patch_page(page, h, image, ranges, mapping);
+  }
+  void lock_for_write(std::uint64_t page) override {
+    if (std::exchange(fail_next_lock, false)) throw qs::deadlock("failing_store: the lock was refused");
+    mem_store::lock_for_write(page);
   }
 };
 
@@ -371,4 +379,84 @@ TEST_CASE("pager: a commit that changes only data keeps the mapping; one that ch
   std::optional<std::string> second = store.stored_mapping(page);
   REQUIRE(second.has_value());
   CHECK(second != first);
+}
+
+TEST_CASE("pager: an eviction whose one-time write-back cannot lock the page leaves it where the program sees it") {
+  failing_store store(store_options());
+  std::uint64_t page;
+  {
+    rig r(store);
+    r.begin();
+    void* a = r.alloc->allocate(pointer_descriptor(), 8, nullptr);
+    void* b = r.alloc->allocate(raw_descriptor(), 8160, nullptr);  // on a page of its own
+    REQUIRE(r.access->page_of(a) != r.access->page_of(b));
+    page = r.access->page_of(a)->page;
+    std::memcpy(r.image_of(a), &b, sizeof b);
+    r.commit();
+  }
+  // Every run moves as it comes in, and one-time relocation writes the
+  // rewritten page back: when it is evicted, it takes its exclusive lock.
+  qs::options o;
+  o.relocation_policy = qs::relocation::one_time;
+  o.force_relocation_percent = 100;
+  rig r(store, 16, 0x7e0000000000, o);
+  r.begin();
+  page_desc* d = r.relocate->ensure_run(0, page, 1);
+  r.pages->page_in(d);
+  REQUIRE(r.log.relocate_pending(d));
+  store.fail_next_lock = true;
+  CHECK_THROWS_AS(r.pages->evict(d), qs::deadlock);
+  // Still resident: its frame shows its slot, as it did before (a later
+  // revalidation only changes the frame's protection).
+  REQUIRE(d->resident());
+  r.access->set_access(d, false);
+  CHECK(std::memcmp(r.access->address(d), r.pages->image(d), page_size) == 0);
+  store.abort();
+}
+
+namespace {
+
+// Two clients of a page server create a database at once. This one loses:
+// its commit is a deadlock victim, and when it looks again the winner has
+// not committed yet; a moment later the winner's records are there.
+class losing_creator final : public qs_test::mem_store {
+ public:
+  using mem_store::mem_store;
+  void commit(bool durable) override {
+    if (!lost_) {
+      lost_ = true;
+      throw qs::deadlock("losing_creator: chosen as the deadlock victim");
+    }
+    mem_store::commit(durable);
+  }
+  std::optional<std::string> get(std::string_view key) override {
+    if (lost_ && !won_ && !in_transaction() && key == "page_size") {
+      won_ = true;  // the winner commits now
+      mem_store::put("format", format_name());
+      mem_store::put("page_size", "8192");
+      mem_store::put("base", std::to_string(std::uintptr_t{0x7d0000000000}));
+      mem_store::put("reservation", std::to_string(std::uint64_t{64} << 20));
+      mem_store::put("next_page", "1");
+      mem_store::put("next_frame", "0");
+      return std::nullopt;
+    }
+    return mem_store::get(key);
+  }
+
+ private:
+  bool lost_ = false, won_ = false;
+};
+
+}  // namespace
+
+TEST_CASE("catalog: a client that loses the race to create a database opens the winner's") {
+  losing_creator store(store_options());
+  qs::options o;
+  o.reservation_bytes = std::uint64_t{64} << 20;
+  std::uint32_t ps = 4096;
+  std::unique_ptr<frame_space> frames;
+  CHECK_NOTHROW(frames = open_catalog(store, o, ps));
+  CHECK(ps == 8192);
+  REQUIRE(frames);
+  CHECK(reinterpret_cast<std::uintptr_t>(frames->base()) == 0x7d0000000000);
 }

@@ -129,8 +129,8 @@ class database {
   static database open(const std::string& path, const options& opts = {});
 
   // Runs `body` in a transaction of its own and commits it. When the
-  // transaction is chosen as a deadlock victim (qs::deadlock, from body or
-  // from the commit), it is aborted and body runs again, after a short random
+  // transaction is chosen as a deadlock victim (qs::deadlock, from body, from
+  // a `delete` in it, or from the commit), it is aborted and body runs again, after a short random
   // wait, up to `attempts` runs in all; then the deadlock is rethrown. Other
   // exceptions abort and propagate at once. Everything body did to persistent
   // data is undone by an abort; body must not depend on transient effects of

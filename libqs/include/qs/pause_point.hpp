@@ -9,9 +9,9 @@
 //
 // The runtime's points: commit.half_written (half of the written pages are in
 // the store transaction), commit.before_store_commit, commit.after_store_commit.
-// qs-pageserver's (each stops one connection's thread): server.commit.half_applied,
-// server.commit.before_commit, server.commit.after_commit (committed, not yet
-// answered).
+// qs-pageserver's: server.commit.half_applied (half of a commit's pages are
+// in its Berkeley DB transaction), server.commit.before_commit,
+// server.commit.after_commit (committed, the client not told yet).
 #pragma once
 
 namespace qs {

@@ -27,6 +27,12 @@
 //    begin a new transaction (or reopen the database) and check whether
 //    the transaction's effects are there before doing it again;
 //    database::run does not retry it.
+//  * `delete` (and qs::destroy, qs::allocator's deallocate) cannot throw.
+//    When freeing a persistent object fails (a page server's deadlock or
+//    lost connection, or a pointer to no object), the transaction fails
+//    instead: the next use of it (a fault, an allocation, a root or an index)
+//    throws what went wrong, and so does commit(), which aborts. db.run
+//    retries such a deadlock as any other.
 //
 // Thread-safety: a transaction belongs to the thread that began it; it is
 // committed, aborted and destroyed there.

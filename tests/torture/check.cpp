@@ -1,0 +1,80 @@
+// The checker of the crash torture (check.hpp).
+#include "check.hpp"
+
+#include "bdb_store.hpp"
+#include "remote_store.hpp"
+#include "store_audit.hpp"
+#include "verify.hpp"
+
+#include <qs/qs.hpp>
+
+#include <cstdio>
+#include <memory>
+
+namespace qs_torture {
+
+int run_check(const std::string& target, std::uint64_t seed, const std::vector<std::int64_t>& floors) {
+  std::vector<std::string> problems;
+  std::int64_t items = 0, arrays = 0, tables = 0;
+  const int parts = static_cast<int>(floors.size());
+  try {
+    qs::options o;
+    o.pool_pages = 256;
+    o.reservation_bytes = std::uint64_t{1} << 30;
+    o.store_cache_bytes = 16u << 20;
+    qs::database db = qs::database::open(target, o);
+    qs::transaction tx(db);
+    for (int p = 0; p < parts; ++p) {
+      partition_check c = verify_partition(db, seed, p);
+      std::printf("holds %d %lld\n", p, static_cast<long long>(c.k));
+      const std::int64_t floor = floors[static_cast<std::size_t>(p)];
+      if (c.k < floor)
+        problems.push_back("partition " + std::to_string(p) + ": transaction " + std::to_string(floor) +
+                           " was reported committed, the database holds " + std::to_string(c.k));
+      if (c.k > floor + 1)
+        problems.push_back("partition " + std::to_string(p) + " holds " + std::to_string(c.k) +
+                           " transactions; at most " + std::to_string(floor + 1) + " can have committed");
+      problems.insert(problems.end(), c.problems.begin(), c.problems.end());
+      items += c.items;
+      arrays += c.arrays;
+      tables += c.table ? 1 : 0;
+    }
+    tx.abort();  // read-only: nothing to commit (and no commit for a server's pause point to stop)
+  } catch (const std::exception& e) {
+    problems.push_back(std::string("reading the database: ") + e.what());
+  }
+  if (problems.empty()) {
+    std::unique_ptr<qs::detail::store> s;
+    try {
+      if (qs::detail::is_remote_url(target)) s = qs::detail::connect_remote_store(target, {});
+      else s = std::make_unique<qs::detail::bdb_store>(target, qs::detail::bdb_options{8192, 16u << 20});
+    } catch (const std::exception& e) {
+      problems.push_back(std::string("opening the store: ") + e.what());
+    }
+    if (s) {
+      std::vector<std::string> indexes;
+      for (int p = 0; p < parts; ++p) indexes.push_back(index_name(p));
+      audit_result a = audit_store(*s, indexes);
+      problems.insert(problems.end(), a.problems.begin(), a.problems.end());
+      auto expect = [&](const char* type, std::int64_t n) {
+        auto it = a.objects.find(type);
+        std::int64_t found = it == a.objects.end() ? 0 : it->second;
+        if (found != n)
+          problems.push_back("store: " + std::to_string(found) + " objects of " + type + ", the partitions hold " +
+                             std::to_string(n));
+      };
+      if (a.problems.empty()) {
+        expect("qs_torture::Item", items);
+        expect("qs_torture::Words", arrays);
+        expect("qs_torture::Table", tables);
+      }
+      std::printf("audited %lld pages\n", static_cast<long long>(a.pages));
+    }
+  }
+  for (const std::string& p : problems) std::printf("problem: %s\n", p.c_str());
+  if (problems.empty()) std::printf("ok\n");
+  std::fflush(stdout);
+  return problems.empty() ? 0 : 1;
+}
+
+}  // namespace qs_torture

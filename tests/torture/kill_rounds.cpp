@@ -1,0 +1,412 @@
+// The crash torture's driver (kill_rounds.hpp).
+#include "kill_rounds.hpp"
+
+#include "harness.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace qs_torture {
+namespace {
+
+using qs_pstest::process;
+using qs_pstest::server_process;
+using qs_pstest::timed_out;
+
+namespace fs = std::filesystem;
+
+constexpr std::array writer_pauses{"torture.mid", "torture.end", "commit.half_written", "commit.before_store_commit",
+                                   "commit.after_store_commit"};
+constexpr std::array server_pauses{"server.commit.half_applied", "server.commit.before_commit",
+                                   "server.commit.after_commit"};
+constexpr int pause_wait_ms = 30000;
+constexpr int check_wait_ms = 300000;
+
+// A failed round: what the driver prints before it stops.
+class round_failed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct kill_choice {
+  std::string pause;  // "name:N", or empty for a delay
+  int delay_ms = 0;
+  std::string describe() const { return pause.empty() ? "after " + std::to_string(delay_ms) + " ms" : "at " + pause; }
+  std::string how() const { return pause.empty() ? "delay" : pause.substr(0, pause.rfind(':')); }
+};
+
+struct kind_stats {
+  int rounds = 0;
+  int kills = 0;
+  int recovery_kills = 0;
+  std::map<std::string, int> how;
+  int pauses_missed = 0;       // the victim never reached its pause point
+  int one_more = 0;            // rounds whose database held a commit nobody reported
+  std::int64_t committed = 0;  // transactions in the database at the end
+  double seconds = 0;
+};
+
+// The highest "committed K" line of a writer's output, and its "lost" lines.
+std::int64_t last_committed(const std::string& out) {
+  std::istringstream in(out);
+  std::string line;
+  std::int64_t k = 0;
+  while (std::getline(in, line))
+    if (line.rfind("committed ", 0) == 0) k = std::max<std::int64_t>(k, std::atoll(line.c_str() + 10));
+  return k;
+}
+
+int losses(const std::string& out) {
+  std::istringstream in(out);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) n += line.rfind("lost ", 0) == 0;
+  return n;
+}
+
+void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+void write_atomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text << "\n";
+  }
+  fs::rename(tmp, path);
+}
+
+// A victim started with a pause point: the process and the read end of the
+// pipe it writes to when it stops there.
+struct victim {
+  process proc;
+  int pause_fd = -1;
+  victim() = default;
+  victim(victim&& o) noexcept : proc(std::move(o.proc)), pause_fd(o.pause_fd) { o.pause_fd = -1; }
+  ~victim() {
+    if (pause_fd >= 0) ::close(pause_fd);
+  }
+  // Waits until it stops at its pause point (true), or exits, or time runs out.
+  bool wait_paused(int ms) {
+    if (pause_fd < 0) return false;
+    pollfd p{pause_fd, POLLIN, 0};
+    char b;
+    return ::poll(&p, 1, ms) == 1 && ::read(pause_fd, &b, 1) == 1;
+  }
+};
+
+class torture {
+ public:
+  explicit torture(const torture_config& c) : c_(c), rng_(c.seed) {}
+
+  int run() {
+    work_ = c_.dir;
+    if (work_.empty()) {
+      const char* tmp = std::getenv("TMPDIR");
+      std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/qs-torture-XXXXXX";
+      std::vector<char> buf(tmpl.begin(), tmpl.end());
+      buf.push_back('\0');
+      if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
+      work_ = buf.data();
+    }
+    fs::create_directories(work_);
+    std::printf("qs_torture: seed %llu, %d rounds of kind%s %s, in %s\n", static_cast<unsigned long long>(c_.seed),
+                c_.rounds, c_.kinds.size() > 1 ? "s" : "", c_.kinds.c_str(), work_.c_str());
+    std::fflush(stdout);
+    int rc = 0;
+    for (char kind : c_.kinds) {
+      kind_stats& st = stats_[kind];
+      rng_.seed(c_.seed ^ (static_cast<std::uint64_t>(kind) << 56));  // a kind replays alone (--kinds)
+      auto t0 = std::chrono::steady_clock::now();
+      try {
+        if (kind == 'a') run_embedded(st);
+        else if (kind == 'b') run_client_through_server(st);
+        else if (kind == 'c') run_server(st);
+        else throw std::runtime_error(std::string("unknown kind ") + kind + " (a, b or c)");
+      } catch (const std::exception& e) {
+        std::printf("FAILED: kind %c, round %d: %s\n", kind, st.rounds, e.what());
+        std::printf("replay: scripts/torture %d --seed %llu --kinds %c (work directory kept: %s)\n", c_.rounds,
+                    static_cast<unsigned long long>(c_.seed), kind, work_.c_str());
+        rc = 1;
+      }
+      st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      report(kind, st);
+      if (rc) break;
+    }
+    if (rc == 0 && !c_.keep && c_.dir.empty()) fs::remove_all(work_);
+    return rc;
+  }
+
+ private:
+  // --- choices (all from the seed) ---
+  int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  bool chance(int percent) { return uniform(0, 99) < percent; }
+
+  template <std::size_t n>
+  kill_choice choose_kill(const std::array<const char*, n>& pauses, int max_pass) {
+    kill_choice k;
+    if (chance(40)) {
+      k.pause = std::string(pauses[static_cast<std::size_t>(uniform(0, static_cast<int>(n) - 1))]) + ":" +
+                std::to_string(uniform(1, max_pass));
+    } else {
+      k.delay_ms = chance(50) ? uniform(0, 80) : uniform(80, 700);
+    }
+    return k;
+  }
+
+  // pool, relocation
+  std::pair<int, int> choose_options() { return {chance(70) ? 16 : 256, chance(50) ? 0 : uniform(1, 2)}; }
+
+  // --- processes ---
+  victim start_writer(const std::string& dir, const std::string& tag, const std::string& target, int part,
+                      std::pair<int, int> options, const std::string& pause, const std::string& go = "") {
+    std::vector<std::string> argv{c_.self,
+                                  "write",
+                                  target,
+                                  std::to_string(part),
+                                  std::to_string(c_.seed),
+                                  std::to_string(options.first),
+                                  std::to_string(options.second)};
+    if (!go.empty()) argv.insert(argv.end(), {"--go", go});
+    std::vector<std::string> env{"QS_SECRET=" + secret_};
+    victim v;
+    int fds[2] = {-1, -1};
+    if (!pause.empty()) {
+      if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+      env.push_back("QS_PAUSE_AT=" + pause);
+      env.push_back("QS_PAUSE_FD=100");
+    }
+    v.proc = qs_pstest::spawn(argv, env, dir, tag, fds[1]);
+    if (fds[1] >= 0) ::close(fds[1]);
+    v.pause_fd = fds[0];
+    return v;
+  }
+
+  // Kills the victim as `k` says; returns whether it reached its pause point.
+  bool kill_victim(victim& v, const kill_choice& k, const std::string& what) {
+    bool paused = false;
+    if (!k.pause.empty()) paused = v.wait_paused(pause_wait_ms);
+    else sleep_ms(k.delay_ms);
+    int st = v.proc.wait(0);  // kills it when it is still running
+    if (st != timed_out)
+      throw round_failed(what + " ended by itself (status " + std::to_string(st) + ") before the kill " + k.describe() +
+                         ": " + v.proc.err());
+    return paused;
+  }
+
+  std::vector<std::int64_t> check(const std::string& dir, const std::string& target,
+                                  const std::vector<std::int64_t>& floors) {
+    std::vector<std::string> argv{c_.self, "check", target, std::to_string(c_.seed)};
+    for (std::int64_t f : floors) argv.push_back(std::to_string(f));
+    process p = qs_pstest::spawn(argv, {"QS_SECRET=" + secret_}, dir, "check");
+    int st = p.wait(check_wait_ms);
+    std::string out = p.out();
+    if (st != 0) {
+      std::string floors_text;
+      for (std::int64_t f : floors) floors_text += " " + std::to_string(f);
+      throw round_failed("the check (writers reported" + floors_text + ") " +
+                         (st == timed_out ? "timed out" : "exited with status " + std::to_string(st)) + ":\n" + out +
+                         p.err());
+    }
+    std::vector<std::int64_t> holds(floors.size(), 0);
+    std::istringstream in(out);
+    std::string word;
+    while (in >> word)
+      if (word == "holds") {
+        std::size_t part;
+        std::int64_t k;
+        in >> part >> k;
+        if (part < holds.size()) holds[part] = k;
+      }
+    return holds;
+  }
+
+  // What the checker says of the database after a writer failed: the other
+  // writers stopped, the server restarted when it is down.
+  std::string after_failure(server_process& server, const std::string& dir, std::vector<victim>& writers,
+                            std::vector<std::int64_t> floors) {
+    try {
+      for (std::size_t p = 0; p < writers.size(); ++p) {
+        writers[p].proc.kill9();
+        floors[p] = std::max(floors[p], last_committed(writers[p].proc.out()));
+      }
+      if (!server.running()) server.start();
+      check(dir, server.unix_url(), floors);
+      return "\nthe database itself passes the check";
+    } catch (const std::exception& e) {
+      return std::string("\nand then ") + e.what();
+    }
+  }
+
+  void log_round(char kind, int r, const std::string& text) {
+    if (c_.verbose || (r + 1) % 100 == 0) {
+      std::printf("  %c round %d: %s\n", kind, r + 1, text.c_str());
+      std::fflush(stdout);
+    }
+  }
+
+  void count_kill(kind_stats& st, const kill_choice& k, bool paused) {
+    ++st.kills;
+    ++st.how[k.how()];
+    if (!k.pause.empty() && !paused) ++st.pauses_missed;
+  }
+
+  // --- a: an embedded writer ---
+  void run_embedded(kind_stats& st) {
+    const std::string dir = work_ + "/a", db = dir + "/db";
+    fs::create_directories(dir);
+    std::int64_t floor = 0;
+    for (int r = 0; r < c_.rounds; ++r, ++st.rounds) {
+      kill_choice k = choose_kill(writer_pauses, 4);
+      auto options = choose_options();
+      victim v = start_writer(dir, "writer", db, 0, options, k.pause);
+      bool paused = kill_victim(v, k, "the writer");
+      count_kill(st, k, paused);
+      std::int64_t reported = std::max(floor, last_committed(v.proc.out()));
+      std::string text = "writer killed " + k.describe();
+      if (chance(25)) {  // the next process to open the directory is killed too, as it recovers
+        kill_choice rk{"", uniform(0, 25)};
+        victim w = start_writer(dir, "recovering", db, 0, choose_options(), "");
+        kill_victim(w, rk, "the recovering writer");
+        ++st.recovery_kills;
+        reported = std::max(reported, last_committed(w.proc.out()));
+        text += ", then again " + rk.describe();
+      }
+      std::int64_t holds = check(dir, db, {reported})[0];
+      if (holds > reported) ++st.one_more;
+      floor = holds;
+      log_round('a', r, text + "; holds " + std::to_string(holds));
+    }
+    st.committed = floor;
+  }
+
+  // --- b: a writer through a page server ---
+  void run_client_through_server(kind_stats& st) {
+    const std::string dir = work_ + "/b";
+    server_process server(dir);
+    secret_ = server.secret();
+    server.start();
+    std::int64_t floor = 0;
+    for (int r = 0; r < c_.rounds; ++r, ++st.rounds) {
+      kill_choice k = choose_kill(writer_pauses, 4);
+      std::string url = chance(50) ? server.unix_url() : server.tcp_url();
+      victim v = start_writer(dir, "writer", url, 0, choose_options(), k.pause);
+      bool paused = kill_victim(v, k, "the writer");
+      count_kill(st, k, paused);
+      std::int64_t reported = std::max(floor, last_committed(v.proc.out()));
+      std::int64_t holds = check(dir, server.unix_url(), {reported})[0];
+      if (holds > reported) ++st.one_more;
+      floor = holds;
+      if (!server.running()) throw round_failed("the page server died: " + server.log());
+      log_round('b', r, "writer killed " + k.describe() + "; holds " + std::to_string(holds));
+    }
+    st.committed = floor;
+    server.terminate();
+  }
+
+  // --- c: the page server, under three writers ---
+  void run_server(kind_stats& st) {
+    constexpr int writers = 3;
+    const std::string dir = work_ + "/c", go = dir + "/go";
+    server_process server(dir);
+    secret_ = server.secret();
+    write_atomically(go, "0");
+    kill_choice k = choose_kill(server_pauses, 8);
+    server.start(k.pause);
+    std::vector<victim> w;
+    std::vector<std::int64_t> floors(writers, 0);
+    const std::array<std::pair<int, int>, writers> options{{{16, 0}, {256, 1}, {16, 2}}};
+    for (int p = 0; p < writers; ++p)
+      w.push_back(start_writer(dir, "writer" + std::to_string(p), p == 1 ? server.tcp_url() : server.unix_url(), p,
+                               options[static_cast<std::size_t>(p)], "", go));
+    for (int r = 0; r < c_.rounds; ++r, ++st.rounds) {
+      bool paused = false;
+      if (!k.pause.empty()) paused = server.wait_paused(pause_wait_ms);
+      else sleep_ms(k.delay_ms);
+      server.kill9();
+      count_kill(st, k, paused);
+      std::string text = "server killed " + k.describe();
+      // Every writer notices before the server comes back.
+      for (int p = 0; p < writers; ++p) {
+        for (int waited = 0; losses(w[static_cast<std::size_t>(p)].proc.out()) < r + 1; waited += 5) {
+          if (!w[static_cast<std::size_t>(p)].proc.running())
+            throw round_failed("writer " + std::to_string(p) + " ended: " + w[static_cast<std::size_t>(p)].proc.err() +
+                               after_failure(server, dir, w, floors));
+          if (waited > 120000) throw round_failed("writer " + std::to_string(p) + " never noticed the kill");
+          sleep_ms(5);
+        }
+        floors[static_cast<std::size_t>(p)] =
+            std::max(floors[static_cast<std::size_t>(p)], last_committed(w[static_cast<std::size_t>(p)].proc.out()));
+      }
+      if (chance(25)) {  // a server killed as it recovers
+        process q =
+            qs_pstest::spawn({QS_PAGESERVER, "--dir", dir + "/db", "--unix", dir + "/sock", "--tcp",
+                              "127.0.0.1:" + std::to_string(server.port()), "--secret-file", server.secret_file()},
+                             {}, dir, "recovering");
+        kill_choice rk{"", uniform(0, 30)};
+        sleep_ms(rk.delay_ms);
+        q.kill9();
+        ++st.recovery_kills;
+        text += ", then again " + rk.describe();
+      }
+      k = choose_kill(server_pauses, 8);
+      server.start(k.pause);
+      std::vector<std::int64_t> holds = check(dir, server.unix_url(), floors);
+      for (int p = 0; p < writers; ++p) {
+        if (holds[static_cast<std::size_t>(p)] > floors[static_cast<std::size_t>(p)]) ++st.one_more;
+        floors[static_cast<std::size_t>(p)] = holds[static_cast<std::size_t>(p)];
+      }
+      write_atomically(go, std::to_string(r + 1));
+      log_round('c', r,
+                text + "; holds " + std::to_string(holds[0]) + " " + std::to_string(holds[1]) + " " +
+                    std::to_string(holds[2]));
+    }
+    for (std::int64_t f : floors) st.committed += f;
+    for (victim& v : w) v.proc.kill9();
+    server.kill9();
+  }
+
+  void report(char kind, const kind_stats& st) {
+    static const std::map<char, const char*> names{
+        {'a', "embedded writer"}, {'b', "writer through qs-pageserver"}, {'c', "qs-pageserver under 3 writers"}};
+    auto name = names.find(kind);
+    std::printf("kind %c (%s): %d rounds in %.1f s, %d kills (", kind, name == names.end() ? "?" : name->second,
+                st.rounds, st.seconds, st.kills);
+    bool first = true;
+    for (auto& [how, n] : st.how) {
+      std::printf("%s%s %d", first ? "" : ", ", how.c_str(), n);
+      first = false;
+    }
+    std::printf(
+        ") and %d more while recovering; %lld transactions committed and checked; %d rounds held one "
+        "more than reported; %d pause points not reached\n",
+        st.recovery_kills, static_cast<long long>(st.committed), st.one_more, st.pauses_missed);
+    std::fflush(stdout);
+  }
+
+  const torture_config& c_;
+  std::mt19937_64 rng_;
+  std::string work_;
+  std::string secret_;
+  std::map<char, kind_stats> stats_;
+};
+
+}  // namespace
+
+int run_torture(const torture_config& c) { return torture(c).run(); }
+
+}  // namespace qs_torture

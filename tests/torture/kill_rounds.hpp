@@ -1,0 +1,45 @@
+// kill_rounds.hpp: the crash torture's driver (scripts/torture).
+//
+// For each kind of victim it runs `rounds` rounds on one database that lives
+// through all of them, so that damage left by one recovery is still there,
+// and grows, in the next:
+//   a  an embedded writer (a directory) killed with SIGKILL;
+//   b  a writer through a qs-pageserver killed (the server lives on);
+//   c  the qs-pageserver killed while three writers commit through it (the
+//      writers live on, and go on with their cached pages once it is back).
+// A victim is killed after a random delay (from its start, so that some
+// kills land while it opens and recovers the database) or where it stops at
+// a random pass of a random pause point (qs/pause_point.hpp). In a quarter
+// of the rounds of a and c, the process that recovers the database is
+// killed too, a few milliseconds after it starts. After each round the
+// checker (check.hpp) runs in a process of its own, with what the writers
+// reported: nothing reported lost, nothing partial, the store's records
+// sound. Every choice comes from one seed, printed first; the timing of a
+// delay kill is the operating system's, so a replay takes the same choices
+// but may land elsewhere.
+//
+// On a failure the driver stops, prints the round, its choices and the
+// checker's findings, and keeps the work directory (databases, logs).
+//
+// Thread-safety: one driver per process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace qs_torture {
+
+struct torture_config {
+  int rounds = 10;  // per kind
+  std::uint64_t seed = 0;
+  std::string kinds = "abc";
+  std::string dir;  // work directory; empty: a fresh one under $TMPDIR
+  bool keep = false;
+  bool verbose = false;
+  std::string self;  // this program, which is also the writer and the checker
+};
+
+// Returns 0 when every round passed.
+int run_torture(const torture_config& c);
+
+}  // namespace qs_torture
