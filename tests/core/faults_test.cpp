@@ -115,6 +115,31 @@ TEST_CASE("a persistent object touched outside a transaction raises qs::no_trans
   CHECK(head->value == 7);
 }
 
+// Tagged [tsan]: ThreadSanitizer runs a program's handler with every signal
+// blocked, so an exception thrown out of qs's handler must put back the mask
+// of the code that faulted.
+TEST_CASE("an error thrown out of the fault handler leaves the thread's signal mask as it was", "[tsan]") {
+  test_dir dir;
+  {
+    auto db = qs::database::open(dir.path(), small_options());
+    qs::transaction tx(db);
+    db.root<Node*>("head") = new (db) Node{7, nullptr};
+    tx.commit();
+  }
+  sigset_t block, before, after;
+  sigemptyset(&block);
+  sigaddset(&block, SIGUSR1);
+  REQUIRE(pthread_sigmask(SIG_BLOCK, &block, &before) == 0);
+  auto db = qs::database::open(dir.path(), small_options());
+  REQUIRE_THROWS_AS(touch(db.root<Node*>("head")), qs::no_transaction);  // not resident: faults
+  REQUIRE(pthread_sigmask(SIG_SETMASK, &before, &after) == 0);
+  CHECK(sigismember(&after, SIGUSR1) == 1);  // blocked by the program: still blocked
+  for (int sig : {SIGUSR2, SIGTERM, SIGINT, SIGALRM, SIGCHLD, SIGSEGV}) {
+    INFO("signal " << sig);
+    CHECK(sigismember(&after, sig) == sigismember(&before, sig));
+  }
+}
+
 TEST_CASE("a touch of a frame that belongs to no page is reported and aborts") {
   test_dir dir;
   std::string err = dir.sub("stderr");

@@ -103,10 +103,11 @@ void handler(int sig, siginfo_t* info, void* ctx) {
     t->on_fault(addr, write);
   } catch (...) {
     in_fault = false;
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGSEGV);
-    pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
+    // The exception leaves through the faulting instruction, not through
+    // sigreturn: put back the signal mask of the code that faulted. (Ours
+    // blocks nothing more, but a wrapper may have: ThreadSanitizer runs the
+    // handler with every signal blocked.)
+    pthread_sigmask(SIG_SETMASK, &uc->uc_sigmask, nullptr);
     throw;
   }
   in_fault = false;
