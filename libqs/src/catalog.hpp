@@ -3,7 +3,8 @@
 // reservation, and the page and frame counters (keys.hpp).
 //
 // Creating a database picks a free place for its reservation (16 TiB up,
-// well clear of the heap, PIE executables and shared libraries) and writes
+// well clear of the heap, PIE executables and shared libraries; wherever the
+// kernel puts it when none of those is free) and writes
 // the records in one store transaction; two clients of a page server that
 // create the same database at once agree on one of them. Opening one checks
 // that it was made by this mode (page_access.hpp's format_name) and reserves

@@ -68,7 +68,7 @@ TEST_CASE("two databases in one thread: transactions end in any order, and the a
   CHECK(db2.root<long*>("array")[999] == 999);
 }
 
-TEST_CASE("threads with a database each allocate in their own") {
+TEST_CASE("threads with a database each allocate in their own", "[tsan]") {
   test_dir dir;
   std::atomic<int> wrong{0};
   std::barrier both(2);

@@ -79,7 +79,7 @@ TEST_CASE("a commit that would store a pointer to transient memory is refused an
   CHECK(v[0] == 9);
 }
 
-TEST_CASE("several threads touch persistent objects inside one transaction") {
+TEST_CASE("several threads touch persistent objects inside one transaction", "[tsan]") {
   test_dir dir;
   auto db = qs::database::open(dir.path(), small_options(32));
   constexpr int lists = 4, per_list = 5000;

@@ -418,3 +418,15 @@ std::uint64_t bdb_env::log_position() {
 }
 
 }  // namespace qs::detail
+
+#if defined(__SANITIZE_THREAD__)
+// Built with ThreadSanitizer (QS_SANITIZE=thread): Berkeley DB takes its own
+// mutexes (pthread read-write locks in its region) in orders ThreadSanitizer
+// reports as possible deadlocks, all of them inside libdb and none involving
+// a lock of qs's; its locking is its own business. Weak: a program's own
+// suppressions replace these (TSAN_OPTIONS=suppressions=FILE adds to them).
+extern "C" const char* __tsan_default_suppressions();
+extern "C" __attribute__((weak, visibility("default"))) const char* __tsan_default_suppressions() {
+  return "deadlock:libdb_cxx\n";
+}
+#endif

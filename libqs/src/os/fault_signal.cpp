@@ -103,10 +103,11 @@ void handler(int sig, siginfo_t* info, void* ctx) {
     t->on_fault(addr, write);
   } catch (...) {
     in_fault = false;
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGSEGV);
-    pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
+    // The exception leaves through the faulting instruction, not through
+    // sigreturn: put back the signal mask of the code that faulted. (Ours
+    // blocks nothing more, but a wrapper may have: ThreadSanitizer runs the
+    // handler with every signal blocked.)
+    pthread_sigmask(SIG_SETMASK, &uc->uc_sigmask, nullptr);
     throw;
   }
   in_fault = false;
@@ -183,6 +184,33 @@ struct probe final : fault_target {
 }  // namespace
 
 }  // namespace qs::detail
+
+// qs built with a sanitizer (QS_SANITIZE, cmake/QsSanitize.cmake): what its
+// runtime must be told for qs's handler to work, as the defaults of the
+// program (weak: a program that defines its own wins, and the *_OPTIONS
+// environment variables still add to them).
+#if defined(__SANITIZE_ADDRESS__)
+// AddressSanitizer has its own SIGSEGV handler. qs's sigaction replaces it
+// only with allow_user_segv_handler=1 (the default of GCC 12's and recent
+// clang's runtimes; older ones ignored the call). AddressSanitizer's handler
+// is then the one qs hands foreign faults to, and still reports them.
+extern "C" const char* __asan_default_options();
+extern "C" __attribute__((weak, visibility("default"))) const char* __asan_default_options() {
+  return "allow_user_segv_handler=1";
+}
+#endif
+#if defined(__SANITIZE_THREAD__)
+// A page fault is synchronous: it interrupts the faulting instruction, never
+// malloc or a lock of the runtime's, so the handler may allocate, lock and
+// read the store. ThreadSanitizer reports every such call in a signal
+// handler ("signal-unsafe call inside of a signal") unless told not to. (An
+// exception thrown out of the handler also leaves ThreadSanitizer counting
+// the thread as inside a handler, which only matters to that report.)
+extern "C" const char* __tsan_default_options();
+extern "C" __attribute__((weak, visibility("default"))) const char* __tsan_default_options() {
+  return "report_signal_unsafe=0";
+}
+#endif
 
 namespace qs {
 

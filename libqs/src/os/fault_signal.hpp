@@ -10,7 +10,8 @@
 //
 // A target may throw from on_fault: the exception leaves the handler and
 // unwinds through the faulting instruction (the program is compiled with
-// -fnon-call-exceptions). SIGSEGV is unblocked before it leaves.
+// -fnon-call-exceptions). The signal mask of the code that faulted is put
+// back before it leaves.
 //
 // A SIGSEGV that no fault in a registered range caused (another address, or
 // one sent with kill or raise) gets what it would get without qs: the

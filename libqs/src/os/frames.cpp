@@ -121,12 +121,23 @@ frame_space::frame_space(std::uintptr_t preferred, std::uint64_t bytes, std::uin
   // addresses in mapping objects) are aligned to the page size, so reserve
   // a page more and trim.
   std::uint64_t slack = exact ? 0 : page_size;
-  void* p = ::mmap(reinterpret_cast<void*>(preferred), bytes + slack, PROT_NONE,
-                   flags | (exact ? MAP_FIXED_NOREPLACE : 0), -1, 0);
-  if (p == MAP_FAILED) {
+  auto refuse = [&] {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%#lx", static_cast<unsigned long>(preferred));
     fail(std::string("qs: reserving ") + std::to_string(bytes >> 20) + " MiB of address space at " + buf);
+  };
+  // Exactly at `preferred`: asked for as a hint, and checked. The kernel takes
+  // a hint when the range is free and never replaces a mapping for one;
+  // MAP_FIXED_NOREPLACE would say the same, but an older kernel reads it as
+  // a hint without saying so, and ThreadSanitizer's mmap replaces an address
+  // outside its application ranges by 0 and keeps the flag (a mapping at
+  // address 0, which it then reports as fatal).
+  void* p = ::mmap(reinterpret_cast<void*>(preferred), bytes + slack, PROT_NONE, flags, -1, 0);
+  if (p == MAP_FAILED) refuse();
+  if (exact && reinterpret_cast<std::uintptr_t>(p) != preferred) {
+    ::munmap(p, bytes + slack);
+    errno = EEXIST;
+    refuse();
   }
   auto start = reinterpret_cast<std::uintptr_t>(p);
   auto aligned = (start + slack) & ~(std::uintptr_t{page_size} - 1);

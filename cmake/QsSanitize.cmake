@@ -1,0 +1,73 @@
+# QsSanitize.cmake: qs built under a sanitizer (the cache option QS_SANITIZE).
+#
+#   QS_SANITIZE=           none (the default)
+#   QS_SANITIZE=address    AddressSanitizer and UndefinedBehaviorSanitizer
+#   QS_SANITIZE=thread     ThreadSanitizer
+#
+#   qs_sanitize_in_directory(<dir>)   the flags on every compiled target
+#                                     defined in <dir> and below
+#
+# The top-level CMakeLists.txt calls qs_sanitize_in_directory on qs's source
+# directory once everything is defined, as it does qs_warnings_in_directory,
+# so that the runtime, qs-pageserver, the tests, the examples, the benchmarks
+# and OO7 are all built the same way. Compile options are PRIVATE; the link
+# options are PUBLIC, so that a program of a parent project that links the
+# (static) runtime also links the sanitizer's own runtime. A parent's own
+# sources are not instrumented: it adds -fsanitize to them itself.
+#
+# Undefined behaviour ends the program (-fno-sanitize-recover), so that a
+# test that meets it fails instead of printing and going on. What a
+# sanitizer's runtime must be told for qs's SIGSEGV handler to work is
+# compiled into the runtime (libqs/src/os/fault_signal.cpp, the
+# __*_default_options); README.md ("Sanitizers, gdb and valgrind") says it
+# for programs built otherwise. scripts/sanitize adds, in the tests'
+# environment, what makes a finding in a child process fail its test.
+include_guard(GLOBAL)
+
+set(QS_SANITIZE "" CACHE STRING "Build qs under a sanitizer: empty, address (ASan and UBSan) or thread (TSan)")
+set_property(CACHE QS_SANITIZE PROPERTY STRINGS "" address thread)
+if(QS_SANITIZE STREQUAL "address")
+  set_property(GLOBAL PROPERTY QS_SANITIZE_COMPILE_FLAGS
+    -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  set_property(GLOBAL PROPERTY QS_SANITIZE_LINK_FLAGS -fsanitize=address,undefined)
+elseif(QS_SANITIZE STREQUAL "thread")
+  set_property(GLOBAL PROPERTY QS_SANITIZE_COMPILE_FLAGS -fsanitize=thread -fno-omit-frame-pointer)
+  set_property(GLOBAL PROPERTY QS_SANITIZE_LINK_FLAGS -fsanitize=thread)
+elseif(NOT QS_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "QS_SANITIZE must be empty, address or thread, not '${QS_SANITIZE}'")
+endif()
+# GCC's manual: sanitizers raise the rate of false -Wmaybe-uninitialized
+# warnings (with AddressSanitizer, in libstdc++'s <regex> as Catch2 uses it,
+# at -O2), so the warning is off in that build; the others keep it.
+if(QS_SANITIZE STREQUAL "address" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  set_property(GLOBAL APPEND PROPERTY QS_SANITIZE_COMPILE_FLAGS -Wno-maybe-uninitialized)
+endif()
+
+function(qs_sanitize target)
+  if(NOT TARGET "${target}")
+    message(FATAL_ERROR "qs_sanitize(${target}): no such target")
+  endif()
+  get_property(compile GLOBAL PROPERTY QS_SANITIZE_COMPILE_FLAGS)
+  get_property(link GLOBAL PROPERTY QS_SANITIZE_LINK_FLAGS)
+  if(compile)
+    target_compile_options("${target}" PRIVATE ${compile})
+    target_link_options("${target}" PUBLIC ${link})
+  endif()
+endfunction()
+
+function(qs_sanitize_in_directory dir)
+  if(QS_SANITIZE STREQUAL "")
+    return()
+  endif()
+  get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(t IN LISTS targets)
+    get_target_property(type "${t}" TYPE)
+    if(type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY)$")
+      qs_sanitize("${t}")
+    endif()
+  endforeach()
+  get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
+  foreach(d IN LISTS subdirs)
+    qs_sanitize_in_directory("${d}")
+  endforeach()
+endfunction()
