@@ -63,7 +63,9 @@ using heads_index = qs::index<std::int64_t, Item>;
 
 class partition_writer {
  public:
-  partition_writer(qs::database& db, heads_index& ix, const writer_config& c) : db_(db), ix_(ix), c_(c) {}
+  // `committed`: the last transaction this process saw commit.
+  partition_writer(qs::database& db, heads_index& ix, const writer_config& c, std::int64_t committed)
+      : db_(db), ix_(ix), c_(c), committed_(committed) {}
 
   // One transaction's body: the next transaction of the partition. Returns its number.
   std::int64_t next() {
@@ -71,6 +73,9 @@ class partition_writer {
     auto& count = db_.root<std::int64_t>(root_name(p, "count"));
     auto& table = db_.root<Table*>(root_name(p, "table"));
     const std::int64_t k = count + 1;
+    if (k <= committed_)
+      throw damage("the count root reads " + std::to_string(count) + ", but this writer committed transaction " +
+                   std::to_string(committed_));
     const txn_plan plan = plan_of(c_.seed, p, k);
     const bool broken = k == c_.break_at;
     Table* t = table;
@@ -164,6 +169,7 @@ class partition_writer {
   qs::database& db_;
   heads_index& ix_;
   const writer_config& c_;
+  std::int64_t committed_;
 };
 
 std::int64_t read_number(const std::string& path) {
@@ -179,14 +185,15 @@ int run_writer(const writer_config& c) {
   try {
     std::optional<qs::database> db;
     std::optional<heads_index> ix;
-    std::int64_t losses = 0;
+    std::int64_t losses = 0, committed = 0;
     for (std::int64_t n = 0; n < c.max_txns;) {
       try {
         if (!db) db.emplace(qs::database::open(c.target, open_options(c.options)));
         if (!ix) ix.emplace(*db, index_name(c.part), qs::unique);
-        partition_writer w(*db, *ix, c);
+        partition_writer w(*db, *ix, c, committed);
         std::int64_t k = 0;
         db->run([&] { k = w.next(); });
+        committed = k;
         say("committed %lld", static_cast<long long>(k));
         ++n;
       } catch (const qs::error& e) {

@@ -6,7 +6,8 @@
 // cannot undo: the lines it leaves are a lower bound of what the database
 // must hold. Each transaction starts from what the database says (the
 // partition's count root), so a writer started on a recovered database goes
-// on from there.
+// on from there; a count below what the writer itself saw commit, or an
+// object that is not what the transactions made, ends it (status 5).
 //
 // Against a page server, a writer may outlive the server (`go`): when a
 // call fails with qs::connection_lost it writes "lost N" (N counting its
