@@ -7,7 +7,9 @@
 #include <qs/error.hpp>
 
 #include <db_cxx.h>
+
 #include <sys/random.h>
+#include <filesystem>
 
 #include <algorithm>
 #include <cerrno>
@@ -89,6 +91,8 @@ commit_outcomes::commit_outcomes(detail::bdb_env& env, std::uint64_t window_seco
     : env_(env),
       window_ns_(window_seconds > ~std::uint64_t{0} / 1000000000 ? ~std::uint64_t{0} : window_seconds * 1000000000) {
   db_ = std::make_unique<Db>(env_.env(), DB_CXX_NO_EXCEPTIONS);
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::path(env_.dir()) / "outcomes.db", ec)) env_.about_to_write();
   int rc = db_->open(nullptr, "outcomes.db", nullptr, DB_BTREE, DB_CREATE | DB_AUTO_COMMIT | DB_THREAD, 0600);
   if (rc != 0) {
     db_->close(0);
@@ -116,6 +120,7 @@ wire::commit_id commit_outcomes::claim(DbTxn* t) {
 void commit_outcomes::record(DbTxn* t, const wire::commit_id& id) {
   std::string key = key_of(id), value = detail::be64(now_ns());
   Dbt k = dbt(key), v = dbt(value);
+  env_.about_to_write();
   env_.check(db_->put(t, &k, &v, 0), "record a commit in outcomes.db");
 }
 
@@ -194,6 +199,7 @@ bool commit_outcomes::sweep() {
         std::uint64_t stamp =
             std::max(begun, detail::from_be64(std::string_view(reinterpret_cast<const char*>(vbuf), 8)));
         if (stamp > cutoff) continue;  // a long transaction that committed lately
+        env_.about_to_write();
         env_.check(c->del(0), "delete from outcomes.db");
         horizon = std::max(horizon, stamp);
         ++deleted;

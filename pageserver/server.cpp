@@ -74,8 +74,9 @@ server::server(const server_options& o) : o_(o), limits_(o.max_connections, o.ma
   lock_fd_ = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
   if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
     throw database_in_use("database " + o_.dir + " is open in another process (" + lock_path + " is locked)");
-  log_line(0, "opening the environment in " + o_.dir + " (running recovery)");
+  log_line(0, "opening the environment in " + o_.dir);
   env_ = std::make_unique<detail::bdb_env>(o_.dir, o_.cache_bytes);
+  env_->about_to_write();  // the environment is shared from here on
   numbers_ = std::make_unique<page_numbers>(*env_);
   outcomes_ = std::make_unique<commit_outcomes>(*env_, o_.outcome_window_seconds);
   timeouts_ = std::make_unique<lock_timeouts>(*env_, o_.lock_timeout, o_.txn_timeout);

@@ -59,17 +59,31 @@ void bdb_store::set_page_size(std::uint32_t page_size) {
 }
 
 void bdb_store::begin() {
-  if (txn_) throw store_error("database " + dir_ + ": store transaction already open");
-  txn_ = env_->begin();
+  if (in_txn_) throw store_error("database " + dir_ + ": store transaction already open");
+  // A cleanly closed database is read without a Berkeley DB transaction
+  // until the first write (bdb_env::about_to_write).
+  if (env_->transactional()) txn_ = env_->begin();
+  in_txn_ = true;
+}
+
+DbTxn* bdb_store::write_txn() {
+  if (!env_->transactional()) {
+    env_->about_to_write();
+    log_offset_ = env_->log_position();  // log_position() went on from 0
+  }
+  if (in_txn_ && !txn_) txn_ = env_->begin();
+  return txn_;
 }
 
 void bdb_store::commit(bool durable) {
   DbTxn* t = txn_;
   txn_ = nullptr;
-  env_->commit(t, durable);
+  in_txn_ = false;
+  if (t) env_->commit(t, durable);
 }
 
 void bdb_store::abort() {
+  in_txn_ = false;
   if (!txn_) return;
   DbTxn* t = txn_;
   txn_ = nullptr;
@@ -95,8 +109,8 @@ void bdb_store::put_page(std::uint64_t page, const record_header& h, const std::
                          const std::string* mapping) {
   std::memcpy(scratch_.get(), &h, sizeof h);
   std::memcpy(scratch_.get() + sizeof h, image, page_size_);
-  env_->put_record(txn_, page, scratch_.get(), sizeof(record_header) + page_size_);
-  if (mapping) env_->put_mapping(txn_, page, *mapping);
+  env_->put_record(write_txn(), page, scratch_.get(), sizeof(record_header) + page_size_);
+  if (mapping) env_->put_mapping(write_txn(), page, *mapping);
 }
 
 void bdb_store::patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
@@ -108,18 +122,18 @@ void bdb_store::patch_page(std::uint64_t page, const record_header& h, const std
     std::uint32_t len = static_cast<std::uint32_t>(sizeof h) + ranges[0].offset + ranges[0].length;
     std::memcpy(scratch_.get(), &h, sizeof h);
     std::memcpy(scratch_.get() + sizeof h, image, ranges[0].offset + ranges[0].length);
-    env_->put_record_part(txn_, page, 0, scratch_.get(), len);
+    env_->put_record_part(write_txn(), page, 0, scratch_.get(), len);
     first = 1;
   } else {
-    env_->put_record_part(txn_, page, 0, &h, sizeof h);
+    env_->put_record_part(write_txn(), page, 0, &h, sizeof h);
   }
   for (std::size_t i = first; i < ranges.size(); ++i)
-    env_->put_record_part(txn_, page, static_cast<std::uint32_t>(sizeof h) + ranges[i].offset, image + ranges[i].offset,
-                          ranges[i].length);
-  if (mapping) env_->put_mapping(txn_, page, *mapping);
+    env_->put_record_part(write_txn(), page, static_cast<std::uint32_t>(sizeof h) + ranges[i].offset,
+                          image + ranges[i].offset, ranges[i].length);
+  if (mapping) env_->put_mapping(write_txn(), page, *mapping);
 }
 
-void bdb_store::delete_page(std::uint64_t page) { env_->delete_record(txn_, page); }
+void bdb_store::delete_page(std::uint64_t page) { env_->delete_record(write_txn(), page); }
 
 std::uint64_t bdb_store::counter(const char* key) {
   auto v = env_->get(txn_, key);
@@ -128,16 +142,16 @@ std::uint64_t bdb_store::counter(const char* key) {
 }
 
 store::page_range bdb_store::allocate_pages(std::uint64_t n) {
-  if (!txn_) throw store_error("database " + dir_ + ": pages are allocated inside a transaction");
+  if (!in_txn_) throw store_error("database " + dir_ + ": pages are allocated inside a transaction");
   page_range r{counter("next_page"), counter("next_frame")};
-  env_->put(txn_, "next_page", std::to_string(r.page + n));
-  env_->put(txn_, "next_frame", std::to_string(r.frame + n));
+  env_->put(write_txn(), "next_page", std::to_string(r.page + n));
+  env_->put(write_txn(), "next_frame", std::to_string(r.frame + n));
   return r;
 }
 
 std::optional<std::string> bdb_store::get(std::string_view k) { return env_->get(txn_, k); }
-void bdb_store::put(std::string_view k, std::string_view v) { env_->put(txn_, k, v); }
-void bdb_store::del(std::string_view k) { env_->del(txn_, k); }
+void bdb_store::put(std::string_view k, std::string_view v) { env_->put(write_txn(), k, v); }
+void bdb_store::del(std::string_view k) { env_->del(write_txn(), k); }
 void bdb_store::scan(std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f) {
   env_->scan(txn_, prefix, f);
 }
@@ -148,16 +162,16 @@ std::uint32_t bdb_store::open_index(const std::string& name, bool unique) {
   return env_->open_index(nullptr, name, unique);
 }
 bool bdb_store::index_insert(std::uint32_t index, std::string_view k, std::string_view v) {
-  return env_->index_insert(txn_, index, k, v);
+  return env_->index_insert(write_txn(), index, k, v);
 }
 bool bdb_store::index_erase(std::uint32_t index, std::string_view k, std::string_view v) {
-  return env_->index_erase(txn_, index, k, v);
+  return env_->index_erase(write_txn(), index, k, v);
 }
 void bdb_store::index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
                            const std::function<bool(std::string_view, std::string_view)>& f) {
   env_->index_scan(txn_, index, lo, hi, f);
 }
 
-std::uint64_t bdb_store::log_position() { return env_->log_position(); }
+std::uint64_t bdb_store::log_position() { return env_->transactional() ? env_->log_position() - log_offset_ : 0; }
 
 }  // namespace qs::detail

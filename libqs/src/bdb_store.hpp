@@ -32,7 +32,7 @@ class bdb_store final : public store {
   void begin() override;
   void commit(bool durable) override;
   void abort() override;
-  bool in_transaction() const override { return txn_ != nullptr; }
+  bool in_transaction() const override { return in_txn_; }
 
   bool read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) override;
   void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
@@ -67,7 +67,13 @@ class bdb_store final : public store {
   std::uint32_t page_size_;
   int lock_fd_ = -1;
   std::unique_ptr<bdb_env> env_;
+  // The Berkeley DB transaction of the store transaction, once it has one
+  // (writes make it, on a database opened clean).
+  DbTxn* write_txn();
+
   DbTxn* txn_ = nullptr;
+  bool in_txn_ = false;
+  std::uint64_t log_offset_ = 0;  // log_position() counts from here
   std::unique_ptr<std::byte[]> scratch_;
 };
 

@@ -124,7 +124,8 @@ double measure_fault_detection_ns(int faults = 2000);
 class database {
  public:
   // Opens (creating when absent) the embedded database in directory `path`,
-  // running Berkeley DB recovery; or, when path is "qs://host:port" or
+  // running Berkeley DB recovery when it was not closed cleanly (an open
+  // that only reads writes nothing); or, when path is "qs://host:port" or
   // "qs+unix:///path/to/socket", the database served by that qs-pageserver.
   static database open(const std::string& path, const options& opts = {});
 

@@ -6,7 +6,11 @@
 
 #include <db_cxx.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -31,6 +35,20 @@ struct mapping_key {
 };
 
 Dbt dbt(std::string_view s) { return Dbt(const_cast<char*>(s.data()), static_cast<std::uint32_t>(s.size())); }
+
+// Present while the environment's files are consistent without recovery:
+// written after a clean close, removed before the first write of the next
+// open.
+constexpr const char* closed_cleanly_file = "closed-cleanly";
+
+// Makes a file's creation or removal in `dir` durable.
+bool sync_directory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  return ok;
+}
 
 }  // namespace
 
@@ -65,57 +83,146 @@ void bdb_env::check(int rc, const std::string& what) const {
   throw store_error(msg);
 }
 
-bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes) : dir_(dir) {
+bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes) : dir_(dir), cache_bytes_(cache_bytes) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw store_error("database " + dir + ": cannot create the directory: " + ec.message());
+  // Recovery (which writes) only when the last close was not clean.
+  closed_cleanly_ = std::filesystem::exists(std::filesystem::path(dir) / closed_cleanly_file, ec);
+  opened_clean_ = closed_cleanly_;
+  // Until something is written, a cleanly closed environment is read without
+  // transactions or a log: a transactional environment logs its own opening
+  // (and that record would reach the log file at close).
+  wrote_.store(!closed_cleanly_, std::memory_order_relaxed);
   try {
-    env_ = std::make_unique<DbEnv>(DB_CXX_NO_EXCEPTIONS);
-    env_->set_app_private(this);
-    env_->set_errcall(&bdb_env::collect);
-    check(env_->set_cachesize(static_cast<std::uint32_t>(cache_bytes >> 30),
-                              static_cast<std::uint32_t>(cache_bytes & ((1u << 30) - 1)), 1),
-          "set_cachesize");
-    check(env_->set_lk_max_locks(200000), "set_lk_max_locks");
-    check(env_->set_lk_max_objects(200000), "set_lk_max_objects");
-    check(env_->set_lk_max_lockers(20000), "set_lk_max_lockers");
-    check(env_->set_lg_bsize(8u << 20), "set_lg_bsize");
-    check(env_->set_lg_max(64u << 20), "set_lg_max");
-    check(env_->set_lk_detect(DB_LOCK_DEFAULT), "set_lk_detect");
-    check(env_->open(dir.c_str(),
-                     DB_CREATE | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL | DB_RECOVER | DB_THREAD |
-                         DB_PRIVATE,
-                     0600),
-          "open environment");
-    check(env_->log_set_config(DB_LOG_AUTO_REMOVE, 1), "log_set_config");
-    check(env_->get_lg_max(&log_file_max_), "get_lg_max");
-
-    pages_ = std::make_unique<Db>(env_.get(), DB_CXX_NO_EXCEPTIONS);
-    // 64 KiB B-tree pages keep records of up to 16 KiB on-page, where a
-    // partial put is logged as the changed bytes only.
-    check(pages_->set_pagesize(65536), "set_pagesize");
-    check(pages_->open(nullptr, "pages.db", nullptr, DB_BTREE, DB_CREATE | DB_AUTO_COMMIT | DB_THREAD, 0600),
-          "open pages.db");
-    meta_ = std::make_unique<Db>(env_.get(), DB_CXX_NO_EXCEPTIONS);
-    // Metadata and indexes have no checksums of their own (page records
-    // do): Berkeley DB checks theirs on every B-tree page it reads.
-    check(meta_->set_flags(DB_CHKSUM), "set_flags");
-    check(meta_->open(nullptr, "meta.db", nullptr, DB_BTREE, DB_CREATE | DB_AUTO_COMMIT | DB_THREAD, 0600),
-          "open meta.db");
+    open_environment(!closed_cleanly_);
+    open_data_files();
   } catch (...) {
-    if (meta_) meta_->close(0);
-    if (pages_) pages_->close(0);
-    if (env_) env_->close(0);
+    close_handles();
     throw;
   }
 }
 
+void bdb_env::open_environment(bool recover) {
+  const bool transactional = wrote_.load(std::memory_order_relaxed);
+  env_ = std::make_unique<DbEnv>(DB_CXX_NO_EXCEPTIONS);
+  env_->set_app_private(this);
+  env_->set_errcall(&bdb_env::collect);
+  check(env_->set_cachesize(static_cast<std::uint32_t>(cache_bytes_ >> 30),
+                            static_cast<std::uint32_t>(cache_bytes_ & ((1u << 30) - 1)), 1),
+        "set_cachesize");
+  std::uint32_t flags = DB_CREATE | DB_INIT_MPOOL | DB_THREAD | DB_PRIVATE;
+  if (transactional) {
+    check(env_->set_lk_max_locks(200000), "set_lk_max_locks");
+    check(env_->set_lk_max_objects(200000), "set_lk_max_objects");
+    check(env_->set_lk_max_lockers(20000), "set_lk_max_lockers");
+    // Log files of 8 MiB: recovery zero-fills the rest of the current one,
+    // so a small database does not carry a large log.
+    check(env_->set_lg_bsize(2u << 20), "set_lg_bsize");
+    check(env_->set_lg_max(8u << 20), "set_lg_max");
+    check(env_->set_lk_detect(DB_LOCK_DEFAULT), "set_lk_detect");
+    flags |= DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | (recover ? DB_RECOVER : 0);
+  }
+  check(env_->open(dir_.c_str(), flags, 0600), "open environment");
+  if (transactional) {
+    check(env_->log_set_config(DB_LOG_AUTO_REMOVE, 1), "log_set_config");
+    check(env_->get_lg_max(&log_file_max_), "get_lg_max");
+  }
+}
+
+void bdb_env::close_handles() {
+  {
+    std::lock_guard<std::mutex> g(index_mutex_);
+    for (auto& i : indexes_)
+      if (i->db) {
+        i->db->close(0);
+        i->db.reset();
+      }
+  }
+  if (meta_) meta_->close(0);
+  if (pages_) pages_->close(0);
+  meta_.reset();
+  pages_.reset();
+  if (env_) env_->close(0);
+  env_.reset();
+}
+
+int bdb_env::open_db(std::unique_ptr<Db>& db, const char* file, std::uint32_t db_flags, std::uint32_t page_size,
+                     DbTxn* t) {
+  db = std::make_unique<Db>(env_.get(), DB_CXX_NO_EXCEPTIONS);
+  if (db_flags) check(db->set_flags(db_flags), std::string("set_flags of ") + file);
+  if (page_size) check(db->set_pagesize(page_size), std::string("set_pagesize of ") + file);
+  bool writable = wrote_.load(std::memory_order_relaxed);
+  int rc = writable ? db->open(t, file, nullptr, DB_BTREE, DB_CREATE | DB_THREAD | (t ? 0 : DB_AUTO_COMMIT), 0600)
+                    : db->open(nullptr, file, nullptr, DB_BTREE, DB_RDONLY | DB_THREAD, 0600);
+  if (rc != 0) {
+    db->close(0);
+    db.reset();
+  }
+  return rc;
+}
+
+void bdb_env::open_data_files() {
+  // 64 KiB B-tree pages keep records of up to 16 KiB on-page, where a
+  // partial put is logged as the changed bytes only.
+  check(open_db(pages_, "pages.db", 0, 65536, nullptr), "open pages.db");
+  // Metadata and indexes have no checksums of their own (page records do):
+  // Berkeley DB checks theirs on every B-tree page it reads.
+  check(open_db(meta_, "meta.db", DB_CHKSUM, 0, nullptr), "open meta.db");
+}
+
 bdb_env::~bdb_env() {
-  for (auto& i : indexes_) i->db->close(0);
-  meta_->close(0);
-  pages_->close(0);
-  env_->txn_checkpoint(0, 0, 0);
-  env_->close(0);
+  const bool wrote = wrote_.load(std::memory_order_acquire);
+  int rc = 0;
+  for (auto& i : indexes_) rc |= i->db->close(0);
+  rc |= meta_->close(0);
+  rc |= pages_->close(0);
+  // Without writes since the open, nothing changed: the files stay as they
+  // were, the mark included.
+  if (wrote) rc |= env_->txn_checkpoint(0, 0, 0);
+  rc |= env_->close(0);
+  if (rc == 0 && wrote) {
+    // Every page is in the data files and the log is flushed: the next open
+    // needs no recovery.
+    std::string marker = dir_ + "/" + closed_cleanly_file;
+    int fd = ::open(marker.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      bool ok = ::fsync(fd) == 0;
+      ::close(fd);
+      if (!ok || !sync_directory(dir_)) ::unlink(marker.c_str());
+    }
+  }
+}
+
+void bdb_env::about_to_write() {
+  if (wrote_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> g(writing_mutex_);
+  if (wrote_.load(std::memory_order_relaxed)) return;
+  // From now on a crash needs recovery: the mark goes before anything of
+  // this open can reach the files.
+  std::string marker = dir_ + "/" + closed_cleanly_file;
+  if (::unlink(marker.c_str()) != 0 && errno != ENOENT)
+    throw store_error("database " + dir_ + ": cannot remove " + marker + ": " + std::strerror(errno));
+  if (!sync_directory(dir_))
+    throw store_error("database " + dir_ + ": cannot sync the directory: " + std::strerror(errno));
+  closed_cleanly_ = false;
+  // The read-only environment gives way to a transactional one (no recovery:
+  // the files are consistent).
+  close_handles();
+  wrote_.store(true, std::memory_order_release);
+  open_environment(false);
+  open_data_files();
+  std::lock_guard<std::mutex> gi(index_mutex_);
+  for (auto& ix : indexes_)
+    check(open_db(ix->db, ("index." + ix->name + ".db").c_str(), DB_CHKSUM | (ix->unique ? 0 : DB_DUP | DB_DUPSORT), 0,
+                  nullptr),
+          "open index " + ix->name);
+}
+
+DbTxn* bdb_env::reading(DbTxn* t, std::uint32_t& flags) const {
+  if (wrote_.load(std::memory_order_acquire)) return t;
+  flags &= ~static_cast<std::uint32_t>(DB_READ_COMMITTED | DB_READ_UNCOMMITTED | DB_RMW);
+  return nullptr;
 }
 
 DbTxn* bdb_env::begin() {
@@ -144,7 +251,8 @@ std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std:
     data.set_doff(0);
     data.set_dlen(cap);
   }
-  int rc = pages_->get(t, &key, &data, flags);
+  DbTxn* rt = reading(t, flags);
+  int rc = pages_->get(rt, &key, &data, flags);
   if (rc == DB_NOTFOUND) return 0;
   if (rc == DB_BUFFER_SMALL)
     throw corrupt_page(page, "database " + dir_ + ": page " + std::to_string(page) + " record has " +
@@ -155,6 +263,7 @@ std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std:
 }
 
 void bdb_env::put_record(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len) {
+  about_to_write();
   page_key pk(page);
   Dbt key(pk.bytes, sizeof pk.bytes);
   Dbt data(const_cast<void*>(rec), len);
@@ -162,6 +271,7 @@ void bdb_env::put_record(DbTxn* t, std::uint64_t page, const void* rec, std::uin
 }
 
 void bdb_env::put_record_part(DbTxn* t, std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len) {
+  about_to_write();
   page_key pk(page);
   Dbt key(pk.bytes, sizeof pk.bytes);
   Dbt data(const_cast<void*>(p), len);
@@ -172,6 +282,7 @@ void bdb_env::put_record_part(DbTxn* t, std::uint64_t page, std::uint32_t offset
 }
 
 void bdb_env::delete_record(DbTxn* t, std::uint64_t page) {
+  about_to_write();
   page_key pk(page);
   Dbt key(pk.bytes, sizeof pk.bytes);
   int rc = pages_->del(t, &key, t ? 0 : DB_AUTO_COMMIT);
@@ -184,7 +295,8 @@ std::optional<std::string> bdb_env::read_mapping(DbTxn* t, std::uint64_t page, s
   Dbt key(mk.bytes, sizeof mk.bytes);
   Dbt data;
   data.set_flags(DB_DBT_MALLOC);
-  int rc = pages_->get(t, &key, &data, flags);
+  DbTxn* rt = reading(t, flags);
+  int rc = pages_->get(rt, &key, &data, flags);
   if (rc == DB_NOTFOUND) return std::nullopt;
   check(rc, "read the mapping object of page " + std::to_string(page));
   std::string v(static_cast<const char*>(data.get_data()), data.get_size());
@@ -193,6 +305,7 @@ std::optional<std::string> bdb_env::read_mapping(DbTxn* t, std::uint64_t page, s
 }
 
 void bdb_env::put_mapping(DbTxn* t, std::uint64_t page, std::string_view mapping) {
+  about_to_write();
   mapping_key mk(page);
   Dbt key(mk.bytes, sizeof mk.bytes);
   if (mapping.empty()) {
@@ -209,7 +322,8 @@ std::optional<std::string> bdb_env::get(DbTxn* t, std::string_view k, std::uint3
   Dbt key = dbt(k);
   Dbt data;
   data.set_flags(DB_DBT_MALLOC);
-  int rc = meta_->get(t, &key, &data, flags);
+  DbTxn* rt = reading(t, flags);
+  int rc = meta_->get(rt, &key, &data, flags);
   if (rc == DB_NOTFOUND) return std::nullopt;
   check(rc, "read metadata");
   std::string v(static_cast<const char*>(data.get_data()), data.get_size());
@@ -218,11 +332,13 @@ std::optional<std::string> bdb_env::get(DbTxn* t, std::string_view k, std::uint3
 }
 
 void bdb_env::put(DbTxn* t, std::string_view k, std::string_view v) {
+  about_to_write();
   Dbt key = dbt(k), data = dbt(v);
   check(meta_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write metadata");
 }
 
 void bdb_env::del(DbTxn* t, std::string_view k) {
+  about_to_write();
   Dbt key = dbt(k);
   int rc = meta_->del(t, &key, t ? 0 : DB_AUTO_COMMIT);
   if (rc == DB_NOTFOUND) return;
@@ -232,7 +348,8 @@ void bdb_env::del(DbTxn* t, std::string_view k) {
 void bdb_env::scan(DbTxn* t, std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f,
                    std::uint32_t flags, const std::function<void(std::size_t)>& admit) {
   Dbc* cursor = nullptr;
-  check(meta_->cursor(t, &cursor, flags), "open cursor");
+  DbTxn* rt = reading(t, flags);
+  check(meta_->cursor(rt, &cursor, flags), "open cursor");
   Dbt key, data;
   key.set_flags(DB_DBT_REALLOC);
   data.set_flags(DB_DBT_REALLOC);
@@ -271,6 +388,14 @@ bdb_env::index_db& bdb_env::index_at(std::uint32_t i) {
 }
 
 std::uint32_t bdb_env::open_index(DbTxn* t, const std::string& name, bool unique) {
+  if (name.empty() || name.size() > 200)
+    throw invalid_argument("database " + dir_ + ": an index name has 1 to 200 characters");
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-')
+      throw invalid_argument("database " + dir_ + ": index name '" + name + "' may hold letters, digits, _ and - only");
+  std::string file = "index." + name + ".db";
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::path(dir_) / file, ec)) about_to_write();  // creates it
   std::lock_guard<std::mutex> g(index_mutex_);
   for (std::uint32_t i = 0; i < indexes_.size(); ++i)
     if (indexes_[i]->name == name) {
@@ -279,29 +404,21 @@ std::uint32_t bdb_env::open_index(DbTxn* t, const std::string& name, bool unique
                                (indexes_[i]->unique ? "unique" : "non-unique") + " before");
       return i;
     }
-  if (name.empty() || name.size() > 200)
-    throw invalid_argument("database " + dir_ + ": an index name has 1 to 200 characters");
-  for (char c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-')
-      throw invalid_argument("database " + dir_ + ": index name '" + name + "' may hold letters, digits, _ and - only");
-  auto db = std::make_unique<Db>(env_.get(), DB_CXX_NO_EXCEPTIONS);
-  check(db->set_flags(DB_CHKSUM | (unique ? 0 : DB_DUP | DB_DUPSORT)), "set_flags");
-  std::string file = "index." + name + ".db";
   // An index created inside a transaction exists only if it commits; opened
   // outside, it is created in a transaction of its own.
-  int rc = db->open(t, file.c_str(), nullptr, DB_BTREE, DB_CREATE | DB_THREAD | (t ? 0 : DB_AUTO_COMMIT), 0600);
-  if (rc == EINVAL) {
-    db->close(0);
+  std::unique_ptr<Db> db;
+  std::uint32_t flags = 0;
+  int rc = open_db(db, file.c_str(), DB_CHKSUM | (unique ? 0 : DB_DUP | DB_DUPSORT), 0, reading(t, flags));
+  if (rc == EINVAL)
     throw invalid_argument("database " + dir_ + ": index " + name + " exists " + (unique ? "with" : "without") +
                            " duplicate keys");
-  }
-  if (rc != 0) db->close(0);
   check(rc, "open index " + name);
   indexes_.push_back(std::make_unique<index_db>(index_db{name, unique, std::move(db)}));
   return static_cast<std::uint32_t>(indexes_.size() - 1);
 }
 
 bool bdb_env::index_insert(DbTxn* t, std::uint32_t index, std::string_view k, std::string_view v) {
+  about_to_write();
   auto& ix = index_at(index);
   Dbt key = dbt(k), data = dbt(v);
   int rc = ix.db->put(t, &key, &data, (ix.unique ? DB_NOOVERWRITE : DB_NODUPDATA) | (t ? 0 : DB_AUTO_COMMIT));
@@ -311,6 +428,7 @@ bool bdb_env::index_insert(DbTxn* t, std::uint32_t index, std::string_view k, st
 }
 
 bool bdb_env::index_erase(DbTxn* t, std::uint32_t index, std::string_view k, std::string_view v) {
+  about_to_write();
   auto& ix = index_at(index);
   Dbc* cursor = nullptr;
   check(ix.db->cursor(t, &cursor, 0), "open cursor");
@@ -337,7 +455,9 @@ void bdb_env::index_scan(DbTxn* t, std::uint32_t index, std::string_view lo, std
                          const std::function<bool(std::string_view, std::string_view)>& f) {
   auto& ix = index_at(index);
   Dbc* cursor = nullptr;
-  check(ix.db->cursor(t, &cursor, 0), "open cursor");
+  std::uint32_t flags = 0;
+  DbTxn* rt = reading(t, flags);
+  check(ix.db->cursor(rt, &cursor, flags), "open cursor");
   Dbt key, data;
   key.set_flags(DB_DBT_REALLOC);
   data.set_flags(DB_DBT_REALLOC);

@@ -24,6 +24,14 @@
 // a record fits on a B-tree page (64 KiB B-tree pages keep records of up to
 // 16 KiB on-page).
 //
+// Opening runs Berkeley DB recovery only when it is needed: a clean close
+// (every page checkpointed into the data files, the log flushed) leaves the
+// file `closed-cleanly` in the directory, and the first write of the next
+// open removes it (durably) before anything reaches the files. A process
+// killed at any point therefore leaves either the mark and consistent files,
+// or no mark, and then the next open recovers. An open that writes nothing
+// changes no file. Log files are 8 MiB and removed once checkpointed.
+//
 // Errors throw qs::store_error naming the directory (qs::deadlock when Berkeley
 // DB chose the transaction as a deadlock victim, or refused a lock that was
 // not granted within the lock or transaction timeout).
@@ -32,6 +40,7 @@
 // transaction from one thread at a time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -54,12 +63,17 @@ struct bdb_options {
 
 class bdb_env {
  public:
-  // Opens (creating when absent) the environment in `dir`, running recovery.
+  // Opens (creating when absent) the environment in `dir`, running recovery
+  // unless its last close was clean.
   bdb_env(const std::string& dir, std::uint64_t cache_bytes);
+  // Checkpoints and closes; when that succeeded, marks the files as closed
+  // cleanly, so that the next open runs no recovery.
   ~bdb_env();
   bdb_env(const bdb_env&) = delete;
   bdb_env& operator=(const bdb_env&) = delete;
 
+  // A Berkeley DB transaction; only once the environment is transactional
+  // (see about_to_write).
   DbTxn* begin();
   void commit(DbTxn* t, bool durable);
   void abort(DbTxn* t);
@@ -104,6 +118,22 @@ class bdb_env {
   // many it refused.
   int expire_waiters();
 
+  // Must precede anything that may change the environment's files: removes
+  // the clean-close mark (the next open after a crash then recovers) and
+  // turns the read-only handles of a cleanly closed environment into
+  // transactional ones. The members that write call it themselves; code that
+  // writes through env() calls it first. Until it has run, the environment
+  // is used by one thread at a time (the embedded store); a server calls it
+  // before sharing the environment. Throws qs::store_error when the mark
+  // cannot be removed.
+  void about_to_write();
+  // Whether this open found the environment closed cleanly (and so ran no
+  // recovery).
+  bool opened_clean() const { return opened_clean_; }
+  // Whether transactions exist yet: false from a clean open to the first
+  // about_to_write(); reads then take no transaction (nullptr).
+  bool transactional() const { return wrote_.load(std::memory_order_acquire); }
+
   std::uint64_t log_position();
   const std::string& dir() const { return dir_; }
   DbEnv* env() { return env_.get(); }
@@ -117,6 +147,19 @@ class bdb_env {
     std::unique_ptr<Db> db;
   };
   index_db& index_at(std::uint32_t i);
+  // Opens `file` (set_flags `db_flags`, B-tree page size `page_size` when not
+  // 0): transactional and created when absent once anything was written,
+  // else read-only. Returns Berkeley DB's code; db is null unless 0.
+  int open_db(std::unique_ptr<Db>& db, const char* file, std::uint32_t db_flags, std::uint32_t page_size, DbTxn* t);
+  void open_data_files();
+  // Opens env_: transactional (with recovery when `recover`) once anything
+  // was written, else with its cache only.
+  void open_environment(bool recover);
+  // Closes every handle and the environment, on failure or to reopen them.
+  void close_handles();
+  // The transaction a read runs in: none while the handles are read-only
+  // (flags that need one are dropped).
+  DbTxn* reading(DbTxn* t, std::uint32_t& flags) const;
   // Berkeley DB's own messages are collected (the last few distinct ones,
   // counted), and said in the qs::error of the next failing call, instead of
   // going to stderr.
@@ -124,13 +167,18 @@ class bdb_env {
   std::string take_messages() const;
 
   std::string dir_;
+  std::uint64_t cache_bytes_;
   std::unique_ptr<DbEnv> env_;
   std::unique_ptr<Db> pages_;
   std::unique_ptr<Db> meta_;
   std::mutex index_mutex_;  // guards indexes_ (the handles themselves are thread-safe)
   std::vector<std::unique_ptr<index_db>> indexes_;
   std::uint32_t log_file_max_ = 0;
-  std::string timeouts_;  // said with a lock refused for its timeout
+  bool opened_clean_ = false;
+  bool closed_cleanly_ = false;  // the mark is still on disk (guarded by writing_mutex_)
+  std::mutex writing_mutex_;
+  std::atomic<bool> wrote_{false};  // something was written; the handles are transactional
+  std::string timeouts_;            // said with a lock refused for its timeout
   mutable std::mutex messages_mutex_;
   mutable std::vector<std::pair<std::string, int>> messages_;  // text, times
 };
