@@ -3,6 +3,7 @@
 #include "bdb_store.hpp"
 #include "database_impl.hpp"
 #include "open_databases.hpp"
+#include "os/machine.hpp"
 #include "remote_store.hpp"
 
 #include <qs/database.hpp>
@@ -15,13 +16,16 @@
 
 namespace qs {
 
-database database::open(const std::string& path, const options& opts) {
+database database::open(const std::string& path, const options& given) {
+  options opts = given;
+  if (opts.pool_pages == 0) opts.pool_pages = detail::default_pool_pages(opts.page_size);
+  if (opts.store_cache_bytes == 0) opts.store_cache_bytes = detail::default_store_cache_bytes();
   if (opts.page_size < 4096 || opts.page_size > 65536 || (opts.page_size & (opts.page_size - 1)))
     throw invalid_argument("database " + path + ": page size " + std::to_string(opts.page_size) +
                            " is not a power of two from 4096 to 65536");
   if (opts.pool_pages < 16)
     throw invalid_argument("database " + path + ": a buffer pool needs at least 16 pages, not " +
-                           std::to_string(opts.pool_pages));
+                           std::to_string(opts.pool_pages) + " (0 sizes it from the machine)");
   if (opts.reservation_bytes < std::uint64_t{opts.page_size} * 16 || opts.reservation_bytes % opts.page_size)
     throw invalid_argument("database " + path +
                            ": the reservation must be a multiple of the page size, at least 16 pages");
@@ -49,6 +53,7 @@ bool database::has_root(std::string_view name) { return impl_->has_root(name); }
 void database::release_cache() { impl_->release_cache(); }
 bool database::in_transaction() const { return impl_->in_transaction(); }
 std::uint32_t database::page_size() const { return impl_->page_size(); }
+std::uint32_t database::pool_pages() const { return impl_->pool_pages(); }
 const std::string& database::path() const { return impl_->name(); }
 statistics database::stats() const { return impl_->stats(); }
 bool database::contains(const void* p) const { return impl_->contains(p); }

@@ -36,6 +36,7 @@ database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
     : store_(std::move(s)),
       fork_generation_(fork_generation()),
       page_size_(opts.page_size),
+      pool_pages_(opts.pool_pages),
       durable_(opts.durable),
       schema_(*store_, store_->name()) {
   std::unique_ptr<frame_space> frames = open_catalog(*store_, opts, page_size_);

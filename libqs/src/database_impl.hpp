@@ -100,6 +100,7 @@ class database_impl final : public fault_target {
   // is open: no lock.
   bool contains(const void* p) const QS_NO_THREAD_SAFETY_ANALYSIS { return access_->contains(p); }
   std::uint32_t page_size() const { return page_size_; }
+  std::uint32_t pool_pages() const { return pool_pages_; }
   // Whether the program's touches fault pages in (hardware mode). Fixed for
   // the database's life: no lock.
   bool faults_pages_in() const QS_NO_THREAD_SAFETY_ANALYSIS { return access_->faults_pages_in(); }
@@ -121,6 +122,7 @@ class database_impl final : public fault_target {
   std::unique_ptr<store> store_ QS_PT_GUARDED_BY(mutex_);
   const std::uint64_t fork_generation_;  // of the process that opened it
   std::uint32_t page_size_;
+  std::uint32_t pool_pages_;
   const bool durable_;
   statistics stats_ QS_GUARDED_BY(mutex_);
   schema_registry schema_ QS_GUARDED_BY(mutex_);

@@ -6,6 +6,7 @@
 #include "support.hpp"
 #include "types.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -124,4 +125,21 @@ TEST_CASE("a transaction that fits the pool fetches nothing twice and says nothi
   CHECK(db.stats().refetches == 0);
   CHECK(db.stats().evictions == 0);
   CHECK(err.text().find("pool_pages") == std::string::npos);
+}
+
+TEST_CASE("by default the pool is a quarter of physical memory, as far as vm.max_map_count allows") {
+  test_dir dir;
+  long limit = 65530;
+  std::ifstream in("/proc/sys/vm/max_map_count");
+  if (in) in >> limit;
+  const std::uint64_t quarter = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                                static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 4 / 8192;
+  const std::uint64_t by_mappings = static_cast<std::uint64_t>((limit - 4096) / 2);
+  auto db = qs::database::open(dir.sub("db"));
+  CHECK(db.pool_pages() == std::min(quarter, by_mappings));
+  CHECK(db.pool_pages() > 4096);  // the old fixed default, on any machine with 256 MiB
+  qs::options o;
+  o.pool_pages = 100;
+  auto small = qs::database::open(dir.sub("small"), o);
+  CHECK(small.pool_pages() == 100);
 }

@@ -77,11 +77,12 @@ void build_phase(const peers::command& cmd, const qs::options& opts) {
   }
   double build_s = peers::seconds_since(t0);
   qs::statistics s = db->stats();
+  std::uint32_t pool_pages = db->pool_pages();
   auto t1 = peers::clock_type::now();
   db.reset();
   double close_s = peers::seconds_since(t1);
   std::printf("RESULT peer=qs phase=build n=%u build_s=%.4f close_s=%.4f pool_pages=%u", cmd.n, build_s, close_s,
-              opts.pool_pages);
+              pool_pages);
   print_stats(s);
   std::printf("\n");
 }

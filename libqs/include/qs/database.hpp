@@ -50,8 +50,12 @@ struct options {
   // Page size for a new database: a power of two from 4 KiB to 64 KiB. An
   // existing database keeps the page size it was created with.
   std::uint32_t page_size = 8192;
-  // Client buffer pool, in pages.
-  std::uint32_t pool_pages = 4096;
+  // Client buffer pool, in pages. 0: a quarter of the machine's physical
+  // memory, as far as the kernel's vm.max_map_count allows (each resident
+  // page may cost two memory mappings): 30,717 pages (240 MiB at 8 KiB)
+  // under Linux's default limit. database::pool_pages() says what was chosen.
+  // Memory is used only as pages come in.
+  std::uint32_t pool_pages = 0;
   // Durable commits (the log is flushed to disk before commit returns). A
   // non-durable commit is atomic but may be lost in an operating-system crash.
   bool durable = true;
@@ -65,8 +69,10 @@ struct options {
   // Test harness: this percentage of pages is moved to other frames when it
   // comes in, even when its own frames are free (0 to 100).
   unsigned force_relocation_percent = 0;
-  // Berkeley DB cache size.
-  std::uint64_t store_cache_bytes = std::uint64_t{64} << 20;
+  // Berkeley DB cache size of the embedded store, in bytes. 0: 1/64 of the
+  // machine's physical memory, from 32 to 256 MiB (Berkeley DB sets its whole
+  // cache up at open, about 45 us per MiB).
+  std::uint64_t store_cache_bytes = 0;
   // The shared secret of a qs-pageserver reached over TCP (qs://host:port).
   // When empty, the environment variable QS_SECRET gives it.
   std::string server_secret;
@@ -161,6 +167,8 @@ class database {
   void release_cache();
 
   std::uint32_t page_size() const;
+  // The buffer pool's size in pages (options::pool_pages, or what 0 chose).
+  std::uint32_t pool_pages() const;
   // Whether a transaction is open on this handle.
   bool in_transaction() const;
   const std::string& path() const;

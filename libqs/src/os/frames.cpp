@@ -1,5 +1,7 @@
 #include "os/frames.hpp"
 
+#include "os/machine.hpp"
+
 #include <qs/error.hpp>
 
 #include <fcntl.h>
@@ -175,9 +177,7 @@ void frame_space::unmap(std::uint64_t f) {
 }
 
 void check_map_budget(std::uint32_t slots) {
-  long limit = 65530;
-  std::ifstream in("/proc/sys/vm/max_map_count");
-  if (in) in >> limit;
+  long limit = max_map_count();
   // Each resident page can split the reservation twice; keep a margin for the
   // rest of the process (libraries, heap, thread stacks).
   long need = 2L * slots + 4096;

@@ -1,0 +1,29 @@
+// os/machine.hpp: what this machine offers a database, read from the
+// operating system (Linux): its physical memory and the kernel's limit on
+// memory mappings, and the default sizes qs derives from them.
+//
+// The defaults serve a program that keeps one large database open without
+// tuning: a buffer pool of a quarter of physical memory, as far as
+// vm.max_map_count allows (each resident page may cost two mappings), and a
+// Berkeley DB cache of 1/64 of physical memory between 32 and 256 MiB
+// (Berkeley DB sets up its whole cache at open, about 45 us per MiB here).
+//
+// Thread-safety: every function may be called from any thread.
+#pragma once
+
+#include <cstdint>
+
+namespace qs::detail {
+
+// Physical memory in bytes (sysconf), or 0 when the system does not say.
+std::uint64_t physical_memory_bytes();
+// vm.max_map_count (65530 when it cannot be read).
+long max_map_count();
+// The largest pool whose mappings fit under vm.max_map_count.
+std::uint32_t max_pool_pages_for_mappings();
+// options::pool_pages == 0: the pool for pages of `page_size` bytes.
+std::uint32_t default_pool_pages(std::uint32_t page_size);
+// options::store_cache_bytes == 0: the embedded store's Berkeley DB cache.
+std::uint64_t default_store_cache_bytes();
+
+}  // namespace qs::detail
