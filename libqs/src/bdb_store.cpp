@@ -105,6 +105,39 @@ bool bdb_store::read_page(std::uint64_t page, record_header& h, std::byte* image
   return true;
 }
 
+bool bdb_store::read_range(
+    std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
+    const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
+  const std::uint32_t whole = sizeof(record_header) + page_size_;
+  // The page whose record was taken, waiting for its mapping object.
+  bool pending = false;
+  std::uint64_t pending_page = 0;
+  record_header h{};
+  std::string mapping;
+  auto deliver = [&] {
+    if (pending) got(pending_page, h, std::move(mapping));
+    pending = false;
+    mapping.clear();
+  };
+  env_->read_range(txn_, first, last, [&](std::uint64_t page, bool is_mapping, const void* data, std::uint32_t size) {
+    if (is_mapping) {
+      if (pending && page == pending_page) mapping.assign(static_cast<const char*>(data), size);
+      return true;
+    }
+    deliver();
+    if (size != whole) return true;
+    std::byte* image = want(page);
+    if (!image) return true;
+    std::memcpy(&h, data, sizeof h);
+    std::memcpy(image, static_cast<const std::byte*>(data) + sizeof h, page_size_);
+    pending = true;
+    pending_page = page;
+    return true;
+  });
+  deliver();
+  return true;
+}
+
 void bdb_store::put_page(std::uint64_t page, const record_header& h, const std::byte* image,
                          const std::string* mapping) {
   std::memcpy(scratch_.get(), &h, sizeof h);

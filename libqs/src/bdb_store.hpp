@@ -35,6 +35,9 @@ class bdb_store final : public store {
   bool in_transaction() const override { return in_txn_; }
 
   bool read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) override;
+  bool read_range(
+      std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
+      const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) override;
   void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
                 const std::string* mapping) override;
   void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,

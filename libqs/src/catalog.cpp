@@ -95,9 +95,9 @@ std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::ui
   }
   std::string format = format_name();
   if (auto f = s.get("format"); f && *f != format) {
-    if (*f == "qs 3" || *f == "qs 3 software")
+    if (*f == "qs 4" || *f == "qs 4 software")
       throw error("database " + s.name() + " was created by a program built in " +
-                  (*f == "qs 3" ? "hardware" : "software") + " mode; this program is built in " + mode_name() +
+                  (*f == "qs 4" ? "hardware" : "software") + " mode; this program is built in " + mode_name() +
                   " mode (QS_SWIZZLE), and the two lay objects out differently");
     throw error("database " + s.name() + " has format '" + *f + "'; this qs reads format '" + format + "' only");
   }

@@ -48,6 +48,7 @@ database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
   relocator_ = std::make_unique<relocator>(*access_, table_, *words_, log_, stats_, opts, page_size_, n);
   pager_ = std::make_unique<pager>(*store_, *pool_, table_, log_, *access_, *relocator_, *words_, *pointers_, stats_,
                                    page_size_, n);
+  pager_->set_prefetch(opts.prefetch_pages);
   allocator_ =
       std::make_unique<object_allocator>(*store_, *pager_, *relocator_, *access_, table_, log_, schema_, page_size_, n);
   refs_ = make_references(*pager_, *relocator_, *access_, table_, log_, stats_, n);

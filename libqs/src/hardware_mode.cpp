@@ -113,6 +113,6 @@ std::unique_ptr<references> make_references(pager&, relocator& frames, page_acce
 const char* mode_name() { return "hardware"; }
 // Format 3: 48-byte record headers with a page version and the size of the
 // page's mapping object.
-const char* format_name() { return "qs 3"; }
+const char* format_name() { return "qs 4"; }
 
 }  // namespace qs::detail

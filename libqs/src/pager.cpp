@@ -102,8 +102,73 @@ void pager::page_in(page_desc* d) {
 }
 
 void pager::make_current(page_desc* d) {
-  if (d->state() == page_state::absent) page_in(d);
-  else if (d->state() == page_state::stale) revalidate(d);
+  if (d->state() == page_state::absent) {
+    page_in(d);
+    if (prefetch_ && d->origin() == page_origin::stored) prefetch_after(d);
+  } else if (d->state() == page_state::stale) {
+    revalidate(d);
+  }
+}
+
+void pager::prefetch_after(const page_desc* d) {
+  // The way the program goes: a list built by prepending is read from its
+  // last page down.
+  const bool down = d->page < last_read_;
+  last_read_ = d->page;
+  if (down && d->page == 0) return;
+  const std::uint64_t first = down ? (d->page > prefetch_ ? d->page - prefetch_ : 0) : d->page + 1;
+  const std::uint64_t last = down ? d->page - 1 : d->page + prefetch_;
+  auto t0 = std::chrono::steady_clock::now();
+  if (staging_.empty()) staging_.resize(std::size_t{prefetch_} * page_size_);
+  staged_.clear();
+  // Records are staged, then taken in the program's direction: a page that
+  // has no frame yet often gets one from the page taken in before it (the
+  // next node of a list).
+  auto want = [&](std::uint64_t page) -> std::byte* {
+    const page_desc* p = table_.by_page(page);
+    if (p && (p->state() != page_state::absent || p->origin() != page_origin::stored)) return nullptr;
+    if (staged_.size() == prefetch_) return nullptr;
+    staged_.push_back({page, {}, {}});
+    return staging_.data() + (staged_.size() - 1) * page_size_;
+  };
+  auto got = [&](std::uint64_t page, const record_header& h, std::string mapping) {
+    if (staged_.empty() || staged_.back().page != page) return;
+    staged_.back().h = h;
+    staged_.back().mapping = std::move(mapping);
+    staged_.back().complete = true;
+  };
+  try {
+    store_.read_range(first, last, want, got);
+  } catch (const error&) {
+    // A guess that failed: the pages are read, and their errors said, when
+    // the program touches them.
+  }
+  for (std::size_t k = 0; k < staged_.size(); ++k) {
+    std::size_t i = down ? staged_.size() - 1 - k : k;
+    if (staged_[i].complete && !take_in(staged_[i], staging_.data() + i * page_size_)) break;
+  }
+  staged_.clear();
+  stats_.prefetch_ns += ns_since(t0);
+}
+
+bool pager::take_in(staged_page& s, const std::byte* img) {
+  page_desc* p = table_.by_page(s.page);
+  if (!p || p->state() != page_state::absent || p->origin() != page_origin::stored) return true;
+  std::uint32_t slot;
+  if (!pool_.take_free(p, slot)) return false;  // a guess never evicts a page
+  std::memcpy(pool_.data(slot), img, page_size_);
+  try {
+    accept_record(p, s.h, pool_.data(slot), std::move(s.mapping));
+  } catch (const error&) {
+    pool_.release(slot);
+    return true;  // refused again, with its message, when touched
+  }
+  ++stats_.pages_fetched;
+  ++stats_.pages_prefetched;
+  count_refetch(p);
+  p->loaded(slot);
+  show(p, false);
+  return true;
 }
 
 void pager::revalidate(page_desc* d) {

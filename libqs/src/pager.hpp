@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace qs::detail {
 
@@ -54,8 +55,16 @@ class pager {
   // Brings d in: builds a new page's image, or reads its record.
   void page_in(page_desc* d);
   // Brings d's image up to date for the open transaction: faults it in when
-  // absent, revalidates it with the store when stale.
+  // absent (and prefetches the pages after it), revalidates it with the
+  // store when stale.
   void make_current(page_desc* d);
+  // Prefetch: after a page is read, the next `pages` pages in page order
+  // (the previous ones when the page came before the last one read) that
+  // have frames here and are absent are read in the same store pass
+  // (physical clustering: objects allocated together share neighbouring
+  // pages) and mapped readable, so that touching them costs no fault. Only
+  // free pool slots are used: a guess never evicts a page. 0 turns it off.
+  void set_prefetch(std::uint32_t pages) { prefetch_ = pages; }
   // Takes d's before-image (taking in the objects saved on it so far) and
   // makes it writable.
   void make_writable(page_desc* d);
@@ -99,6 +108,16 @@ class pager {
   void accept_record(page_desc* d, const record_header& h, std::byte* img, std::string mapping);
   void fix_vptrs(page_desc* d, std::byte* img);
   void release_slot(page_desc* d);
+  void prefetch_after(const page_desc* d);
+  struct staged_page {
+    std::uint64_t page;
+    record_header h;
+    std::string mapping;
+    bool complete = false;
+  };
+  // Takes a staged record in as its page's image when the page is known and
+  // absent; false when no pool slot is free.
+  bool take_in(staged_page& s, const std::byte* img);
   // page_access::show, timed.
   void show(page_desc* d, bool writable);
 
@@ -118,6 +137,10 @@ class pager {
   std::uint64_t transaction_ = 1;
   std::uint64_t refetches_now_ = 0;  // in the open transaction
   bool warned_thrashing_ = false;    // once per open
+  std::uint32_t prefetch_ = 0;
+  std::uint64_t last_read_ = 0;      // the page prefetch_after last followed
+  std::vector<std::byte> staging_;   // prefetch_ images, read ahead
+  std::vector<staged_page> staged_;  // during prefetch_after
   void count_refetch(page_desc* d);
 };
 

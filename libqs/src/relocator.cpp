@@ -129,7 +129,7 @@ std::optional<std::string> relocator::mapping_of(const page_desc* d, const std::
     b.add(reinterpret_cast<std::uint64_t>(run_address(h)), h->page, h->run_pages);
   });
   mapping m = b.finish();
-  std::string bytes = encode_mapping(m);
+  std::string bytes = encode_mapping(m, page_size_);
   entries = static_cast<std::uint32_t>(m.size());
   if (bytes == d->mapping) return std::nullopt;
   return bytes;

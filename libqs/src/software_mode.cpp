@@ -360,6 +360,6 @@ std::unique_ptr<references> make_references(pager& pages, relocator& frames, pag
 const char* mode_name() { return "software"; }
 // Software mode's object headers carry a tag: its databases have a format
 // of their own.
-const char* format_name() { return "qs 3 software"; }
+const char* format_name() { return "qs 4 software"; }
 
 }  // namespace qs::detail

@@ -75,6 +75,19 @@ class store {
     (void)version;
     return read_page(page, h, image, mapping) ? page_read::read : page_read::absent;
   }
+  // Prefetch: reads, in one pass in page order where the store has one, the
+  // records of pages first..last that `want` asks for. want(page) gives
+  // where that page's image goes (page-size bytes) or nullptr to skip it;
+  // got(page, header, mapping) follows once the record and its mapping object
+  // are read. Records that are not whole pages are skipped (a fault on the
+  // page reads it again and says what is wrong). Returns false when the store
+  // has no such pass (then nothing is read).
+  virtual bool read_range(
+      std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
+      const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
+    (void)first, (void)last, (void)want, (void)got;
+    return false;
+  }
   // Hands out n new pages on n contiguous frames: returns the first page and
   // the first frame. Inside a transaction; an embedded store takes them back
   // on abort, a shared one may leave a hole.

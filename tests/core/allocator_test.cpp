@@ -33,7 +33,8 @@ TEST_CASE("an object larger than a page spans contiguous frames and faults in pa
   Blob* b = db.root<Blob*>("blob");
   CHECK(b->self == b);
   for (std::uint64_t i = 0; i < 40000; ++i) REQUIRE(b->words[i] == i * 7);
-  CHECK(db.stats().read_faults >= 40);
+  // Each page came in on its own: on a fault, or read ahead of one.
+  CHECK(db.stats().read_faults + db.stats().pages_prefetched >= 40);
   b->words[39999] = 1;  // the last page
   tx.commit();
 }

@@ -81,7 +81,7 @@ TEST_CASE("damaged metadata records are refused at open, naming the record") {
 TEST_CASE("a metadata byte changed on disk is refused by its checksum, not used") {
   test_dir dir;
   make(dir.path());
-  // The format record's value, "qs 3" or the software mode's, changed in
+  // The format record's value, "qs 4" or the software mode's, changed in
   // place to another plausible format: without a checksum the catalog would
   // believe it.
   std::string file = dir.path() + "/meta.db";

@@ -38,15 +38,15 @@ TEST_CASE("mapping objects encode, decode and find runs") {
   mapping m = b.finish();
   REQUIRE(m.size() == 2);
   CHECK(m[0].page == 3);
-  auto back = decode_mapping(encode_mapping(m), ps);
+  auto back = decode_mapping(encode_mapping(m, ps), ps);
   REQUIRE(back);
   CHECK(*back == m);
   CHECK(find_run(m, 0x100000 + 3 * ps + 17, ps)->page == 3);
   CHECK(find_run(m, 0x100000 + 4 * ps, ps) == nullptr);
   CHECK(find_run(m, 0x100000 + 5 * ps + 8, ps)->page == 7);
-  CHECK_FALSE(decode_mapping("abc", ps));
+  CHECK_FALSE(decode_mapping("ab", ps));  // an entry cut short
   mapping overlapping{{0x100000, 1, 2}, {0x100000 + ps, 2, 1}};
-  CHECK_FALSE(decode_mapping(encode_mapping(overlapping), ps));
+  CHECK_FALSE(decode_mapping(encode_mapping(overlapping, ps), ps));
 }
 
 TEST_CASE("moved runs rewrite pointers into moved runs only") {
@@ -76,7 +76,31 @@ TEST_CASE("a mapping object whose run would end past the address space is refuse
   // A run at the top of the address space, then one below it: with the end
   // of the first wrapping around, the two looked ordered.
   mapping wraps{{0xfffffffffffe0000ull, 5, 255}, {0x90400000000ull, 3, 1}};
-  CHECK_FALSE(decode_mapping(encode_mapping(wraps), ps).has_value());
+  CHECK_FALSE(decode_mapping(encode_mapping(wraps, ps), ps).has_value());
   mapping fine{{0x90400000000ull, 3, 1}, {0x100000004000ull, 7, 2}};
-  CHECK(decode_mapping(encode_mapping(fine), ps).has_value());
+  CHECK(decode_mapping(encode_mapping(fine, ps), ps).has_value());
+}
+
+TEST_CASE("a mapping object of a pointer-dense page takes a few bytes an entry, and damaged ones are refused") {
+  const std::uint32_t ps = 8192;
+  const std::uint64_t base = 0x100000000000ull;
+  // 384 runs spread over 9,000 frames, pages handed out with their frames.
+  mapping_builder b;
+  std::uint64_t x = 12345;
+  for (int i = 0; i < 384; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    std::uint64_t frame = (x >> 33) % 9000;
+    b.add(base + frame * ps, frame + 2, 1);
+  }
+  mapping m = b.finish();
+  std::string bytes = encode_mapping(m, ps);
+  CHECK(bytes.size() <= 4 * m.size());
+  auto back = decode_mapping(bytes, ps);
+  REQUIRE(back);
+  CHECK(*back == m);
+  // Cut inside its last number, or with a number longer than 64 bits.
+  CHECK_FALSE(decode_mapping(std::string_view(bytes).substr(0, bytes.size() - 1), ps));
+  CHECK_FALSE(decode_mapping(std::string(11, '\xff') + std::string(1, '\x01'), ps));
+  // A run of no pages.
+  CHECK_FALSE(decode_mapping(std::string("\x01\x00\x00", 3), ps));
 }

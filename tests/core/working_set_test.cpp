@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -142,4 +143,43 @@ TEST_CASE("by default the pool is a quarter of physical memory, as far as vm.max
   o.pool_pages = 100;
   auto small = qs::database::open(dir.sub("small"), o);
   CHECK(small.pool_pages() == 100);
+}
+
+TEST_CASE("prefetch reads the pages after a faulted one into free slots only, and changes nothing read") {
+  test_dir dir;
+  const bool prefetch_forced_off = [] {
+    const char* v = std::getenv("QS_PREFETCH");
+    return v && std::string(v) == "0";
+  }();
+  const int n = 40000;  // 32-byte objects: about 160 pages of 8 KiB
+  {
+    auto db = qs::database::open(dir.path(), small_options(1024));
+    qs::transaction tx(db);
+    auto& head = db.root<Pair*>("head");
+    for (int i = 0; i < n; ++i) head = new (db) Pair{nullptr, static_cast<std::uint64_t>(i), head};
+    tx.commit();
+  }
+  auto read_all = [&](std::uint32_t pool) {
+    auto db = qs::database::open(dir.path(), small_options(pool));
+    qs::transaction tx(db);
+    std::uint64_t expect = n - 1, count = 0;
+    for (Pair* p = db.root<Pair*>("head"); p; p = p->right, --expect, ++count) REQUIRE(p->key == expect);
+    CHECK(count == n);
+    tx.commit();
+    return db.stats();
+  };
+  // A pool that holds everything: most pages come in without a fault.
+  qs::statistics big = read_all(1024);
+  if (prefetch_forced_off) {
+    CHECK(big.pages_prefetched == 0);
+  } else {
+    CHECK(big.pages_prefetched > 100);
+    CHECK(big.read_faults < 40);
+  }
+  CHECK(big.evictions == 0);
+  // A pool smaller than the list: only free slots take guesses, so every
+  // eviction was made by a fault, never by prefetch.
+  qs::statistics small = read_all(32);
+  CHECK(small.evictions > 0);
+  CHECK(small.evictions <= small.read_faults);
 }

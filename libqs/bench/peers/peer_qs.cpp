@@ -56,6 +56,8 @@ void print_stats(const qs::statistics& s) {
               static_cast<double>(s.fault_ns) / 1e6, static_cast<double>(s.fetch_ns) / 1e6,
               static_cast<double>(s.mapping_ns) / 1e6, static_cast<double>(s.swizzle_ns) / 1e6,
               static_cast<double>(s.protect_ns) / 1e6);
+  std::printf(" prefetched=%llu prefetch_ms=%.1f", static_cast<unsigned long long>(s.pages_prefetched),
+              static_cast<double>(s.prefetch_ns) / 1e6);
 }
 
 void build_phase(const peers::command& cmd, const qs::options& opts) {

@@ -304,6 +304,48 @@ std::optional<std::string> bdb_env::read_mapping(DbTxn* t, std::uint64_t page, s
   return v;
 }
 
+void bdb_env::read_range(DbTxn* t, std::uint64_t first, std::uint64_t last,
+                         const std::function<bool(std::uint64_t, bool, const void*, std::uint32_t)>& f) {
+  std::uint32_t flags = 0;
+  DbTxn* rt = reading(t, flags);
+  Dbc* cursor = nullptr;
+  check(pages_->cursor(rt, &cursor, flags), "open cursor");
+  struct closer {
+    Dbc* c;
+    ~closer() { c->close(); }
+  } close_it{cursor};
+  // A bulk buffer holds a 64 KiB B-tree page at least (Berkeley DB returns
+  // whole leaves' worth of pairs).
+  constexpr std::uint32_t bulk_bytes = 256 * 1024;
+  thread_local std::unique_ptr<std::uint64_t[]> bulk(new std::uint64_t[bulk_bytes / 8]);
+  unsigned char kbuf[16];
+  page_key pk(first);
+  std::memcpy(kbuf, pk.bytes, sizeof pk.bytes);
+  Dbt key(kbuf, sizeof pk.bytes);
+  key.set_ulen(sizeof kbuf);
+  key.set_flags(DB_DBT_USERMEM);
+  Dbt data;
+  data.set_data(bulk.get());
+  data.set_ulen(bulk_bytes);
+  data.set_flags(DB_DBT_USERMEM);
+  for (std::uint32_t op = DB_SET_RANGE;; op = DB_NEXT) {
+    int rc = cursor->get(&key, &data, op | DB_MULTIPLE_KEY);
+    if (rc == DB_NOTFOUND) return;
+    check(rc, "read pages " + std::to_string(first) + " to " + std::to_string(last));
+    DbMultipleKeyDataIterator it(data);
+    Dbt k, d;
+    while (it.next(k, d)) {
+      if (k.get_size() != 8 && k.get_size() != 9) continue;  // not a page's key
+      const auto* kb = static_cast<const unsigned char*>(k.get_data());
+      std::uint64_t page = 0;
+      for (int i = 0; i < 8; ++i) page = page << 8 | kb[i];
+      if (page > last) return;
+      if (page < first) continue;
+      if (!f(page, k.get_size() == 9, d.get_data(), d.get_size())) return;
+    }
+  }
+}
+
 void bdb_env::put_mapping(DbTxn* t, std::uint64_t page, std::string_view mapping) {
   about_to_write();
   mapping_key mk(page);

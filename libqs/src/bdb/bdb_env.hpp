@@ -90,6 +90,12 @@ class bdb_env {
   void delete_record(DbTxn* t, std::uint64_t page);
   // The page's mapping object; nullopt when it has none.
   std::optional<std::string> read_mapping(DbTxn* t, std::uint64_t page, std::uint32_t flags = 0);
+  // Calls f(page, is_mapping, data, size) for every record and mapping object
+  // of pages first..last, in page order (a page's record, then its mapping
+  // object), reading them in bulk; f returns false to stop. The data lives
+  // until f returns.
+  void read_range(DbTxn* t, std::uint64_t first, std::uint64_t last,
+                  const std::function<bool(std::uint64_t, bool, const void*, std::uint32_t)>& f);
   // Stores the page's mapping object; an empty one is removed.
   void put_mapping(DbTxn* t, std::uint64_t page, std::string_view mapping);
 

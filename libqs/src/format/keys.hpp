@@ -1,6 +1,6 @@
 // keys.hpp: the metadata records of a database, and their encodings.
 //
-//   "format"        "qs 3"
+//   "format"        "qs 4"
 //   "page_size"     page size in bytes (decimal)
 //   "base"          preferred base address of the reservation (decimal)
 //   "reservation"   size of the reservation in bytes (decimal)

@@ -6,45 +6,73 @@
 namespace qs::detail {
 namespace {
 
-constexpr std::size_t entry_bytes = 24;
+// Inside x86-64's user address space (2^47 bytes): the end of a run cannot
+// wrap around.
+constexpr std::uint64_t user_space = std::uint64_t{1} << 47;
 
-void put64(std::string& s, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i, v >>= 8) s.push_back(static_cast<char>(v & 0xff));
+void put_varint(std::string& s, std::uint64_t v) {
+  while (v >= 0x80) {
+    s.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  s.push_back(static_cast<char>(v));
 }
-std::uint64_t get64(const unsigned char* p) {
-  std::uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
+
+// False when the bytes end inside the number or it does not fit 64 bits.
+bool get_varint(const unsigned char*& p, const unsigned char* end, std::uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (p == end) return false;
+    unsigned char b = *p++;
+    if (shift == 63 && b > 1) return false;
+    v |= std::uint64_t{b & 0x7fu} << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
 }
+
+std::uint64_t zigzag(std::uint64_t v) { return (v << 1) ^ (0 - (v >> 63)); }
+std::uint64_t unzigzag(std::uint64_t v) { return (v >> 1) ^ (0 - (v & 1)); }
 
 }  // namespace
 
-std::string encode_mapping(const mapping& m) {
+// Each entry is three varints: the gap in frames from the end of the
+// previous run (from 0 for the first), the change of (frame - page) from the
+// previous entry's (zigzag; frames and pages are handed out together, so it
+// is mostly 0), and the run's length. A pointer-dense page of a graph
+// spread over the whole database takes about 3 bytes per entry.
+std::string encode_mapping(const mapping& m, std::uint32_t page_size) {
   std::string s;
-  s.reserve(m.size() * entry_bytes);
+  s.reserve(m.size() * 4);
+  std::uint64_t end = 0, shift = 0;  // in frames
   for (const mapping_entry& e : m) {
-    put64(s, e.address);
-    put64(s, e.page);
-    put64(s, e.pages);
+    const std::uint64_t frame = e.address / page_size;
+    put_varint(s, frame - end);
+    const std::uint64_t sh = frame - e.page;
+    put_varint(s, zigzag(sh - shift));
+    put_varint(s, e.pages);
+    end = frame + e.pages;
+    shift = sh;
   }
   return s;
 }
 
 std::optional<mapping> decode_mapping(std::string_view bytes, std::uint32_t page_size) {
-  if (bytes.size() % entry_bytes) return std::nullopt;
   mapping m;
-  m.reserve(bytes.size() / entry_bytes);
+  m.reserve(bytes.size() / 3);
   auto p = reinterpret_cast<const unsigned char*>(bytes.data());
-  for (std::size_t i = 0; i < bytes.size(); i += entry_bytes) {
-    std::uint64_t pages = get64(p + i + 16);
-    mapping_entry e{get64(p + i), get64(p + i + 8), static_cast<std::uint32_t>(pages)};
-    if (pages == 0 || pages > 0xffffffffu || e.address % page_size) return std::nullopt;
-    // Inside x86-64's user address space (2^47 bytes): the end of a run
-    // cannot wrap around, so the order check below holds.
-    constexpr std::uint64_t user_space = std::uint64_t{1} << 47;
-    if (e.address >= user_space || pages * page_size > user_space - e.address) return std::nullopt;
-    if (!m.empty() && m.back().address + std::uint64_t{m.back().pages} * page_size > e.address) return std::nullopt;
-    m.push_back(e);
+  const auto* end_of_bytes = p + bytes.size();
+  const std::uint64_t frames = user_space / page_size;
+  std::uint64_t end = 0, shift = 0;
+  while (p != end_of_bytes) {
+    std::uint64_t gap, delta, pages;
+    if (!get_varint(p, end_of_bytes, gap) || !get_varint(p, end_of_bytes, delta) || !get_varint(p, end_of_bytes, pages))
+      return std::nullopt;
+    if (pages == 0 || pages > 0xffffffffu || gap >= frames - end || pages > frames - end - gap) return std::nullopt;
+    const std::uint64_t frame = end + gap;
+    shift += unzigzag(delta);
+    m.push_back({frame * page_size, frame - shift, static_cast<std::uint32_t>(pages)});
+    end = frame + pages;
   }
   return m;
 }

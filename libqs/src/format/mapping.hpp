@@ -13,8 +13,9 @@
 // Invariants:
 //  * entries are sorted by address, their address ranges are disjoint, and
 //    every pointer word of the page (other than null) falls in one of them.
-//  * the encoding is 24 bytes per entry, little-endian, with nothing else:
-//    its size alone says how many entries there are.
+//  * the encoding is a sequence of varints, three per entry (mapping.cpp),
+//    with nothing else; run addresses are multiples of the page size, and
+//    the encoding cannot express entries out of order or overlapping.
 //
 // Thread-safety: values; a builder or moved_runs is used by one thread at a
 // time.
@@ -37,7 +38,8 @@ struct mapping_entry {
 };
 using mapping = std::vector<mapping_entry>;
 
-std::string encode_mapping(const mapping& m);
+// `m` as the builder makes it (sorted, disjoint, addresses page-aligned).
+std::string encode_mapping(const mapping& m, std::uint32_t page_size);
 // nullopt when the bytes are not a well-formed mapping.
 std::optional<mapping> decode_mapping(std::string_view bytes, std::uint32_t page_size);
 
