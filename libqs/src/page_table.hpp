@@ -42,6 +42,7 @@
 
 #include "page_format.hpp"
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -181,32 +182,65 @@ class page_desc {
   std::vector<std::uint64_t> saved_at_;  // bit k: an object at offset 8k is saved
 };
 
+// A sparse map from page or frame numbers to descriptors, for the lookups of
+// the fault path (a mapping object names hundreds of pages): slots in
+// chunks of 512 consecutive numbers, found through a small hash map of
+// chunks with the last chunk remembered. Memory follows the numbers used,
+// never their size.
+class sparse_index {
+ public:
+  page_desc* find(std::uint64_t key) const {
+    const std::uint64_t c = key >> chunk_bits;
+    if (!last_ || c != last_key_) {
+      auto it = chunks_.find(c);
+      if (it == chunks_.end()) return nullptr;
+      last_key_ = c;
+      last_ = it->second.get();
+    }
+    return (*last_)[key & chunk_mask];
+  }
+  void set(std::uint64_t key, page_desc* d) {
+    auto& chunk = chunks_[key >> chunk_bits];
+    if (!chunk) chunk = std::make_unique<slots>();
+    (*chunk)[key & chunk_mask] = d;
+  }
+  void clear() {
+    chunks_.clear();
+    last_ = nullptr;
+  }
+
+ private:
+  static constexpr unsigned chunk_bits = 9;
+  static constexpr std::uint64_t chunk_mask = (std::uint64_t{1} << chunk_bits) - 1;
+  using slots = std::array<page_desc*, std::size_t{1} << chunk_bits>;
+  std::unordered_map<std::uint64_t, std::unique_ptr<slots>> chunks_;
+  mutable std::uint64_t last_key_ = 0;
+  mutable slots* last_ = nullptr;
+};
+
 class page_table {
  public:
-  page_desc* by_page(std::uint64_t page) const {
-    auto it = pages_.find(page);
-    return it == pages_.end() ? nullptr : it->second.get();
-  }
-  page_desc* by_frame(std::uint64_t frame) const {
-    auto it = frames_.find(frame);
-    return it == frames_.end() ? nullptr : it->second;
-  }
+  page_desc* by_page(std::uint64_t page) const { return page_index_.find(page); }
+  page_desc* by_frame(std::uint64_t frame) const { return frame_index_.find(frame); }
   // The first page of the run d belongs to.
   page_desc* run_head(page_desc* d) const { return d->is_run_head() ? d : by_page(d->run_first); }
   page_desc* add(std::uint64_t page, std::uint64_t frame, std::uint64_t run_first, std::uint32_t run_pages) {
-    if (pages_.count(page) || frames_.count(frame)) page_state_bug(page, "added to the page table twice");
+    if (by_page(page) || by_frame(frame)) page_state_bug(page, "added to the page table twice");
     auto d = std::make_unique<page_desc>(page, frame, run_first, run_pages);
     page_desc* p = d.get();
     pages_[page] = std::move(d);
-    frames_[frame] = p;
+    page_index_.set(page, p);
+    frame_index_.set(frame, p);
     return p;
   }
   void erase(page_desc* d) {
-    frames_.erase(d->frame);
+    frame_index_.set(d->frame, nullptr);
+    page_index_.set(d->page, nullptr);
     pages_.erase(d->page);
   }
   void clear() {
-    frames_.clear();
+    frame_index_.clear();
+    page_index_.clear();
     pages_.clear();
   }
   template <class F>
@@ -215,8 +249,9 @@ class page_table {
   }
 
  private:
-  std::unordered_map<std::uint64_t, std::unique_ptr<page_desc>> pages_;
-  std::unordered_map<std::uint64_t, page_desc*> frames_;
+  std::unordered_map<std::uint64_t, std::unique_ptr<page_desc>> pages_;  // owns them
+  sparse_index page_index_;
+  sparse_index frame_index_;
 };
 
 }  // namespace qs::detail
