@@ -156,8 +156,9 @@ frame_space::~frame_space() { remove_region(base_, bytes_); }
 
 void frame_space::map(std::uint64_t f, const pool_memory& pool, std::uint32_t slot, bool writable) {
   void* want = frame_address(f);
-  void* p = ::mmap(want, page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED | MAP_FIXED, pool.fd(),
-                   static_cast<off_t>(std::size_t{slot} * page_size_));
+  void* p =
+      ::mmap(want, page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED | MAP_FIXED | MAP_POPULATE,
+             pool.fd(), static_cast<off_t>(std::size_t{slot} * page_size_));
   if (p == MAP_FAILED) fail("qs: mapping frame " + std::to_string(f));
 }
 
