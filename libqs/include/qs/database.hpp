@@ -77,8 +77,10 @@ struct options {
   // comes in, even when its own frames are free (0 to 100).
   unsigned force_relocation_percent = 0;
   // Berkeley DB cache size of the embedded store, in bytes. 0: 1/64 of the
-  // machine's physical memory, from 32 to 256 MiB (Berkeley DB sets its whole
-  // cache up at open, about 45 us per MiB).
+  // machine's physical memory, from 16 to 64 MiB (Berkeley DB sets its whole
+  // cache up at open, about 45 us per MiB; the buffer pool holds the pages
+  // in use). A database opened after a clean close reads through a cache of
+  // at most 16 MiB until its first write.
   std::uint64_t store_cache_bytes = 0;
   // The shared secret of a qs-pageserver reached over TCP (qs://host:port).
   // When empty, the environment variable QS_SECRET gives it.

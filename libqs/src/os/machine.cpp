@@ -44,7 +44,7 @@ std::uint64_t default_store_cache_bytes() {
   constexpr std::uint64_t mib = std::uint64_t{1} << 20;
   std::uint64_t memory = physical_memory_bytes();
   if (memory == 0) return 64 * mib;
-  return std::clamp<std::uint64_t>(memory / 64 / mib * mib, 32 * mib, 256 * mib);
+  return std::clamp<std::uint64_t>(memory / 64 / mib * mib, 16 * mib, 64 * mib);
 }
 
 }  // namespace qs::detail
