@@ -7,6 +7,8 @@
 // 8 KiB page) divided by N:
 //   read fault     first touch of a page whose record is in Berkeley DB's
 //                  cache: SIGSEGV, lookup, get, checksum, copy, mmap
+//                  (prefetch off; then again with qs's default prefetch,
+//                  where most pages come in read ahead, without a fault)
 //   write fault    first write in a transaction to a resident page: SIGSEGV,
 //                  before-image copy, mprotect
 //   commit/page    commit of N pages with 8 changed bytes each: diff,
@@ -202,9 +204,10 @@ struct qs_costs {
   double read_fault, write_fault, commit_per_page, log_bytes_per_page;
 };
 
-qs_costs measure_qs(const std::string& dir, int n) {
+qs_costs measure_qs(const std::string& dir, int n, std::uint32_t prefetch) {
   qs::options o;
   o.pool_pages = static_cast<std::uint32_t>(n + 64);
+  o.prefetch_pages = prefetch;
   o.durable = false;
   o.reservation_bytes = std::uint64_t{1} << 32;
   auto db = qs::database::open(dir, o);
@@ -275,7 +278,8 @@ int main(int argc, char** argv) {
   double protect = mprotect_ns(n);
   bdb_costs bdb = bdb_ns(dir + "/bare", n);
   double get = bdb.get;
-  qs_costs q = measure_qs(dir + "/qs", n);
+  qs_costs q = measure_qs(dir + "/qs", n, 0);
+  qs_costs qp = measure_qs(dir + "/qs-prefetch", n, qs::options{}.prefetch_pages);
   if (own_dir) std::filesystem::remove_all(dir);
 
   std::printf("qs fault costs, %d pages of %u bytes, one run\n\n", n, page_size);
@@ -292,6 +296,8 @@ int main(int argc, char** argv) {
   std::printf("\nqs                                      ns/op   floor   ratio\n");
   std::printf("  read fault (page in BDB cache)     %8.0f %7.0f %7.2f   floor: SIGSEGV+mmap, get, memcpy\n",
               q.read_fault, read_floor, q.read_fault / read_floor);
+  std::printf("  read, prefetch on (per page)       %8.0f %7.0f %7.2f   (options::prefetch_pages = %u)\n",
+              qp.read_fault, read_floor, qp.read_fault / read_floor, qs::options{}.prefetch_pages);
   std::printf("  write fault (resident page)        %8.0f %7.0f %7.2f   floor: SIGSEGV+mprotect, memcpy\n",
               q.write_fault, write_floor, q.write_fault / write_floor);
   double commit_floor = crc + bdb.partial_put + protect;
