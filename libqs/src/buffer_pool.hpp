@@ -34,6 +34,7 @@ class buffer_pool {
   // addresses), or nullptr.
   page_desc* owner_of(const void* p) const { return memory_.contains(p) ? owner_[memory_.slot_of(p)] : nullptr; }
 
+  std::uint32_t free_slots() const { return static_cast<std::uint32_t>(free_.size()); }
   // A free slot now owned by `d`, or false when every slot is in use.
   bool take_free(page_desc* d, std::uint32_t& slot);
   // The page the replacement policy would evict next, or nullptr if every

@@ -9,6 +9,7 @@
 
 #include <qs/error.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -115,9 +116,11 @@ void pager::prefetch_after(const page_desc* d) {
   // last page down.
   const bool down = d->page < last_read_;
   last_read_ = d->page;
-  if (down && d->page == 0) return;
-  const std::uint64_t first = down ? (d->page > prefetch_ ? d->page - prefetch_ : 0) : d->page + 1;
-  const std::uint64_t last = down ? d->page - 1 : d->page + prefetch_;
+  // Guesses take free slots only: read no more than there are.
+  const std::uint32_t window = std::min(prefetch_, pool_.free_slots());
+  if (window == 0 || (down && d->page == 0)) return;
+  const std::uint64_t first = down ? (d->page > window ? d->page - window : 0) : d->page + 1;
+  const std::uint64_t last = down ? d->page - 1 : d->page + window;
   auto t0 = std::chrono::steady_clock::now();
   if (staging_.empty()) staging_.resize(std::size_t{prefetch_} * page_size_);
   staged_.clear();
