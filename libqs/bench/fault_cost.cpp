@@ -16,8 +16,10 @@
 //                  that the disk's flush time does not hide the CPU cost)
 // The floor: SIGSEGV delivery plus mprotect, SIGSEGV plus an mmap of a memfd
 // page, an mprotect, an 8 KiB memcpy, a CRC-32C of 8 KiB, a cached Berkeley
-// DB get of an 8 KiB record and a 40-byte partial put, in an environment
-// configured as qs configures its own.
+// DB get of an 8 KiB record and a 40-byte partial put into one, with 64 KiB
+// B-tree pages: a page stored as one record, as qs stored it before it kept
+// records in 1 KiB pieces (a partial put into a piece compares and logs
+// 1 KiB, not 8, which is why qs's commit can come in under this floor).
 #include <qs/qs.hpp>
 
 #include <db_cxx.h>

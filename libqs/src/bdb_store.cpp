@@ -91,7 +91,28 @@ void bdb_store::abort() {
 }
 
 bool bdb_store::read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) {
-  std::uint32_t want = sizeof(record_header) + page_size_;
+  const std::uint32_t want = sizeof(record_header) + page_size_;
+  // One bulk call brings the record's pieces and the mapping object.
+  bool found = false;
+  mapping.clear();
+  env_->read_range(
+      txn_, page, page,
+      [&](std::uint64_t, bool is_mapping, const void* data, std::uint32_t size) {
+        if (is_mapping) {
+          mapping.assign(static_cast<const char*>(data), size);
+        } else if (size == want) {
+          std::memcpy(&h, data, sizeof h);
+          std::memcpy(image, static_cast<const std::byte*>(data) + sizeof h, page_size_);
+          found = true;
+        }
+        return true;
+      },
+      16 * 1024);
+  if (found) {
+    if (h.mapping_entries == 0) mapping.clear();
+    return true;
+  }
+  // Absent, or damaged: the piece by piece read says which.
   std::uint32_t n = env_->read_record(txn_, page, scratch_.get(), want);
   if (n == 0) return false;
   if (n != want)
@@ -99,7 +120,6 @@ bool bdb_store::read_page(std::uint64_t page, record_header& h, std::byte* image
                                  std::to_string(n) + " bytes, expected " + std::to_string(want));
   std::memcpy(&h, scratch_.get(), sizeof h);
   std::memcpy(image, scratch_.get() + sizeof h, page_size_);
-  mapping.clear();
   if (h.mapping_entries != 0)
     if (auto m = env_->read_mapping(txn_, page)) mapping = std::move(*m);
   return true;
@@ -148,21 +168,16 @@ void bdb_store::put_page(std::uint64_t page, const record_header& h, const std::
 
 void bdb_store::patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
                            std::span<const byte_range> ranges, const std::string* mapping) {
-  // The header changes at every write (its checksum does). When the first
-  // range starts near the image's start, one put covers both.
-  std::size_t first = 0;
-  if (!ranges.empty() && ranges[0].offset < 64) {
-    std::uint32_t len = static_cast<std::uint32_t>(sizeof h) + ranges[0].offset + ranges[0].length;
-    std::memcpy(scratch_.get(), &h, sizeof h);
-    std::memcpy(scratch_.get() + sizeof h, image, ranges[0].offset + ranges[0].length);
-    env_->put_record_part(write_txn(), page, 0, scratch_.get(), len);
-    first = 1;
-  } else {
-    env_->put_record_part(write_txn(), page, 0, &h, sizeof h);
-  }
-  for (std::size_t i = first; i < ranges.size(); ++i)
-    env_->put_record_part(write_txn(), page, static_cast<std::uint32_t>(sizeof h) + ranges[i].offset,
-                          image + ranges[i].offset, ranges[i].length);
+  // The header changes at every write (its checksum does). Each piece of
+  // the record that the header or a range touches is written once, whole:
+  // Berkeley DB logs only the bytes between its first and last change.
+  const std::uint32_t len = static_cast<std::uint32_t>(sizeof h) + page_size_;
+  std::memcpy(scratch_.get(), &h, sizeof h);
+  std::memcpy(scratch_.get() + sizeof h, image, page_size_);
+  spans_.clear();
+  spans_.push_back({0, static_cast<std::uint32_t>(sizeof h)});
+  for (const byte_range& r : ranges) spans_.push_back({static_cast<std::uint32_t>(sizeof h) + r.offset, r.length});
+  env_->put_record_pieces(write_txn(), page, scratch_.get(), len, spans_);
   if (mapping) env_->put_mapping(write_txn(), page, *mapping);
 }
 

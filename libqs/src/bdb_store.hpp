@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace qs::detail {
 
@@ -75,6 +76,7 @@ class bdb_store final : public store {
   DbTxn* write_txn();
 
   DbTxn* txn_ = nullptr;
+  std::vector<bdb_env::byte_span> spans_;  // patch_page's
   bool in_txn_ = false;
   std::uint64_t log_offset_ = 0;  // log_position() counts from here
   std::unique_ptr<std::byte[]> scratch_;

@@ -61,6 +61,7 @@ class store {
   virtual void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
                         const std::string* mapping) = 0;
   // Writes the header and the given ranges of the image of an existing record; `mapping` as for put_page.
+  // Outside the ranges `image` equals the stored image (a store may write those bytes too).
   virtual void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
                           std::span<const byte_range> ranges, const std::string* mapping) = 0;
   // Removes the record and its mapping object.

@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include "bdb_env.hpp"
+
 #include "page_format.hpp"
 
 #include <catch2/catch.hpp>
@@ -122,19 +124,16 @@ void with_store_file(const std::string& dir, const char* file, const std::functi
   env.close(0);
 }
 
-// Lets change(record bytes, size) rewrite the stored record of `page`.
+// Lets change(record bytes, size) rewrite the stored record of `page`
+// (through the store's own environment, which keeps records in pieces).
 void rewrite_record(const std::string& dir, std::uint64_t page,
                     const std::function<void(std::byte* record, std::size_t size)>& change) {
-  with_store_file(dir, "pages.db", [&](Db& db) {
-    unsigned char k[8];
-    for (int i = 7; i >= 0; --i, page >>= 8) k[i] = static_cast<unsigned char>(page);
-    Dbt key(k, 8), data;
-    data.set_flags(DB_DBT_MALLOC);
-    if (db.get(nullptr, &key, &data, 0) != 0) throw std::runtime_error("no such page");
-    change(static_cast<std::byte*>(data.get_data()), data.get_size());
-    db.put(nullptr, &key, &data, DB_AUTO_COMMIT);
-    std::free(data.get_data());
-  });
+  qs::detail::bdb_env env(dir, 16u << 20);
+  std::vector<std::byte> record(std::size_t{1} << 17);
+  std::uint32_t n = env.read_record(nullptr, page, record.data(), static_cast<std::uint32_t>(record.size()));
+  if (n == 0) throw std::runtime_error("no such page");
+  change(record.data(), n);
+  env.put_record(nullptr, page, record.data(), n);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <qs/error.hpp>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -319,7 +320,10 @@ static std::vector<std::string> script(store& s) {
   s.put_page(1, header(1, 1), a.data(), &m);
   s.put_page(2, header(1, 0), b.data(), nullptr);
   byte_range patch{100, 8};
-  s.patch_page(1, header(2, 1), b.data(), {&patch, 1}, nullptr);
+  // A patch's image is the stored one with the patched bytes changed.
+  auto ab = a;
+  std::memcpy(ab.data() + patch.offset, b.data() + patch.offset, patch.length);
+  s.patch_page(1, header(2, 1), ab.data(), {&patch, 1}, nullptr);
   note_page(1);
   note_page(2);
   note_page(3);

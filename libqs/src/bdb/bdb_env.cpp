@@ -19,14 +19,23 @@
 namespace qs::detail {
 namespace {
 
-struct page_key {
-  unsigned char bytes[8];
-  explicit page_key(std::uint64_t page) {
+// A page's record is stored in pieces of piece_bytes (the last one may be
+// shorter), keyed by the page's 8 bytes and the piece's number: Berkeley DB
+// replaces a whole item for every partial put, comparing it byte by byte
+// with the old one, so a small change to a page costs a piece, not a page.
+constexpr std::uint32_t piece_bytes = 1024;
+constexpr unsigned max_pieces = 100;                 // 'm' (the mapping object's key) sorts after
+constexpr std::uint32_t bdb_page_bytes = 16 * 1024;  // pages.db's B-tree pages
+
+struct piece_key {
+  unsigned char bytes[9];
+  piece_key(std::uint64_t page, unsigned piece) {
     for (int i = 7; i >= 0; --i, page >>= 8) bytes[i] = static_cast<unsigned char>(page);
+    bytes[8] = static_cast<unsigned char>(piece);
   }
 };
 
-// Sorts right after the page's record key.
+// Sorts right after the page's record pieces.
 struct mapping_key {
   unsigned char bytes[9];
   explicit mapping_key(std::uint64_t page) {
@@ -173,9 +182,10 @@ int bdb_env::open_db(std::unique_ptr<Db>& db, const char* file, std::uint32_t db
 }
 
 void bdb_env::open_data_files() {
-  // 64 KiB B-tree pages keep records of up to 16 KiB on-page, where a
-  // partial put is logged as the changed bytes only.
-  check(open_db(pages_, "pages.db", 0, 65536, nullptr), "open pages.db");
+  // 16 KiB B-tree pages keep a record's 1 KiB pieces on-page (items up to
+  // 4 KiB are), where a partial put is logged as its changed bytes; a bulk
+  // read needs a buffer of a B-tree page at least.
+  check(open_db(pages_, "pages.db", 0, bdb_page_bytes, nullptr), "open pages.db");
   // Metadata and indexes have no checksums of their own (page records do):
   // Berkeley DB checks theirs on every B-tree page it reads.
   check(open_db(meta_, "meta.db", DB_CHKSUM, 0, nullptr), "open meta.db");
@@ -251,52 +261,144 @@ void bdb_env::abort(DbTxn* t) { check(t->abort(), "abort"); }
 
 std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std::uint32_t cap, std::uint32_t flags,
                                    bool part) {
-  page_key pk(page);
-  Dbt key(pk.bytes, sizeof pk.bytes);
-  Dbt data;
-  data.set_data(buf);
-  data.set_ulen(cap);
-  data.set_flags(DB_DBT_USERMEM | (part ? DB_DBT_PARTIAL : 0));
-  if (part) {
-    data.set_doff(0);
-    data.set_dlen(cap);
-  }
+  const std::string what = "read page " + std::to_string(page);
   DbTxn* rt = reading(t, flags);
-  int rc = pages_->get(rt, &key, &data, flags);
-  if (rc == DB_NOTFOUND) return 0;
-  if (rc == DB_BUFFER_SMALL)
-    throw corrupt_page(page, "database " + dir_ + ": page " + std::to_string(page) + " record has " +
-                                 std::to_string(data.get_size()) + " bytes, more than the " + std::to_string(cap) +
-                                 " expected");
-  check(rc, "read page " + std::to_string(page));
-  return data.get_size();
+  const std::uint32_t get_flags = flags & DB_RMW;
+  Dbc* cursor = nullptr;
+  check(pages_->cursor(rt, &cursor, flags & ~static_cast<std::uint32_t>(DB_RMW)), "open cursor");
+  struct closer {
+    Dbc* c;
+    ~closer() { c->close(); }
+  } close_it{cursor};
+  piece_key first(page, 0);
+  unsigned char kbuf[16];
+  std::memcpy(kbuf, first.bytes, sizeof first.bytes);
+  Dbt key(kbuf, sizeof first.bytes);
+  key.set_ulen(sizeof kbuf);
+  key.set_flags(DB_DBT_USERMEM);
+  unsigned char piece[piece_bytes];
+  Dbt data(piece, sizeof piece);
+  data.set_ulen(sizeof piece);
+  data.set_flags(DB_DBT_USERMEM);
+  auto damaged = [&](const std::string& how) {
+    return corrupt_page(page, "database " + dir_ + ": page " + std::to_string(page) + " record " + how);
+  };
+  std::uint32_t size = 0;
+  unsigned next = 0;
+  for (std::uint32_t op = DB_SET_RANGE;; op = DB_NEXT) {
+    int rc = cursor->get(&key, &data, op | get_flags);
+    if (rc == DB_NOTFOUND) break;
+    if (rc == DB_BUFFER_SMALL) throw damaged("has a piece of " + std::to_string(data.get_size()) + " bytes");
+    check(rc, what);
+    if (key.get_size() != 9 || std::memcmp(kbuf, first.bytes, 8) != 0 || kbuf[8] >= max_pieces) break;
+    if (kbuf[8] != next || (next > 0 && size % piece_bytes != 0))
+      throw damaged("is missing piece " + std::to_string(next));
+    std::uint32_t n = data.get_size();
+    if (size + n > cap) {
+      if (part) {
+        std::memcpy(static_cast<char*>(buf) + size, piece, cap - size);
+        return cap;
+      }
+      throw damaged("has more than the " + std::to_string(cap) + " bytes expected");
+    }
+    std::memcpy(static_cast<char*>(buf) + size, piece, n);
+    size += n;
+    ++next;
+    if (part && size == cap) break;
+  }
+  return size;
 }
 
 void bdb_env::put_record(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len) {
   about_to_write();
-  page_key pk(page);
-  Dbt key(pk.bytes, sizeof pk.bytes);
-  Dbt data(const_cast<void*>(rec), len);
-  check(pages_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write page " + std::to_string(page));
+  if (len > max_pieces * piece_bytes)
+    throw invalid_argument("database " + dir_ + ": a record of " + std::to_string(len) + " bytes is too long");
+  for (std::uint32_t at = 0, k = 0; at < len; at += piece_bytes, ++k) {
+    piece_key pk(page, k);
+    Dbt key(pk.bytes, sizeof pk.bytes);
+    Dbt data(const_cast<char*>(static_cast<const char*>(rec) + at), std::min(piece_bytes, len - at));
+    check(pages_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write page " + std::to_string(page));
+  }
+}
+
+void bdb_env::put_record_pieces(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len,
+                                const std::vector<byte_span>& changed) {
+  about_to_write();
+  if (len > max_pieces * piece_bytes)
+    throw invalid_argument("database " + dir_ + ": a record of " + std::to_string(len) + " bytes is too long");
+  // Per piece: the changed bytes, their number, and the span from the first
+  // to the last. Berkeley DB logs a put as the span of what changed in the
+  // item, plus about 100 bytes of its own.
+  constexpr std::uint32_t put_overhead = 100;
+  struct piece_changes {
+    std::uint32_t first = ~0u, end = 0, bytes = 0, ranges = 0;
+  };
+  piece_changes pieces[max_pieces];
+  for (const byte_span& c : changed) {
+    if (c.length == 0 || c.offset >= len) continue;
+    const std::uint32_t end = std::min(len, c.offset + c.length);
+    for (std::uint32_t at = c.offset; at < end;) {
+      const std::uint32_t k = at / piece_bytes, stop = std::min(end, (k + 1) * piece_bytes);
+      piece_changes& p = pieces[k];
+      p.first = std::min(p.first, at);
+      p.end = std::max(p.end, stop);
+      p.bytes += stop - at;
+      ++p.ranges;
+      at = stop;
+    }
+  }
+  const auto* bytes = static_cast<const char*>(rec);
+  for (std::uint32_t k = 0; k * piece_bytes < len; ++k) {
+    const piece_changes& p = pieces[k];
+    if (p.ranges == 0) continue;
+    piece_key pk(page, k);
+    Dbt key(pk.bytes, sizeof pk.bytes);
+    if (p.ranges == 1 || p.end - p.first <= p.bytes + put_overhead * (p.ranges - 1)) {
+      // One put of the piece, whole: one item replaced.
+      Dbt data(const_cast<char*>(bytes + k * piece_bytes), std::min(piece_bytes, len - k * piece_bytes));
+      check(pages_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write page " + std::to_string(page));
+      continue;
+    }
+    // Changes far apart in the piece: a partial put each.
+    for (const byte_span& c : changed) {
+      const std::uint32_t from = std::max(c.offset, k * piece_bytes);
+      const std::uint32_t to = std::min({c.offset + c.length, (k + 1) * piece_bytes, len});
+      if (c.length == 0 || from >= to) continue;
+      Dbt data(const_cast<char*>(bytes + from), to - from);
+      data.set_flags(DB_DBT_PARTIAL);
+      data.set_doff(from - k * piece_bytes);
+      data.set_dlen(to - from);
+      check(pages_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write page " + std::to_string(page));
+    }
+  }
 }
 
 void bdb_env::put_record_part(DbTxn* t, std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len) {
   about_to_write();
-  page_key pk(page);
-  Dbt key(pk.bytes, sizeof pk.bytes);
-  Dbt data(const_cast<void*>(p), len);
-  data.set_flags(DB_DBT_PARTIAL);
-  data.set_doff(offset);
-  data.set_dlen(len);
-  check(pages_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write page " + std::to_string(page));
+  const auto* bytes = static_cast<const char*>(p);
+  for (std::uint32_t at = offset, end = offset + len; at < end;) {
+    const std::uint32_t k = at / piece_bytes;
+    const std::uint32_t in_piece = std::min(end, (k + 1) * piece_bytes) - at;
+    piece_key pk(page, k);
+    Dbt key(pk.bytes, sizeof pk.bytes);
+    Dbt data(const_cast<char*>(bytes + (at - offset)), in_piece);
+    data.set_flags(DB_DBT_PARTIAL);
+    data.set_doff(at - k * piece_bytes);
+    data.set_dlen(in_piece);
+    check(pages_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write page " + std::to_string(page));
+    at += in_piece;
+  }
 }
 
 void bdb_env::delete_record(DbTxn* t, std::uint64_t page) {
   about_to_write();
-  page_key pk(page);
-  Dbt key(pk.bytes, sizeof pk.bytes);
-  int rc = pages_->del(t, &key, t ? 0 : DB_AUTO_COMMIT);
-  if (rc != DB_NOTFOUND) check(rc, "delete page " + std::to_string(page));
+  for (unsigned k = 0; k < max_pieces; ++k) {
+    piece_key pk(page, k);
+    Dbt key(pk.bytes, sizeof pk.bytes);
+    int rc = pages_->del(t, &key, t ? 0 : DB_AUTO_COMMIT);
+    if (rc == DB_NOTFOUND) break;
+    check(rc, "delete page " + std::to_string(page));
+  }
   put_mapping(t, page, {});
 }
 
@@ -315,7 +417,8 @@ std::optional<std::string> bdb_env::read_mapping(DbTxn* t, std::uint64_t page, s
 }
 
 void bdb_env::read_range(DbTxn* t, std::uint64_t first, std::uint64_t last,
-                         const std::function<bool(std::uint64_t, bool, const void*, std::uint32_t)>& f) {
+                         const std::function<bool(std::uint64_t, bool, const void*, std::uint32_t)>& f,
+                         std::uint32_t bulk_bytes) {
   std::uint32_t flags = 0;
   DbTxn* rt = reading(t, flags);
   Dbc* cursor = nullptr;
@@ -324,34 +427,70 @@ void bdb_env::read_range(DbTxn* t, std::uint64_t first, std::uint64_t last,
     Dbc* c;
     ~closer() { c->close(); }
   } close_it{cursor};
-  // A bulk buffer holds a 64 KiB B-tree page at least (Berkeley DB returns
-  // whole leaves' worth of pairs).
-  constexpr std::uint32_t bulk_bytes = 256 * 1024;
-  thread_local std::unique_ptr<std::uint64_t[]> bulk(new std::uint64_t[bulk_bytes / 8]);
+  // Berkeley DB fills the buffer with as many pairs as fit, from the leaf
+  // the cursor is on and the next ones.
+  bulk_bytes = std::max<std::uint32_t>(bulk_bytes / 1024 * 1024, bdb_page_bytes);
+  thread_local std::vector<std::uint64_t> bulk;
+  if (bulk.size() * 8 < bulk_bytes) bulk.resize(bulk_bytes / 8);
   unsigned char kbuf[16];
-  page_key pk(first);
+  piece_key pk(first, 0);
   std::memcpy(kbuf, pk.bytes, sizeof pk.bytes);
   Dbt key(kbuf, sizeof pk.bytes);
   key.set_ulen(sizeof kbuf);
   key.set_flags(DB_DBT_USERMEM);
   Dbt data;
-  data.set_data(bulk.get());
+  data.set_data(bulk.data());
   data.set_ulen(bulk_bytes);
   data.set_flags(DB_DBT_USERMEM);
+  // The record being put together from its pieces.
+  std::uint64_t assembling_page = ~std::uint64_t{0};
+  thread_local std::string assembled;
+  assembled.clear();
+  unsigned pieces = 0;
+  bool whole = false;
+  auto finish = [&]() -> bool {
+    bool go_on = true;
+    if (whole && !assembled.empty())
+      go_on = f(assembling_page, false, assembled.data(), static_cast<std::uint32_t>(assembled.size()));
+    assembled.clear();
+    pieces = 0;
+    whole = false;
+    return go_on;
+  };
   for (std::uint32_t op = DB_SET_RANGE;; op = DB_NEXT) {
     int rc = cursor->get(&key, &data, op | DB_MULTIPLE_KEY);
-    if (rc == DB_NOTFOUND) return;
+    if (rc == DB_NOTFOUND) {
+      finish();
+      return;
+    }
     check(rc, "read pages " + std::to_string(first) + " to " + std::to_string(last));
     DbMultipleKeyDataIterator it(data);
     Dbt k, d;
     while (it.next(k, d)) {
-      if (k.get_size() != 8 && k.get_size() != 9) continue;  // not a page's key
+      if (k.get_size() != 9) continue;  // not a page's key
       const auto* kb = static_cast<const unsigned char*>(k.get_data());
       std::uint64_t page = 0;
       for (int i = 0; i < 8; ++i) page = page << 8 | kb[i];
-      if (page > last) return;
+      if (page > last) {
+        finish();
+        return;
+      }
       if (page < first) continue;
-      if (!f(page, k.get_size() == 9, d.get_data(), d.get_size())) return;
+      if (page != assembling_page) {
+        if (!finish()) return;
+        assembling_page = page;
+        whole = true;
+      }
+      if (kb[8] < max_pieces) {
+        // The record's pieces, in order; a record with a piece missing is
+        // left out (a fault on the page says what is wrong).
+        if (kb[8] != pieces || (pieces > 0 && assembled.size() % piece_bytes != 0)) whole = false;
+        if (whole) assembled.append(static_cast<const char*>(d.get_data()), d.get_size());
+        ++pieces;
+      } else if (kb[8] == 'm') {
+        if (!finish()) return;
+        if (!f(page, true, d.get_data(), d.get_size())) return;
+      }
     }
   }
 }

@@ -8,10 +8,13 @@
 // that any number of transactions can use the environment from their own
 // threads (DB_THREAD).
 //
-// Page records are in the B-tree `pages.db`, keyed by big-endian page number;
-// a page's mapping object is there too, right after its record (key: the
-// page's 8 bytes and 'm'), on the same B-tree leaf as a rule, so that reading
-// it with the page costs no extra I/O. Metadata is in the B-tree `meta.db`.
+// Page records are in the B-tree `pages.db`, in pieces of 1 KiB keyed by
+// the big-endian page number and the piece's number (Berkeley DB rewrites a
+// whole item, comparing it byte by byte, for every partial put: a small
+// change to a page costs a piece, not a page); a page's mapping object is
+// there too, right after its pieces (key: the page's 8 bytes and 'm'), on
+// the same B-tree leaf as a rule, so that reading it with the page costs no
+// extra I/O. Metadata is in the B-tree `meta.db`.
 // Each index is a B-tree of its own, `index.<name>.db`, with sorted
 // duplicates unless it is unique; index handles live as long as the
 // environment and are numbered in the order opened. Page records carry their
@@ -19,10 +22,9 @@
 // Berkeley DB refuses a B-tree page of theirs whose bytes changed on disk
 // (a store_error saying "checksum").
 //
-// Partial page updates are Berkeley DB partial puts; Berkeley DB logs only
-// the bytes between the first and last changed byte of each put, as long as
-// a record fits on a B-tree page (64 KiB B-tree pages keep records of up to
-// 16 KiB on-page).
+// Partial page updates are Berkeley DB partial puts of the pieces they
+// touch; Berkeley DB logs only the bytes between the first and last changed
+// byte of each put.
 //
 // Opening runs Berkeley DB recovery only when it is needed: a clean close
 // (every page checkpointed into the data files, the log flushed) leaves the
@@ -84,6 +86,14 @@ class bdb_env {
   std::uint32_t read_record(DbTxn* t, std::uint64_t page, void* buf, std::uint32_t cap, std::uint32_t flags = 0,
                             bool part = false);
   void put_record(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len);
+  // Writes, whole, every piece of the record `rec` (len bytes, the record's
+  // size) that one of `changed` (record offsets) touches.
+  struct byte_span {
+    std::uint32_t offset;
+    std::uint32_t length;
+  };
+  void put_record_pieces(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len,
+                         const std::vector<byte_span>& changed);
   // Overwrites bytes [offset, offset + len) of the record.
   void put_record_part(DbTxn* t, std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len);
   // Deletes the record of `page` and its mapping object.
@@ -94,8 +104,12 @@ class bdb_env {
   // of pages first..last, in page order (a page's record, then its mapping
   // object), reading them in bulk; f returns false to stop. The data lives
   // until f returns.
+  // `bulk_bytes`: how much one Berkeley DB call returns (rounded to a
+  // multiple of 1 KiB, and to pages.db's B-tree page size at least).
+  // A record with a piece missing is left out.
   void read_range(DbTxn* t, std::uint64_t first, std::uint64_t last,
-                  const std::function<bool(std::uint64_t, bool, const void*, std::uint32_t)>& f);
+                  const std::function<bool(std::uint64_t, bool, const void*, std::uint32_t)>& f,
+                  std::uint32_t bulk_bytes = 256 * 1024);
   // Stores the page's mapping object; an empty one is removed.
   void put_mapping(DbTxn* t, std::uint64_t page, std::string_view mapping);
 
