@@ -60,7 +60,9 @@ int bare_fd = -1;
 bool bare_use_mmap = false;
 
 void bare_handler(int, siginfo_t* si, void*) {
-  auto addr = reinterpret_cast<std::uintptr_t>(si->si_addr) & ~std::uintptr_t{page_size - 1};
+  // Pages counted from the region's start: mmap aligns it to 4 KiB only.
+  const auto base = reinterpret_cast<std::uintptr_t>(bare_region);
+  auto addr = base + (reinterpret_cast<std::uintptr_t>(si->si_addr) - base) / page_size * page_size;
   if (bare_use_mmap) {
     off_t off = static_cast<off_t>(addr - reinterpret_cast<std::uintptr_t>(bare_region));
     mmap(reinterpret_cast<void*>(addr), page_size, PROT_READ, MAP_SHARED | MAP_FIXED, bare_fd, off);
