@@ -19,8 +19,8 @@ bool buffer_pool::take_free(page_desc* d, std::uint32_t& slot) {
 }
 
 page_desc* buffer_pool::victim() {
-  // Two sweeps clear every reference bit; a third finds nothing only when
-  // every page is pinned.
+  // Two sweeps clear every reference bit and pass over every dirty page
+  // once; a third finds nothing only when every page is pinned.
   for (std::uint64_t steps = 0; steps < 3ull * owner_.size(); ++steps) {
     page_desc* d = owner_[hand_];
     hand_ = static_cast<std::uint32_t>((hand_ + 1) % owner_.size());
@@ -29,6 +29,12 @@ page_desc* buffer_pool::victim() {
       d->referenced = false;
       continue;
     }
+    // A dirty page costs a write to evict: it gets one more turn.
+    if (d->state() == page_state::writable && !d->spared) {
+      d->spared = true;
+      continue;
+    }
+    d->spared = false;
     return d;
   }
   return nullptr;

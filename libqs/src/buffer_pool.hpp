@@ -5,7 +5,9 @@
 // replacement policy chooses a victim among the resident pages; the baseline
 // is QuickStore's simplified clock: a page's reference bit is set when it is
 // faulted in (read or write), and the clock hand clears set bits until it
-// finds a clear one. Pinned pages are never chosen.
+// finds a clear one; a dirty page (whose eviction costs a write into the
+// store transaction) is passed over once more. Pinned pages are never
+// chosen.
 //
 // Invariants:
 //  * owner(slot) is the page in the slot, or nullptr when the slot is free.

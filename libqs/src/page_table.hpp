@@ -92,6 +92,8 @@ class page_desc {
 
   // The replacement policy's reference bit (set on every use).
   bool referenced = false;
+  // The replacement policy passed the page over once for being dirty.
+  bool spared = false;
   // The pager's number of the transaction that last evicted the page (0:
   // none), to count pages fetched again by the transaction that evicted them.
   std::uint64_t evicted_in = 0;
