@@ -27,6 +27,7 @@ page_desc* buffer_pool::victim() {
     if (!d || d->pinned()) continue;
     if (d->referenced) {
       d->referenced = false;
+      d->spared = false;  // used again since it was passed over
       continue;
     }
     // A dirty page costs a write to evict: it gets one more turn.
