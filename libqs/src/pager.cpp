@@ -115,10 +115,18 @@ void pager::prefetch_after(const page_desc* d) {
   // The way the program goes: a list built by prepending is read from its
   // last page down.
   const bool down = d->page < last_read_;
+  // Guesses pay when the program goes through neighbouring pages: the
+  // page it came from (the last one read, or the one next to this one) is
+  // near. A lookup that lands on scattered pages reads nothing ahead.
+  const std::uint64_t gap = down ? last_read_ - d->page : d->page - last_read_;
+  const page_desc* before = table_.by_page(d->page - 1);
+  const page_desc* after = table_.by_page(d->page + 1);
+  const bool sequential =
+      gap <= 2 * std::uint64_t{prefetch_} || (before && before->resident()) || (after && after->resident());
   last_read_ = d->page;
   // Guesses take free slots only: read no more than there are.
   const std::uint32_t window = std::min(prefetch_, pool_.free_slots());
-  if (window == 0 || (down && d->page == 0)) return;
+  if (!sequential || window == 0 || (down && d->page == 0)) return;
   const std::uint64_t first = down ? (d->page > window ? d->page - window : 0) : d->page + 1;
   const std::uint64_t last = down ? d->page - 1 : d->page + window;
   auto t0 = std::chrono::steady_clock::now();
