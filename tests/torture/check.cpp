@@ -13,7 +13,7 @@
 
 namespace qs_torture {
 
-int run_check(const std::string& target, std::uint64_t seed, const std::vector<std::int64_t>& floors) {
+int run_check(const std::string& target, std::uint64_t seed, const std::vector<committed_floor>& floors) {
   std::vector<std::string> problems;
   std::int64_t items = 0, arrays = 0, tables = 0;
   const int parts = static_cast<int>(floors.size());
@@ -27,13 +27,13 @@ int run_check(const std::string& target, std::uint64_t seed, const std::vector<s
     for (int p = 0; p < parts; ++p) {
       partition_check c = verify_partition(db, seed, p);
       std::printf("holds %d %lld\n", p, static_cast<long long>(c.k));
-      const std::int64_t floor = floors[static_cast<std::size_t>(p)];
-      if (c.k < floor)
-        problems.push_back("partition " + std::to_string(p) + ": transaction " + std::to_string(floor) +
+      const committed_floor f = floors[static_cast<std::size_t>(p)];
+      if (c.k < f.k)
+        problems.push_back("partition " + std::to_string(p) + ": transaction " + std::to_string(f.k) +
                            " was reported committed, the database holds " + std::to_string(c.k));
-      if (c.k > floor + 1)
+      if (c.k > f.k + f.unreported)
         problems.push_back("partition " + std::to_string(p) + " holds " + std::to_string(c.k) +
-                           " transactions; at most " + std::to_string(floor + 1) + " can have committed");
+                           " transactions; at most " + std::to_string(f.k + f.unreported) + " can have committed");
       problems.insert(problems.end(), c.problems.begin(), c.problems.end());
       items += c.items;
       arrays += c.arrays;

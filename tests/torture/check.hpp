@@ -6,9 +6,11 @@
 // transactions (verify.hpp), and then audits the store record by record
 // (store_audit.hpp), comparing the live objects it finds with those the
 // partitions should hold. Partition p passes when it is exactly such a
-// state and K is floor[p] or floor[p] + 1: floor[p] is the last transaction
-// its writers reported committed (or an earlier check found); one more may
-// have committed without the writer living to say so.
+// state and floor[p].k <= K <= floor[p].k + floor[p].unreported: k is the
+// last transaction its writers reported committed (or an earlier check
+// found); each writer process killed since may have committed one more
+// without living to say so (a writer says each commit before it begins the
+// next transaction).
 //
 // Output, on standard output: "holds P K" per partition, then "ok", or one
 // line per problem. Exit status 0 when everything passed, 1 when not.
@@ -22,6 +24,11 @@
 
 namespace qs_torture {
 
-int run_check(const std::string& target, std::uint64_t seed, const std::vector<std::int64_t>& floors);
+struct committed_floor {
+  std::int64_t k = 0;
+  std::int64_t unreported = 1;  // writer processes killed since k was known
+};
+
+int run_check(const std::string& target, std::uint64_t seed, const std::vector<committed_floor>& floors);
 
 }  // namespace qs_torture

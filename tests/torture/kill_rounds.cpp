@@ -208,10 +208,13 @@ class torture {
     return paused;
   }
 
+  // `unreported`: writer processes killed since the floors were known (each
+  // may have committed once more without saying so).
   std::vector<std::int64_t> check(const std::string& dir, const std::string& target,
-                                  const std::vector<std::int64_t>& floors) {
+                                  const std::vector<std::int64_t>& floors, int unreported = 1) {
     std::vector<std::string> argv{c_.self, "check", target, std::to_string(c_.seed)};
-    for (std::int64_t f : floors) argv.push_back(std::to_string(f));
+    for (std::int64_t f : floors)
+      argv.push_back(std::to_string(f) + (unreported != 1 ? "+" + std::to_string(unreported) : ""));
     process p = qs_pstest::spawn(argv, {"QS_SECRET=" + secret_}, dir, "check");
     int st = p.wait(check_wait_ms);
     std::string out = p.out();
@@ -278,15 +281,17 @@ class torture {
       count_kill(st, k, paused);
       std::int64_t reported = std::max(floor, last_committed(v.proc.out()));
       std::string text = "writer killed " + k.describe();
+      int killed = 1;
       if (chance(25)) {  // the next process to open the directory is killed too, as it recovers
         kill_choice rk{"", uniform(0, 25)};
         victim w = start_writer(dir, "recovering", db, 0, choose_options(), "");
         kill_victim(w, rk, "the recovering writer");
         ++st.recovery_kills;
+        ++killed;  // it may have committed before it was killed, and not said so
         reported = std::max(reported, last_committed(w.proc.out()));
         text += ", then again " + rk.describe();
       }
-      std::int64_t holds = check(dir, db, {reported})[0];
+      std::int64_t holds = check(dir, db, {reported}, killed)[0];
       if (holds > reported) ++st.one_more;
       floor = holds;
       log_round('a', r, text + "; holds " + std::to_string(holds));

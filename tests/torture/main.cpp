@@ -6,7 +6,8 @@
 //   qs_torture write TARGET PART SEED POOL RELOCATION [--go FILE] [--txns N] [--break partial|leak:K]
 //       the writer (writer.hpp); TARGET a directory or a page server's URL
 //   qs_torture check TARGET SEED FLOOR...
-//       the checker (check.hpp), one FLOOR per partition
+//       the checker (check.hpp), one FLOOR per partition: K, or K+N when N
+//       writer processes were killed since K was known (default 1)
 #include "check.hpp"
 #include "kill_rounds.hpp"
 #include "writer.hpp"
@@ -87,8 +88,15 @@ int write(const std::vector<std::string>& a) {
 }
 
 int check(const std::vector<std::string>& a) {
-  std::vector<std::int64_t> floors;
-  for (std::size_t i = 2; i < a.size(); ++i) floors.push_back(static_cast<std::int64_t>(number(a[i])));
+  std::vector<qs_torture::committed_floor> floors;
+  for (std::size_t i = 2; i < a.size(); ++i) {
+    const std::string& f = a[i];
+    const std::size_t plus = f.find('+');
+    qs_torture::committed_floor fl;
+    fl.k = static_cast<std::int64_t>(number(f.substr(0, plus)));
+    if (plus != std::string::npos) fl.unreported = static_cast<std::int64_t>(number(f.substr(plus + 1)));
+    floors.push_back(fl);
+  }
   if (floors.empty()) return usage();
   return qs_torture::run_check(a.at(0), number(a.at(1)), floors);
 }
