@@ -192,6 +192,7 @@ void bdb_env::open_data_files() {
 }
 
 bdb_env::~bdb_env() {
+  if (!env_) return;  // reopening for writing failed; the handles are closed
   const bool wrote = wrote_.load(std::memory_order_acquire);
   int rc = 0;
   for (auto& i : indexes_) rc |= i->db->close(0);
@@ -218,6 +219,7 @@ void bdb_env::about_to_write() {
   if (wrote_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> g(writing_mutex_);
   if (wrote_.load(std::memory_order_relaxed)) return;
+  if (broken_.load(std::memory_order_relaxed)) throw store_error(broken_message_);
   // From now on a crash needs recovery: the mark goes before anything of
   // this open can reach the files.
   std::string marker = dir_ + "/" + closed_cleanly_file;
@@ -230,17 +232,28 @@ void bdb_env::about_to_write() {
   // the files are consistent).
   close_handles();
   wrote_.store(true, std::memory_order_release);
-  open_environment(false);
-  open_data_files();
-  std::lock_guard<std::mutex> gi(index_mutex_);
-  for (auto& ix : indexes_)
-    check(open_db(ix->db, ("index." + ix->name + ".db").c_str(), DB_CHKSUM | (ix->unique ? 0 : DB_DUP | DB_DUPSORT), 0,
-                  nullptr),
-          "open index " + ix->name);
+  try {
+    open_environment(false);
+    open_data_files();
+    std::lock_guard<std::mutex> gi(index_mutex_);
+    for (auto& ix : indexes_)
+      check(open_db(ix->db, ("index." + ix->name + ".db").c_str(), DB_CHKSUM | (ix->unique ? 0 : DB_DUP | DB_DUPSORT),
+                    0, nullptr),
+            "open index " + ix->name);
+  } catch (const std::exception& e) {
+    // Nothing was written; every later call says why it cannot go on.
+    close_handles();
+    wrote_.store(false, std::memory_order_release);
+    broken_message_ = "database " + dir_ + ": the environment could not be reopened for writing (" + e.what() +
+                      "); close the database and open it again";
+    broken_.store(true, std::memory_order_release);
+    throw;
+  }
 }
 
 DbTxn* bdb_env::reading(DbTxn* t, std::uint32_t& flags) const {
   if (wrote_.load(std::memory_order_acquire)) return t;
+  if (broken_.load(std::memory_order_acquire)) throw store_error(broken_message_);
   flags &= ~static_cast<std::uint32_t>(DB_READ_COMMITTED | DB_READ_UNCOMMITTED | DB_RMW);
   return nullptr;
 }

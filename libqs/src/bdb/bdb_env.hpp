@@ -198,7 +198,11 @@ class bdb_env {
   bool closed_cleanly_ = false;  // the mark is still on disk (guarded by writing_mutex_)
   std::mutex writing_mutex_;
   std::atomic<bool> wrote_{false};  // something was written; the handles are transactional
-  std::string timeouts_;            // said with a lock refused for its timeout
+  // Reopening for writing failed: the handles are closed, and every call
+  // throws broken_message_ (set before broken_).
+  std::atomic<bool> broken_{false};
+  std::string broken_message_;
+  std::string timeouts_;  // said with a lock refused for its timeout
   mutable std::mutex messages_mutex_;
   mutable std::vector<std::pair<std::string, int>> messages_;  // text, times
 };
