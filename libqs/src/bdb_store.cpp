@@ -91,21 +91,14 @@ void bdb_store::abort() {
 }
 
 bool bdb_store::read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) {
-  const std::uint32_t want = sizeof(record_header) + page_size_;
   // One bulk call brings the record's pieces and the mapping object.
   bool found = false;
-  mapping.clear();
-  env_->read_range(
-      txn_, page, page,
-      [&](std::uint64_t, bool is_mapping, const void* data, std::uint32_t size) {
-        if (is_mapping) {
-          mapping.assign(static_cast<const char*>(data), size);
-        } else if (size == want) {
-          std::memcpy(&h, data, sizeof h);
-          std::memcpy(image, static_cast<const std::byte*>(data) + sizeof h, page_size_);
-          found = true;
-        }
-        return true;
+  scan_records(
+      page, page, [&](std::uint64_t) { return image; },
+      [&](std::uint64_t, const record_header& stored, std::string m) {
+        h = stored;
+        mapping = std::move(m);
+        found = true;
       },
       16 * 1024);
   if (found) {
@@ -113,21 +106,28 @@ bool bdb_store::read_page(std::uint64_t page, record_header& h, std::byte* image
     return true;
   }
   // Absent, or damaged: the piece by piece read says which.
+  const std::uint32_t want = sizeof(record_header) + page_size_;
   std::uint32_t n = env_->read_record(txn_, page, scratch_.get(), want);
   if (n == 0) return false;
   if (n != want)
     throw corrupt_page(page, "database " + dir_ + ": page " + std::to_string(page) + " record has " +
                                  std::to_string(n) + " bytes, expected " + std::to_string(want));
-  std::memcpy(&h, scratch_.get(), sizeof h);
-  std::memcpy(image, scratch_.get() + sizeof h, page_size_);
+  split_record(scratch_.get(), h, image);
+  mapping.clear();
   if (h.mapping_entries != 0)
     if (auto m = env_->read_mapping(txn_, page)) mapping = std::move(*m);
   return true;
 }
 
-bool bdb_store::read_range(
+void bdb_store::split_record(const void* record, record_header& h, std::byte* image) const {
+  std::memcpy(&h, record, sizeof h);
+  std::memcpy(image, static_cast<const std::byte*>(record) + sizeof h, page_size_);
+}
+
+void bdb_store::scan_records(
     std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
-    const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
+    const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got,
+    std::uint32_t bulk_bytes) {
   const std::uint32_t whole = sizeof(record_header) + page_size_;
   // The page whose record was taken, waiting for its mapping object.
   bool pending = false;
@@ -139,22 +139,30 @@ bool bdb_store::read_range(
     pending = false;
     mapping.clear();
   };
-  env_->read_range(txn_, first, last, [&](std::uint64_t page, bool is_mapping, const void* data, std::uint32_t size) {
-    if (is_mapping) {
-      if (pending && page == pending_page) mapping.assign(static_cast<const char*>(data), size);
-      return true;
-    }
-    deliver();
-    if (size != whole) return true;
-    std::byte* image = want(page);
-    if (!image) return true;
-    std::memcpy(&h, data, sizeof h);
-    std::memcpy(image, static_cast<const std::byte*>(data) + sizeof h, page_size_);
-    pending = true;
-    pending_page = page;
-    return true;
-  });
+  env_->read_range(
+      txn_, first, last,
+      [&](std::uint64_t page, bool is_mapping, const void* data, std::uint32_t size) {
+        if (is_mapping) {
+          if (pending && page == pending_page) mapping.assign(static_cast<const char*>(data), size);
+          return true;
+        }
+        deliver();
+        if (size != whole) return true;
+        std::byte* image = want(page);
+        if (!image) return true;
+        split_record(data, h, image);
+        pending = true;
+        pending_page = page;
+        return true;
+      },
+      bulk_bytes);
   deliver();
+}
+
+bool bdb_store::read_range(
+    std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
+    const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
+  scan_records(first, last, want, got, 256 * 1024);
   return true;
 }
 

@@ -74,6 +74,12 @@ class bdb_store final : public store {
   // The Berkeley DB transaction of the store transaction, once it has one
   // (writes make it, on a database opened clean).
   DbTxn* write_txn();
+  // A record's header into h and its image into `image`.
+  void split_record(const void* record, record_header& h, std::byte* image) const;
+  // read_range, with Berkeley DB's bulk calls of `bulk_bytes`.
+  void scan_records(std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
+                    const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got,
+                    std::uint32_t bulk_bytes);
 
   DbTxn* txn_ = nullptr;
   std::vector<bdb_env::byte_span> spans_;  // patch_page's

@@ -51,6 +51,14 @@ Dbt dbt(std::string_view s) { return Dbt(const_cast<char*>(s.data()), static_cas
 // open.
 constexpr const char* closed_cleanly_file = "closed-cleanly";
 
+// Closes a cursor when the scope that opened it ends.
+struct cursor_closer {
+  Dbc* c;
+  ~cursor_closer() {
+    if (c) c->close();
+  }
+};
+
 // Makes a file's creation or removal in `dir` durable.
 bool sync_directory(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -98,14 +106,13 @@ bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes) : dir_(dir),
   std::filesystem::create_directories(dir, ec);
   if (ec) throw store_error("database " + dir + ": cannot create the directory: " + ec.message());
   // Recovery (which writes) only when the last close was not clean.
-  closed_cleanly_ = std::filesystem::exists(std::filesystem::path(dir) / closed_cleanly_file, ec);
-  opened_clean_ = closed_cleanly_;
+  const bool closed_cleanly = std::filesystem::exists(marker_path(), ec);
   // Until something is written, a cleanly closed environment is read without
   // transactions or a log: a transactional environment logs its own opening
   // (and that record would reach the log file at close).
-  wrote_.store(!closed_cleanly_, std::memory_order_relaxed);
+  wrote_.store(!closed_cleanly, std::memory_order_relaxed);
   try {
-    open_environment(!closed_cleanly_);
+    open_environment(!closed_cleanly);
     open_data_files();
   } catch (...) {
     close_handles();
@@ -205,7 +212,7 @@ bdb_env::~bdb_env() {
   if (rc == 0 && wrote) {
     // Every page is in the data files and the log is flushed: the next open
     // needs no recovery.
-    std::string marker = dir_ + "/" + closed_cleanly_file;
+    const std::string marker = marker_path();
     int fd = ::open(marker.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
     if (fd >= 0) {
       bool ok = ::fsync(fd) == 0;
@@ -215,6 +222,8 @@ bdb_env::~bdb_env() {
   }
 }
 
+std::string bdb_env::marker_path() const { return dir_ + "/" + closed_cleanly_file; }
+
 void bdb_env::about_to_write() {
   if (wrote_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> g(writing_mutex_);
@@ -222,12 +231,11 @@ void bdb_env::about_to_write() {
   if (broken_.load(std::memory_order_relaxed)) throw store_error(broken_message_);
   // From now on a crash needs recovery: the mark goes before anything of
   // this open can reach the files.
-  std::string marker = dir_ + "/" + closed_cleanly_file;
+  const std::string marker = marker_path();
   if (::unlink(marker.c_str()) != 0 && errno != ENOENT)
     throw store_error("database " + dir_ + ": cannot remove " + marker + ": " + std::strerror(errno));
   if (!sync_directory(dir_))
     throw store_error("database " + dir_ + ": cannot sync the directory: " + std::strerror(errno));
-  closed_cleanly_ = false;
   // The read-only environment gives way to a transactional one (no recovery:
   // the files are consistent).
   close_handles();
@@ -279,10 +287,7 @@ std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std:
   const std::uint32_t get_flags = flags & DB_RMW;
   Dbc* cursor = nullptr;
   check(pages_->cursor(rt, &cursor, flags & ~static_cast<std::uint32_t>(DB_RMW)), "open cursor");
-  struct closer {
-    Dbc* c;
-    ~closer() { c->close(); }
-  } close_it{cursor};
+  cursor_closer close_it{cursor};
   piece_key first(page, 0);
   unsigned char kbuf[16];
   std::memcpy(kbuf, first.bytes, sizeof first.bytes);
@@ -367,12 +372,7 @@ void bdb_env::put_record_pieces(DbTxn* t, std::uint64_t page, const void* rec, s
   for (const piece_changes& p : pieces) puts += p.ranges ? 1 : 0;
   Dbc* cursor = nullptr;
   if (t && puts > 1) check(pages_->cursor(t, &cursor, 0), "open cursor");
-  struct closer {
-    Dbc* c;
-    ~closer() {
-      if (c) c->close();
-    }
-  } close_it{cursor};
+  cursor_closer close_it{cursor};
   std::uint32_t at_piece = ~0u;  // where the cursor is
   auto put = [&](Dbt& key, Dbt& data, std::uint32_t k) {
     if (!cursor) {
@@ -481,10 +481,7 @@ void bdb_env::read_range(DbTxn* t, std::uint64_t first, std::uint64_t last,
   DbTxn* rt = reading(t, flags);
   Dbc* cursor = nullptr;
   check(pages_->cursor(rt, &cursor, flags), "open cursor");
-  struct closer {
-    Dbc* c;
-    ~closer() { c->close(); }
-  } close_it{cursor};
+  cursor_closer close_it{cursor};
   // Berkeley DB fills the buffer with as many pairs as fit, from the leaf
   // the cursor is on and the next ones.
   bulk_bytes = std::max<std::uint32_t>(bulk_bytes / 1024 * 1024, bdb_page_bytes);

@@ -147,9 +147,6 @@ class bdb_env {
   // before sharing the environment. Throws qs::store_error when the mark
   // cannot be removed.
   void about_to_write();
-  // Whether this open found the environment closed cleanly (and so ran no
-  // recovery).
-  bool opened_clean() const { return opened_clean_; }
   // Whether transactions exist yet: false from a clean open to the first
   // about_to_write(); reads then take no transaction (nullptr).
   bool transactional() const { return wrote_.load(std::memory_order_acquire); }
@@ -177,6 +174,8 @@ class bdb_env {
   void open_environment(bool recover);
   // Closes every handle and the environment, on failure or to reopen them.
   void close_handles();
+  // The clean-close mark's file.
+  std::string marker_path() const;
   // The transaction a read runs in: none while the handles are read-only
   // (flags that need one are dropped).
   DbTxn* reading(DbTxn* t, std::uint32_t& flags) const;
@@ -194,8 +193,6 @@ class bdb_env {
   std::mutex index_mutex_;  // guards indexes_ (the handles themselves are thread-safe)
   std::vector<std::unique_ptr<index_db>> indexes_;
   std::uint32_t log_file_max_ = 0;
-  bool opened_clean_ = false;
-  bool closed_cleanly_ = false;  // the mark is still on disk (guarded by writing_mutex_)
   std::mutex writing_mutex_;
   std::atomic<bool> wrote_{false};  // something was written; the handles are transactional
   // Reopening for writing failed: the handles are closed, and every call

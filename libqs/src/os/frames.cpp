@@ -14,7 +14,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -178,15 +177,13 @@ void frame_space::unmap(std::uint64_t f) {
 }
 
 void check_map_budget(std::uint32_t slots) {
+  if (slots <= max_pool_pages_for_mappings()) return;
   long limit = max_map_count();
-  // Each resident page can split the reservation twice; keep a margin for the
-  // rest of the process (libraries, heap, thread stacks).
-  long need = 2L * slots + 4096;
-  if (need > limit)
-    throw invalid_argument("qs: a buffer pool of " + std::to_string(slots) + " pages may need up to " +
-                           std::to_string(need) + " memory mappings, but vm.max_map_count is " + std::to_string(limit) +
-                           "; raise it (sysctl -w vm.max_map_count=" + std::to_string(need * 2) +
-                           ") or use a smaller pool");
+  long need = 2L * slots + other_mappings;
+  throw invalid_argument("qs: a buffer pool of " + std::to_string(slots) + " pages may need up to " +
+                         std::to_string(need) + " memory mappings, but vm.max_map_count is " + std::to_string(limit) +
+                         "; raise it (sysctl -w vm.max_map_count=" + std::to_string(need * 2) +
+                         ") or use a smaller pool");
 }
 
 }  // namespace qs::detail

@@ -8,12 +8,6 @@
 #include <fstream>
 
 namespace qs::detail {
-namespace {
-
-// Mappings kept for the rest of the process (libraries, heap, thread stacks).
-constexpr long other_mappings = 4096;
-
-}  // namespace
 
 std::uint64_t physical_memory_bytes() {
   long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);

@@ -19,6 +19,10 @@
 
 namespace qs::detail {
 
+// Memory mappings kept for the rest of the process (libraries, heap, thread
+// stacks) beside the pool's two per resident page.
+constexpr long other_mappings = 4096;
+
 // Physical memory in bytes (sysconf), or 0 when the system does not say.
 std::uint64_t physical_memory_bytes();
 // vm.max_map_count (65530 when it cannot be read).
