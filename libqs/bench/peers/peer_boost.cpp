@@ -127,14 +127,8 @@ void update_phase(const peers::command& cmd) {
 
 int main(int argc, char** argv) {
   peers::command cmd = peers::parse(argc, argv);
-  try {
-    if (cmd.phase == "build") build_phase(cmd);
-    else if (cmd.phase == "open") open_phase(cmd);
-    else if (cmd.phase == "traverse") traverse_phase(cmd);
-    else if (cmd.phase == "update") update_phase(cmd);
-    else peers::usage(argv[0], "");
-  } catch (const std::exception& e) {  // boost::interprocess::interprocess_exception among them
-    std::fprintf(stderr, "peer-boost: %s\n", e.what());
-    return 1;
-  }
+  // boost::interprocess::interprocess_exception among what may escape
+  return peers::run_phase(
+      cmd, argv[0], "peer-boost", "",
+      {[&] { build_phase(cmd); }, [&] { open_phase(cmd); }, [&] { traverse_phase(cmd); }, [&] { update_phase(cmd); }});
 }

@@ -145,16 +145,10 @@ void update_phase(const peers::command& cmd, const qs::options& opts) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  peers::command cmd = peers::parse(argc, argv, "[--pool-pages P] ");
-  try {
-    qs::options opts = options_of(cmd);
-    if (cmd.phase == "build") build_phase(cmd, opts);
-    else if (cmd.phase == "open") open_phase(cmd, opts);
-    else if (cmd.phase == "traverse") traverse_phase(cmd, opts);
-    else if (cmd.phase == "update") update_phase(cmd, opts);
-    else peers::usage(argv[0], "[--pool-pages P] ");
-  } catch (const std::exception& e) {  // qs::error, and a --pool-pages that is not a number
-    std::fprintf(stderr, "peer-qs: %s\n", e.what());
-    return 1;
-  }
+  const char* extra = "[--pool-pages P] ";
+  peers::command cmd = peers::parse(argc, argv, extra);
+  // qs::error, and a --pool-pages that is not a number, among what may escape
+  return peers::run_phase(cmd, argv[0], "peer-qs", extra,
+                          {[&] { build_phase(cmd, options_of(cmd)); }, [&] { open_phase(cmd, options_of(cmd)); },
+                           [&] { traverse_phase(cmd, options_of(cmd)); }, [&] { update_phase(cmd, options_of(cmd)); }});
 }

@@ -27,6 +27,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -163,6 +165,28 @@ inline command parse(int argc, char** argv, const char* extra_usage = "") {
   }
   c.n = static_cast<std::uint32_t>(n);
   return c;
+}
+
+// The four phases of a persistent peer.
+struct phases {
+  std::function<void()> build, open, traverse, update;
+};
+
+// Runs the phase `cmd` names; an exception that escapes is said on stderr,
+// after the peer's name, and the exit status is 1.
+inline int run_phase(const command& cmd, const char* program, const char* peer, const char* extra_usage,
+                     const phases& p) {
+  try {
+    if (cmd.phase == "build") p.build();
+    else if (cmd.phase == "open") p.open();
+    else if (cmd.phase == "traverse") p.traverse();
+    else if (cmd.phase == "update") p.update();
+    else usage(program, extra_usage);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", peer, e.what());
+    return 1;
+  }
+  return 0;
 }
 
 // Ends the program when a traversal did not see the tree it built.
