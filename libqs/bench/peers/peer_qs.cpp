@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 
 #include "workload.hpp"
 
@@ -39,6 +40,13 @@ namespace {
 using peer_qs::Node;
 
 const auto child = [](const Node* p, int c) -> Node* { return p->kid[c]; };
+
+// The tree's root; a database without one was not built by the build phase.
+Node* tree_root(qs::database& db, const peers::command& cmd) {
+  Node* root = db.has_root("tree") ? db.root<Node*>("tree") : nullptr;
+  if (!root) throw std::runtime_error(cmd.path + " holds no tree (run the build phase first)");
+  return root;
+}
 
 qs::options options_of(const peers::command& cmd) {
   qs::options o;
@@ -93,7 +101,7 @@ void open_phase(const peers::command& cmd, const qs::options& opts) {
   auto t0 = peers::clock_type::now();
   auto db = qs::database::open(cmd.path, opts);
   qs::transaction tx(db);
-  Node* root = db.root<Node*>("tree");
+  Node* root = tree_root(db, cmd);
   volatile std::uint64_t v = root->value;
   double open_ms = peers::ms_since(t0);
   (void)v;
@@ -105,7 +113,7 @@ void traverse_phase(const peers::command& cmd, const qs::options& opts) {
   auto t0 = peers::clock_type::now();
   auto db = qs::database::open(cmd.path, opts);
   qs::transaction tx(db);
-  Node* root = db.root<Node*>("tree");
+  Node* root = tree_root(db, cmd);
   double open_ms = peers::ms_since(t0);
   peers::tally first;
   auto t1 = peers::clock_type::now();
@@ -130,7 +138,7 @@ void update_phase(const peers::command& cmd, const qs::options& opts) {
   auto db = qs::database::open(cmd.path, opts);
   auto t0 = peers::clock_type::now();
   qs::transaction tx(db);
-  Node* root = db.root<Node*>("tree");
+  Node* root = tree_root(db, cmd);
   for (std::uint32_t t : targets) peers::reach(root, t, child)->value += 1;
   auto t1 = peers::clock_type::now();
   tx.commit();
