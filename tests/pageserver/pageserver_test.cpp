@@ -7,6 +7,7 @@
 #include "ps_types.hpp"
 #include "support.hpp"
 #include "types.hpp"
+#include "wire_client.hpp"
 
 #include <connection.hpp>
 #include <messages.hpp>
@@ -43,33 +44,6 @@ void concurrent_counters(server_process& s, const std::string& url, int n, int t
   INFO(c.err());
   CHECK(st == 0);
 }
-
-// A raw connection to the server's TCP port.
-struct raw_client {
-  int fd;
-  explicit raw_client(int port) : fd(qs::wire::connect_tcp({"127.0.0.1", static_cast<std::uint16_t>(port)})) {}
-  ~raw_client() { ::close(fd); }
-  void send_bytes(const void* p, std::size_t n) { (void)!::send(fd, p, n, MSG_NOSIGNAL); }
-  void send(const qs::wire::request& r) {
-    qs::wire::writer w;
-    qs::wire::encode(r, w);
-    auto& f = w.finish();
-    send_bytes(f.data(), f.size());
-  }
-  // Reads until the server closes the connection (at most 5 s); returns what came.
-  std::string drain() {
-    std::string got;
-    for (int i = 0; i < 500; ++i) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 10) != 1) continue;
-      char buf[4096];
-      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) return got;
-      got.append(buf, static_cast<std::size_t>(n));
-    }
-    return got + "<still open>";
-  }
-};
 
 qs::wire::request hello(const std::string& secret) {
   return qs::wire::hello_request{qs::wire::magic, qs::wire::version, secret};
@@ -216,44 +190,44 @@ TEST_CASE("malformed, truncated, oversized and out-of-order messages close only 
   std::string sync = dir.sub("sync");
   std::filesystem::create_directories(sync);
   SECTION("garbage") {
-    raw_client c(s.port());
+    wire_client c(s.port());
     c.send_bytes("\x05\x00\x00\x00xxxxx", 9);
-    CHECK(c.drain().find("protocol error") != std::string::npos);
+    CHECK(c.drain(5000).find("protocol error") != std::string::npos);
   }
   SECTION("truncated") {
-    raw_client c(s.port());
+    wire_client c(s.port());
     c.send(hello(s.secret()));
     c.send_bytes("\x64\x00\x00\x00\x02\x01", 6);  // says 100 bytes, sends 2, hangs up
     ::shutdown(c.fd, SHUT_WR);
-    CHECK(c.drain().find("<still open>") == std::string::npos);
+    CHECK(c.drain(5000).find("<still open>") == std::string::npos);
   }
   SECTION("oversized") {
-    raw_client c(s.port());
+    wire_client c(s.port());
     c.send_bytes("\xf0\xff\xff\xff", 4);
-    CHECK(c.drain().find("more than the limit") != std::string::npos);
+    CHECK(c.drain(5000).find("more than the limit") != std::string::npos);
   }
   SECTION("out of order") {
-    raw_client c(s.port());
+    wire_client c(s.port());
     qs::wire::request commit = qs::wire::commit_request{};
     c.send(commit);  // before hello
-    CHECK(c.drain().find("expected hello") != std::string::npos);
-    raw_client d(s.port());
+    CHECK(c.drain(5000).find("expected hello") != std::string::npos);
+    wire_client d(s.port());
     d.send(hello(s.secret()));
     d.send(commit);  // outside a transaction
-    CHECK(d.drain().find("commit outside a transaction") != std::string::npos);
+    CHECK(d.drain(5000).find("commit outside a transaction") != std::string::npos);
   }
   SECTION("wrong secret") {
-    raw_client c(s.port());
+    wire_client c(s.port());
     c.send(hello("guess"));
-    CHECK(c.drain().find("authentication failed: wrong shared secret") != std::string::npos);
+    CHECK(c.drain(5000).find("authentication failed: wrong shared secret") != std::string::npos);
   }
   SECTION("no secret") {
-    raw_client c(s.port());
+    wire_client c(s.port());
     c.send(hello(""));
-    CHECK(c.drain().find("the client gave none") != std::string::npos);
+    CHECK(c.drain(5000).find("the client gave none") != std::string::npos);
   }
   SECTION("a client that writes the server's counters") {
-    raw_client c(s.port());
+    wire_client c(s.port());
     c.send(hello(s.secret()));
     c.send(qs::wire::begin_request{});
     qs::wire::commit_request w;
@@ -262,18 +236,18 @@ TEST_CASE("malformed, truncated, oversized and out-of-order messages close only 
     op.value = "1";
     w.metas.push_back(op);
     c.send(w);
-    CHECK(c.drain().find("'next_page', which the server owns once the database exists") != std::string::npos);
-    raw_client d(s.port());
+    CHECK(c.drain(5000).find("'next_page', which the server owns once the database exists") != std::string::npos);
+    wire_client d(s.port());
     d.send(hello(s.secret()));
     d.send(qs::wire::begin_request{});
     qs::wire::commit_request u;
     op.key = "x:anything";
     u.metas.push_back(op);
     d.send(u);
-    CHECK(d.drain().find("which no client writes") != std::string::npos);
+    CHECK(d.drain(5000).find("which no client writes") != std::string::npos);
   }
   SECTION("a bad patch inside a transaction") {
-    raw_client c(s.port());
+    wire_client c(s.port());
     c.send(hello(s.secret()));
     c.send(qs::wire::begin_request{});
     qs::wire::write_request w;
@@ -282,12 +256,12 @@ TEST_CASE("malformed, truncated, oversized and out-of-order messages close only 
     op.record = "short";
     w.pages.push_back(op);
     c.send(w);
-    CHECK(c.drain().find("a record of 5 bytes") != std::string::npos);
+    CHECK(c.drain(5000).find("a record of 5 bytes") != std::string::npos);
   }
   SECTION("random frames") {
     std::minstd_rand rng(7);
     for (int i = 0; i < 100; ++i) {
-      raw_client c(s.port());
+      wire_client c(s.port());
       if (i % 2) c.send(hello(s.secret()));
       std::string body(1 + rng() % 64, '\0');
       for (auto& ch : body) ch = static_cast<char>(rng());
@@ -297,7 +271,7 @@ TEST_CASE("malformed, truncated, oversized and out-of-order messages close only 
       c.send_bytes(len, 4);
       c.send_bytes(body.data(), body.size());
       ::shutdown(c.fd, SHUT_WR);
-      CHECK(c.drain().find("<still open>") == std::string::npos);  // answered, then closed
+      CHECK(c.drain(5000).find("<still open>") == std::string::npos);  // answered, then closed
     }
   }
   CHECK(s.running());
