@@ -42,6 +42,18 @@ void set_counter(qs::database& db, int n, std::int64_t v) {
   tx.commit();
 }
 
+// Sets counter 5 to 42 in a commit that must throw E; returns what it said.
+template <class E>
+std::string failing_commit(qs::database& db) {
+  try {
+    set_counter(db, 5, 42);
+    FAIL("the commit returned");
+  } catch (const E& e) {
+    return e.what();
+  }
+  return {};
+}
+
 // Another process's view of counter n: it adds 1 and says what it got.
 std::string bump(server_process& s, int n) {
   process b = worker(s, s.unix_url(), {"bump", std::to_string(n)}, "bump" + std::to_string(n));
@@ -86,17 +98,7 @@ TEST_CASE("a commit lost before the server had it: the server says so, and it is
   CHECK(counter(db, 5) == 0);
   const int commits = p.requests(qs::wire::msg::commit);
   p.arm(proxy::cut::before_commit);
-  std::string what;
-  {
-    qs::transaction tx(db);
-    db.root<Table*>("table")->c[5]->value = 42;
-    try {
-      tx.commit();
-      FAIL("the commit returned");
-    } catch (const qs::connection_lost& e) {
-      what = e.what();
-    }
-  }
+  std::string what = failing_commit<qs::connection_lost>(db);
   CHECK(p.cuts() == 1);
   CHECK(p.requests(qs::wire::msg::commit) == commits);  // the server never had it
   CHECK(p.requests(qs::wire::msg::outcome) >= 1);
@@ -123,17 +125,7 @@ TEST_CASE("the server cannot be reached after a commit: qs::commit_unknown, and 
   bool server_commits = GENERATE(true, false);
   INFO((server_commits ? "the answer is lost" : "the commit is lost"));
   p.arm(server_commits ? proxy::cut::after_commit : proxy::cut::before_commit, true);
-  std::string what;
-  {
-    qs::transaction tx(db);
-    db.root<Table*>("table")->c[5]->value = 42;
-    try {
-      tx.commit();
-      FAIL("the commit returned");
-    } catch (const qs::commit_unknown& e) {
-      what = e.what();
-    }
-  }
+  std::string what = failing_commit<qs::commit_unknown>(db);
   CHECK(what.find("could not be learned within 300 ms") != std::string::npos);
   CHECK(what.find("reopen the database and check") != std::string::npos);
   CHECK(!db.in_transaction());
@@ -154,13 +146,7 @@ TEST_CASE("a commit the server no longer remembers: qs::commit_unknown", "[commi
   proxy p(s.port());
   auto db = qs::database::open(p.url(), client_options(s));
   p.arm(proxy::cut::after_commit);
-  std::string what;
-  try {
-    set_counter(db, 5, 42);
-    FAIL("the commit returned");
-  } catch (const qs::commit_unknown& e) {
-    what = e.what();
-  }
+  std::string what = failing_commit<qs::commit_unknown>(db);
   CHECK(what.find("the server no longer remembers whether the transaction committed") != std::string::npos);
   CHECK(p.requests(qs::wire::msg::outcome) == 1);
   CHECK(counter(db, 5) == 42);
