@@ -22,6 +22,7 @@
 # __*_default_options); README.md ("Sanitizers, gdb and valgrind") says it
 # for programs built otherwise. scripts/sanitize adds, in the tests'
 # environment, what makes a finding in a child process fail its test.
+include(${CMAKE_CURRENT_LIST_DIR}/QsTargets.cmake)
 include_guard(GLOBAL)
 
 set(QS_SANITIZE "" CACHE STRING "Build qs under a sanitizer: empty, address (ASan and UBSan) or thread (TSan)")
@@ -59,15 +60,8 @@ function(qs_sanitize_in_directory dir)
   if(QS_SANITIZE STREQUAL "")
     return()
   endif()
-  get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+  qs_compiled_targets(targets "${dir}")
   foreach(t IN LISTS targets)
-    get_target_property(type "${t}" TYPE)
-    if(type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY)$")
-      qs_sanitize("${t}")
-    endif()
-  endforeach()
-  get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
-  foreach(d IN LISTS subdirs)
-    qs_sanitize_in_directory("${d}")
+    qs_sanitize("${t}")
   endforeach()
 endfunction()

@@ -13,6 +13,7 @@
 #
 # QS_WERROR=ON adds -Werror. Under clang the set also has -Wthread-safety,
 # which checks the annotations of libqs/src/thread_annotations.hpp.
+include(${CMAKE_CURRENT_LIST_DIR}/QsTargets.cmake)
 include_guard(GLOBAL)
 
 # The set is what qs's code holds clean. Left out: -Wsign-conversion and
@@ -63,15 +64,8 @@ function(qs_warnings target)
 endfunction()
 
 function(qs_warnings_in_directory dir)
-  get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+  qs_compiled_targets(targets "${dir}")
   foreach(t IN LISTS targets)
-    get_target_property(type "${t}" TYPE)
-    if(type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY)$")
-      qs_warnings("${t}")
-    endif()
-  endforeach()
-  get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
-  foreach(d IN LISTS subdirs)
-    qs_warnings_in_directory("${d}")
+    qs_warnings("${t}")
   endforeach()
 endfunction()
