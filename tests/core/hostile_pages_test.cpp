@@ -72,3 +72,24 @@ TEST_CASE("a page with a valid checksum but a damaged structure is refused") {
     }
   }
 }
+
+TEST_CASE("a page record with a piece missing is refused, naming the page and the piece") {
+  test_dir dir;
+  {
+    auto db = qs::database::open(dir.path(), small_options());
+    qs::transaction tx(db);
+    auto& head = db.root<Pair*>("head");
+    for (int i = 0; i < 3000; ++i) head = new (db) Pair{nullptr, static_cast<std::uint64_t>(i), head};
+    tx.commit();
+  }
+  delete_stored_piece(dir.path(), 3, 4);
+  auto db = qs::database::open(dir.path(), small_options());
+  qs::transaction tx(db);
+  try {
+    for (Pair* p = db.root<Pair*>("head"); p; p = p->right) touch(p->key);
+    FAIL("the page with a piece missing was read");
+  } catch (const qs::corrupt_page& e) {
+    CHECK(e.page() == 3);
+    CHECK_THAT(e.what(), Catch::Contains("page 3") && Catch::Contains("missing piece 4"));
+  }
+}

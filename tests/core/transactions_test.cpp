@@ -6,6 +6,8 @@
 #include "support.hpp"
 #include "types.hpp"
 
+#include <cstdlib>
+
 #include <thread>
 #include <vector>
 
@@ -137,6 +139,30 @@ TEST_CASE("options are checked") {
   CHECK_THROWS_AS(qs::database::open(dir.path(), o), qs::invalid_argument);
   o = small_options(1 << 20);
   CHECK_THROWS_WITH(qs::database::open(dir.path(), o), Catch::Contains("vm.max_map_count"));
+  o = small_options();
+  o.prefetch_pages = 5000;
+  CHECK_THROWS_AS(qs::database::open(dir.path(), o), qs::invalid_argument);
+  CHECK_THROWS_WITH(qs::database::open(dir.path(), o), Catch::Contains("prefetch_pages is at most 4096"));
+}
+
+TEST_CASE("QS_PREFETCH must be a number of pages") {
+  test_dir dir;
+  const char* was = std::getenv("QS_PREFETCH");
+  const std::string saved = was ? was : "";
+  ::setenv("QS_PREFETCH", "lots", 1);
+  CHECK_THROWS_WITH(qs::database::open(dir.path(), small_options()),
+                    Catch::Contains("QS_PREFETCH must be a number of pages from 0 to 4096, not 'lots'"));
+  ::setenv("QS_PREFETCH", "0", 1);
+  {
+    auto db = qs::database::open(dir.path(), small_options());
+    make_list(db, 5000);
+    db.release_cache();
+    qs::transaction tx(db);
+    CHECK(db.root<Node*>("head")->value >= 0);
+    CHECK(db.stats().pages_prefetched == 0);
+  }
+  if (was) ::setenv("QS_PREFETCH", saved.c_str(), 1);
+  else ::unsetenv("QS_PREFETCH");
 }
 
 TEST_CASE("every supported page size works, and a database keeps its own") {

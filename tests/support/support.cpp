@@ -144,6 +144,16 @@ void corrupt_stored_page(const std::string& dir, std::uint64_t page, std::uint32
   });
 }
 
+void delete_stored_piece(const std::string& dir, std::uint64_t page, unsigned piece) {
+  with_store_file(dir, "pages.db", [&](Db& db) {
+    unsigned char k[9];
+    for (int i = 7; i >= 0; --i, page >>= 8) k[i] = static_cast<unsigned char>(page);
+    k[8] = static_cast<unsigned char>(piece);
+    Dbt key(k, sizeof k);
+    if (db.del(nullptr, &key, DB_AUTO_COMMIT) != 0) throw std::runtime_error("no such piece");
+  });
+}
+
 void put_stored_record(const std::string& dir, const std::string& key, const std::string& value) {
   with_store_file(dir, "meta.db", [&](Db& db) {
     Dbt k(const_cast<char*>(key.data()), static_cast<u_int32_t>(key.size()));

@@ -64,6 +64,10 @@ void kill_at_chosen_points(int nodes, const std::vector<std::string>& extra = {}
 // Flips one byte of the stored image of `page` in the database at `dir`,
 // through Berkeley DB directly (the database must be closed).
 void corrupt_stored_page(const std::string& dir, std::uint64_t page, std::uint32_t offset);
+// Deletes piece `piece` of the stored record of `page` (records are kept in
+// 1 KiB pieces keyed by the page and the piece's number), through Berkeley
+// DB directly (the database must be closed).
+void delete_stored_piece(const std::string& dir, std::uint64_t page, unsigned piece);
 // Writes the metadata record `key` (meta.db) of the closed database at `dir`.
 void put_stored_record(const std::string& dir, const std::string& key, const std::string& value);
 // Lets `change` rewrite the stored record of `page` (its 48-byte header and
