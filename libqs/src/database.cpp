@@ -20,6 +20,10 @@ database database::open(const std::string& path, const options& given) {
   options opts = given;
   if (opts.pool_pages == 0) opts.pool_pages = detail::default_pool_pages(opts.page_size);
   if (opts.store_cache_bytes == 0) opts.store_cache_bytes = detail::default_store_cache_bytes();
+  // The program's option is checked as given, whatever QS_PREFETCH says.
+  if (opts.prefetch_pages > 4096)
+    throw invalid_argument("database " + path + ": prefetch_pages is at most 4096, not " +
+                           std::to_string(opts.prefetch_pages));
   if (const char* p = std::getenv("QS_PREFETCH"); p && *p) {
     char* end = nullptr;
     unsigned long v = std::strtoul(p, &end, 10);
@@ -27,9 +31,6 @@ database database::open(const std::string& path, const options& given) {
       throw invalid_argument(std::string("QS_PREFETCH must be a number of pages from 0 to 4096, not '") + p + "'");
     opts.prefetch_pages = static_cast<std::uint32_t>(v);
   }
-  if (opts.prefetch_pages > 4096)
-    throw invalid_argument("database " + path + ": prefetch_pages is at most 4096, not " +
-                           std::to_string(opts.prefetch_pages));
   if (opts.page_size < 4096 || opts.page_size > 65536 || (opts.page_size & (opts.page_size - 1)))
     throw invalid_argument("database " + path + ": page size " + std::to_string(opts.page_size) +
                            " is not a power of two from 4096 to 65536");
