@@ -5,15 +5,18 @@
 namespace qs::detail {
 
 buffer_pool::buffer_pool(std::uint32_t slots, std::uint32_t page_size)
-    : memory_(slots, page_size), owner_(slots, nullptr) {
-  free_.reserve(slots);
-  for (std::uint32_t i = slots; i-- > 0;) free_.push_back(i);
-}
+    : slots_(slots), page_size_(page_size), before_(std::size_t{slots} * page_size) {}
 
 bool buffer_pool::take_free(page_desc* d, std::uint32_t& slot) {
-  if (free_.empty()) return false;
-  slot = free_.back();
-  free_.pop_back();
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+  } else if (owner_.size() < slots_) {
+    slot = static_cast<std::uint32_t>(owner_.size());
+    owner_.push_back(nullptr);
+  } else {
+    return false;
+  }
   owner_[slot] = d;
   return true;
 }
@@ -21,6 +24,7 @@ bool buffer_pool::take_free(page_desc* d, std::uint32_t& slot) {
 page_desc* buffer_pool::victim() {
   // Two sweeps clear every reference bit and pass over every dirty page
   // once; a third finds nothing only when every page is pinned.
+  if (owner_.empty()) return nullptr;
   for (std::uint64_t steps = 0; steps < 3ull * owner_.size(); ++steps) {
     page_desc* d = owner_[hand_];
     hand_ = static_cast<std::uint32_t>((hand_ + 1) % owner_.size());

@@ -1,6 +1,9 @@
 // buffer_pool.hpp: the bounded set of real page frames, and its replacement.
 //
-// The pool owns `slots` pages of real memory (os/frames.hpp's pool_memory).
+// The pool is a budget of `slots` resident pages: a page's bytes are its
+// frame's (os/frames.hpp), and a slot is the page's place in the clock and
+// the place of its before-image. Slots are handed out as pages come in, so
+// the pool's own memory follows the most pages it has held, not its size.
 // Each slot is free or holds one resident page. When no slot is free the
 // replacement policy chooses a victim among the resident pages; the baseline
 // is QuickStore's simplified clock: a page's reference bit is set when it is
@@ -12,6 +15,9 @@
 // Invariants:
 //  * owner(slot) is the page in the slot, or nullptr when the slot is free.
 //  * A page in the pool has desc->slot == its slot.
+//  * size() slots at most are ever handed out.
+//
+// Thread-safety: none; the runtime's lock guards it.
 #pragma once
 
 #include "os/frames.hpp"
@@ -27,16 +33,14 @@ class buffer_pool {
  public:
   buffer_pool(std::uint32_t slots, std::uint32_t page_size);
 
-  std::uint32_t size() const { return static_cast<std::uint32_t>(owner_.size()); }
-  std::byte* data(std::uint32_t slot) const { return memory_.slot(slot); }
+  std::uint32_t size() const { return slots_; }
   // Where the before-image of the page in `slot` is kept.
-  std::byte* before(std::uint32_t slot) const { return memory_.shadow(slot); }
-  const pool_memory& memory() const { return memory_; }
-  // The page whose image holds address p (software mode hands out such
-  // addresses), or nullptr.
-  page_desc* owner_of(const void* p) const { return memory_.contains(p) ? owner_[memory_.slot_of(p)] : nullptr; }
+  std::byte* before(std::uint32_t slot) const { return before_.data() + std::size_t{slot} * page_size_; }
+  // The before-images' memory goes back to the kernel (after a transaction
+  // that wrote many pages).
+  void discard_before_images() { before_.discard(owner_.size() * std::size_t{page_size_}); }
 
-  std::uint32_t free_slots() const { return static_cast<std::uint32_t>(free_.size()); }
+  std::uint32_t free_slots() const { return static_cast<std::uint32_t>(free_.size() + (slots_ - owner_.size())); }
   // A free slot now owned by `d`, or false when every slot is in use.
   bool take_free(page_desc* d, std::uint32_t& slot);
   // The page the replacement policy would evict next, or nullptr if every
@@ -51,8 +55,10 @@ class buffer_pool {
   }
 
  private:
-  pool_memory memory_;
-  std::vector<page_desc*> owner_;
+  std::uint32_t slots_;
+  std::uint32_t page_size_;
+  zeroed_memory before_;
+  std::vector<page_desc*> owner_;  // the slots handed out so far
   std::vector<std::uint32_t> free_;
   std::uint32_t hand_ = 0;
 };

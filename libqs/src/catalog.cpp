@@ -65,6 +65,7 @@ bool create(store& s, const options& opts, std::uint32_t page_size, const frame_
 }  // namespace
 
 std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::uint32_t& page_size) {
+  const frame_control control = mode_frame_control();
   auto ps = s.get("page_size");
   if (!ps) {
     // A new database: find a free place for its reservation.
@@ -72,13 +73,13 @@ std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::ui
     std::uint64_t step = (opts.reservation_bytes + (std::uint64_t{1} << 40) - 1) & ~((std::uint64_t{1} << 40) - 1);
     for (int k = 0; k < 64 && !frames; ++k) {
       try {
-        frames = std::make_unique<frame_space>(first_base + k * step, opts.reservation_bytes, page_size, true);
+        frames = std::make_unique<frame_space>(first_base + k * step, opts.reservation_bytes, page_size, true, control);
       } catch (const error&) {
       }
     }
     // None of them free (or none usable: ThreadSanitizer keeps these ranges
     // for itself): wherever the kernel puts it.
-    if (!frames) frames = std::make_unique<frame_space>(first_base, opts.reservation_bytes, page_size, false);
+    if (!frames) frames = std::make_unique<frame_space>(first_base, opts.reservation_bytes, page_size, false, control);
     // Two clients of a page server may create the database at once: the
     // check is repeated in the transaction, and the loser of the race (a
     // deadlock victim, or one that finds the records) loads the winner's.
@@ -111,9 +112,9 @@ std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::ui
   // they come in.
   std::uintptr_t base = number(s, "base", 0, std::uint64_t{1} << 47);
   try {
-    return std::make_unique<frame_space>(base, opts.reservation_bytes, page_size, true);
+    return std::make_unique<frame_space>(base, opts.reservation_bytes, page_size, true, control);
   } catch (const error&) {
-    return std::make_unique<frame_space>(base, opts.reservation_bytes, page_size, false);
+    return std::make_unique<frame_space>(base, opts.reservation_bytes, page_size, false, control);
   }
 }
 

@@ -18,7 +18,6 @@ namespace qs {
 
 database database::open(const std::string& path, const options& given) {
   options opts = given;
-  if (opts.pool_pages == 0) opts.pool_pages = detail::default_pool_pages(opts.page_size);
   if (opts.store_cache_bytes == 0) opts.store_cache_bytes = detail::default_store_cache_bytes();
   // The program's option is checked as given, whatever QS_PREFETCH says.
   if (opts.prefetch_pages > 4096)
@@ -34,16 +33,18 @@ database database::open(const std::string& path, const options& given) {
   if (opts.page_size < 4096 || opts.page_size > 65536 || (opts.page_size & (opts.page_size - 1)))
     throw invalid_argument("database " + path + ": page size " + std::to_string(opts.page_size) +
                            " is not a power of two from 4096 to 65536");
-  if (opts.pool_pages < 16)
-    throw invalid_argument("database " + path + ": a buffer pool needs at least 16 pages, not " +
-                           std::to_string(opts.pool_pages) + " (0 sizes it from the machine)");
+  // The pool's size is checked here with the page size asked for, and set
+  // by database_impl with the database's own (pool_pages_for).
+  if (opts.pool_pages && opts.pool_bytes)
+    throw invalid_argument("database " + path +
+                           ": give the buffer pool in pages (pool_pages) or in bytes (pool_bytes), not both");
+  if (opts.pool_pages || opts.pool_bytes) detail::pool_pages_for(opts, opts.page_size, path);
   if (opts.reservation_bytes < std::uint64_t{opts.page_size} * 16 || opts.reservation_bytes % opts.page_size)
     throw invalid_argument("database " + path +
                            ": the reservation must be a multiple of the page size, at least 16 pages");
   if (opts.force_relocation_percent > 100)
     throw invalid_argument("database " + path + ": force_relocation_percent is a percentage, not " +
                            std::to_string(opts.force_relocation_percent));
-  detail::check_map_budget(opts.pool_pages);
   std::unique_ptr<detail::store> s;
   if (detail::is_remote_url(path))
     s = detail::connect_remote_store(

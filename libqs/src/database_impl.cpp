@@ -3,6 +3,7 @@
 
 #include "catalog.hpp"
 #include "open_databases.hpp"
+#include "os/machine.hpp"
 #include "stopwatch.hpp"
 
 #include <qs/pause_point.hpp>
@@ -32,16 +33,37 @@ lock_scope::~lock_scope() {
 }
 bool lock_scope::held() noexcept { return lock_depth > 0; }
 
+std::uint32_t pool_pages_for(const options& o, std::uint32_t page_size, const std::string& name) {
+  const frame_control control = mode_frame_control();
+  std::uint64_t pages = o.pool_pages ? o.pool_pages
+                        : o.pool_bytes
+                            ? o.pool_bytes / page_size
+                            : default_pool_pages(page_size, o.reservation_bytes, control == frame_control::protection);
+  const std::string given = o.pool_bytes && !o.pool_pages
+                                ? std::to_string(o.pool_bytes) + " bytes (" + std::to_string(pages) + " pages of " +
+                                      std::to_string(page_size) + " bytes)"
+                                : std::to_string(pages) + " pages";
+  if (pages < 16)
+    throw invalid_argument("database " + name + ": a buffer pool needs at least 16 pages, not " + given +
+                           " (0 sizes it from the machine)");
+  if (pages > 0x7fffffff || pages * page_size > o.reservation_bytes)
+    throw invalid_argument("database " + name + ": a buffer pool of " + given +
+                           " is larger than the frame reservation (options::reservation_bytes, " +
+                           std::to_string(o.reservation_bytes >> 20) + " MiB)");
+  check_map_budget(pages, control);
+  return static_cast<std::uint32_t>(pages);
+}
+
 database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
     : store_(std::move(s)),
       fork_generation_(fork_generation()),
       page_size_(opts.page_size),
-      pool_pages_(opts.pool_pages),
       durable_(opts.durable),
       schema_(*store_, store_->name()) {
   std::unique_ptr<frame_space> frames = open_catalog(*store_, opts, page_size_);
   const std::string& n = store_->name();
-  pool_ = std::make_unique<buffer_pool>(opts.pool_pages, page_size_);
+  pool_pages_ = pool_pages_for(opts, page_size_, n);
+  pool_ = std::make_unique<buffer_pool>(pool_pages_, page_size_);
   access_ = make_page_access(std::move(frames), *pool_, table_);
   words_ = std::make_unique<page_words>(schema_, store_->shared(), page_size_, n);
   pointers_ = std::make_unique<pointer_check>(*words_, *access_, table_, *pool_, page_size_, n);
@@ -103,7 +125,11 @@ bool database_impl::fail_transaction(std::exception_ptr e) noexcept {
 
 statistics database_impl::stats() const {
   lock_scope g(*this);
-  return stats_;
+  statistics s = stats_;
+  s.resident_pages = pool_->size() - pool_->free_slots();
+  s.kernel_mappings = process_mappings();
+  s.frame_control = frame_control_name(access_->frames().control());
+  return s;
 }
 
 bool database_impl::in_transaction() const {

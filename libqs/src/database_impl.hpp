@@ -23,9 +23,9 @@
 // Thread-safety: one mutex guards everything here. Entry points (the fault
 // handler, allocation, transaction begin/commit/abort, roots, indexes,
 // software mode's references) take it; the components assume it is held.
-// While holding it, the runtime reads and writes pages only through the
-// buffer pool's addresses, never through their frames, so it cannot fault
-// on its own lock.
+// While holding it, the runtime reads and writes pages only through its own
+// view of the frames' memory (page_access::image), never through the frames,
+// so it cannot fault on its own lock.
 #pragma once
 
 #include "buffer_pool.hpp"
@@ -55,6 +55,11 @@
 #include <vector>
 
 namespace qs::detail {
+
+// The buffer pool's size in pages for options `o` and a database of
+// `page_size` pages: pool_pages, pool_bytes, or the machine's default.
+// Throws qs::invalid_argument, naming the option, for a size qs refuses.
+std::uint32_t pool_pages_for(const options& o, std::uint32_t page_size, const std::string& name);
 
 class database_impl final : public fault_target {
  public:

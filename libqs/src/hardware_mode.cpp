@@ -21,10 +21,10 @@ class hardware_access final : public page_access {
   hardware_access(std::unique_ptr<frame_space> frames, buffer_pool& pool, page_table& table)
       : page_access(std::move(frames), pool, table) {}
 
-  void show(page_desc* d, bool writable) override { frames_->map(d->frame, pool_.memory(), d->slot(), writable); }
-  void hide(page_desc* d) override { frames_->unmap(d->frame); }
+  void show(page_desc* d, bool writable) override { frames_->show(d->frame, writable); }
+  void hide(page_desc* d) override { frames_->hide(d->frame); }
   void set_access(page_desc* d, bool writable) override { frames_->protect(d->frame, writable); }
-  void hide_all() override { frames_->revoke_all(); }
+  void hide_all() override { frames_->hide_all(); }
   void begin_transaction() override {}
   void make_current(database_impl*) override {}
   void forget_current(database_impl*) override {}
@@ -111,6 +111,7 @@ std::unique_ptr<references> make_references(pager&, relocator& frames, page_acce
 }
 
 const char* mode_name() { return "hardware"; }
+frame_control mode_frame_control() { return hardware_frame_control(); }
 // Format 3: 48-byte record headers with a page version and the size of the
 // page's mapping object.
 const char* format_name() { return "qs 4"; }

@@ -2,15 +2,16 @@
 // of what differs between hardware and software mode.
 //
 // Hardware mode (hardware_mode.cpp): a resident page is reached through its
-// virtual frame, a second mapping of its pool slot, with the protection its
-// state allows (read-only, read-write, or none while it must be revalidated);
-// faults on frames are the program's first touches.
+// virtual frame, with the access its state allows (read-only, read-write,
+// or none while it must be revalidated); faults on frames are the program's
+// first touches.
 //
 // Software mode (software_mode.cpp): a small page is reached through the
 // residency table that qs/ref.hpp reads inline, at its pool slot; a large
 // object is mapped read-write at contiguous frames once all of its pages are
-// resident. Nothing is ever protected, and a fault on a frame is a raw
-// address kept after its page left the pool.
+// resident. A small page's address is its image (image(d)); nothing is
+// ever write-protected, and a fault on a frame is a raw address kept after
+// its page left the pool.
 //
 // The implementation owns the reservation (frame_space). It is told about
 // transitions by the pager (show, hide, set_access) and never calls back.
@@ -84,6 +85,9 @@ class page_access {
 
   frame_space& frames() const { return *frames_; }
   std::byte* frame_address(const page_desc* d) const { return frames_->frame_address(d->frame); }
+  // Where the runtime reads and writes resident page d's bytes (its
+  // frame's memory, always accessible to the runtime).
+  std::byte* image(const page_desc* d) const { return frames_->view(d->frame); }
 
  protected:
   page_access(std::unique_ptr<frame_space> frames, buffer_pool& pool, page_table& table)
@@ -100,6 +104,8 @@ std::unique_ptr<page_access> make_page_access(std::unique_ptr<frame_space> frame
 // The mode's name, and the format of the databases it creates (its object
 // headers differ from the other mode's).
 const char* mode_name();
+// How this mode's frames are protected (os/frames.hpp).
+frame_control mode_frame_control();
 const char* format_name();
 
 }  // namespace qs::detail

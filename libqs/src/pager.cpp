@@ -60,12 +60,13 @@ void pager::show(page_desc* d, bool writable) {
 
 void pager::release_slot(page_desc* d) {
   pool_.release(d->slot());
+  access_.frames().release(d->frame);
   d->evicted();
 }
 
 void pager::page_in(page_desc* d) {
   std::uint32_t slot = take_slot(d);
-  std::byte* img = pool_.data(slot);
+  std::byte* img = image(d);
   if (d->origin() == page_origin::unbuilt) {
     // A page created in this transaction that has never been built.
     std::memset(img, 0, page_size_);
@@ -94,6 +95,7 @@ void pager::page_in(page_desc* d) {
     accept_record(d, h, img, std::move(m));
   } catch (...) {
     pool_.release(slot);
+    access_.frames().release(d->frame);
     throw;
   }
   ++stats_.pages_fetched;
@@ -167,11 +169,12 @@ bool pager::take_in(staged_page& s, const std::byte* img) {
   if (!p || p->state() != page_state::absent || p->origin() != page_origin::stored) return true;
   std::uint32_t slot;
   if (!pool_.take_free(p, slot)) return false;  // a guess never evicts a page
-  std::memcpy(pool_.data(slot), img, page_size_);
+  std::memcpy(image(p), img, page_size_);
   try {
-    accept_record(p, s.h, pool_.data(slot), std::move(s.mapping));
+    accept_record(p, s.h, image(p), std::move(s.mapping));
   } catch (const error&) {
     pool_.release(slot);
+    access_.frames().release(p->frame);
     return true;  // refused again, with its message, when touched
   }
   ++stats_.pages_fetched;
@@ -203,7 +206,7 @@ void pager::revalidate(page_desc* d) {
     throw;
   }
   d->revalidated();
-  access_.set_access(d, false);
+  show(d, false);  // hidden since the transaction began
 }
 
 void pager::accept_record(page_desc* d, const record_header& h, std::byte* img, std::string mapping) {
@@ -430,6 +433,13 @@ void pager::committed() {
     d->made_readable();
     access_.set_access(d, false);
   }
+  release_before_images(log_.written().size());
+}
+
+void pager::release_before_images(std::size_t written) {
+  // After a transaction that wrote many pages, their before-images' memory
+  // goes back (one call), so that memory follows the resident pages.
+  if (written >= 1024) pool_.discard_before_images();
 }
 
 void pager::aborted() {
@@ -448,6 +458,7 @@ void pager::aborted() {
   }
   for (page_desc* d : log_.logged())
     if (d->resident()) evict_clean(d);
+  release_before_images(log_.written().size());
 }
 
 }  // namespace qs::detail

@@ -48,7 +48,7 @@ class pager {
         page_words& words, pointer_check& pointers, statistics& stats, std::uint32_t page_size,
         const std::string& db_name);
 
-  std::byte* image(const page_desc* d) const { return pool_.data(d->slot()); }
+  std::byte* image(const page_desc* d) const { return access_.image(d); }
   std::byte* before_image(const page_desc* d) const { return pool_.before(d->slot()); }
   std::uint32_t page_size() const { return page_size_; }
 
@@ -109,6 +109,7 @@ class pager {
   void fix_vptrs(page_desc* d, std::byte* img);
   void release_slot(page_desc* d);
   void prefetch_after(const page_desc* d);
+  void release_before_images(std::size_t written);
   struct staged_page {
     std::uint64_t page;
     record_header h;

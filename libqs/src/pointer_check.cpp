@@ -66,7 +66,7 @@ std::string pointer_check::whereabouts(const page_desc* d, const std::byte* img,
   std::string holder;
   table_.for_each([&](page_desc* p) {
     if (!holder.empty() || p->state() == page_state::absent) return;
-    const std::byte* pimg = pool_.data(p->slot());
+    const std::byte* pimg = access_.image(p);
     words_.for_each(p, pimg, [&](std::uint32_t poff, bool is_vptr, const type_layout& pl, std::uint32_t which) {
       if (is_vptr || !holder.empty()) return;
       std::uint64_t v;

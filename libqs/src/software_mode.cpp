@@ -41,10 +41,10 @@ class software_access final : public page_access {
 
   void show(page_desc* d, bool) override {
     if (d->hdr.kind == page_kind::small) {
-      set_resident(d->page, pool_.data(d->slot()));
+      set_resident(d->page, image(d));
       return;
     }
-    frames_->map(d->frame, pool_.memory(), d->slot(), true);
+    frames_->show(d->frame, true);
     set_access(d, true);
   }
   void hide(page_desc* d) override {
@@ -52,12 +52,12 @@ class software_access final : public page_access {
       set_resident(d->page, nullptr);
       return;
     }
-    frames_->unmap(d->frame);
+    frames_->hide(d->frame);
     set_resident(d->run_first, nullptr);
   }
   void set_access(page_desc* d, bool) override {
     if (d->hdr.kind == page_kind::small) {
-      set_resident(d->page, pool_.data(d->slot()));
+      set_resident(d->page, image(d));
       return;
     }
     // A large object is reachable once every page of it is.
@@ -82,13 +82,14 @@ class software_access final : public page_access {
   }
 
   std::byte* address(const page_desc* d) const override {
-    return d->hdr.kind == page_kind::small ? pool_.data(d->slot()) : frame_address(d);
+    return d->hdr.kind == page_kind::small ? image(d) : frame_address(d);
   }
   page_desc* page_of(const void* p) const override {
     if (frames_->contains(p)) return table_.by_frame(frames_->frame_of(p));
-    return pool_.owner_of(p);
+    if (frames_->view_contains(p)) return table_.by_frame(frames_->frame_of_view(p));
+    return nullptr;
   }
-  bool contains(const void* p) const override { return frames_->contains(p) || pool_.memory().contains(p); }
+  bool contains(const void* p) const override { return frames_->contains(p) || frames_->view_contains(p); }
   // Persistent objects refer to each other through qs::ref, never addresses.
   bool storable_pointer(std::uint64_t) const override { return false; }
   std::string raw_address_note() const override {
@@ -358,6 +359,8 @@ std::unique_ptr<references> make_references(pager& pages, relocator& frames, pag
 }
 
 const char* mode_name() { return "software"; }
+// Only large objects are shown at frames, read-write, a run at a time.
+frame_control mode_frame_control() { return frame_control::protection; }
 // Software mode's object headers carry a tag: its databases have a format
 // of their own.
 const char* format_name() { return "qs 4 software"; }

@@ -4,6 +4,7 @@
 #include "frame_map.hpp"
 #include "mapping.hpp"
 #include "os/frames.hpp"
+#include "page_access.hpp"
 
 #include <sys/mman.h>
 
@@ -65,7 +66,7 @@ TEST_CASE("a reservation placed anywhere is aligned to the page size") {
   auto hint = (reinterpret_cast<std::uintptr_t>(probe) + 65536) / 65536 * 65536 + 4096;
   munmap(probe, 1 << 22);
   for (std::uint32_t ps : {8192u, 65536u}) {
-    qs::detail::frame_space f(hint, std::uint64_t{ps} * 16, ps, false);
+    qs::detail::frame_space f(hint, std::uint64_t{ps} * 16, ps, false, qs::detail::mode_frame_control());
     CHECK(reinterpret_cast<std::uintptr_t>(f.base()) % ps == 0);
     CHECK(f.frames() == 16);
   }

@@ -137,8 +137,25 @@ TEST_CASE("options are checked") {
   qs::options o = small_options();
   o.page_size = 3000;
   CHECK_THROWS_AS(qs::database::open(dir.path(), o), qs::invalid_argument);
-  o = small_options(1 << 20);
-  CHECK_THROWS_WITH(qs::database::open(dir.path(), o), Catch::Contains("vm.max_map_count"));
+  o = small_options(1 << 20);  // 8 GiB in a reservation of 1 GiB
+  CHECK_THROWS_WITH(qs::database::open(dir.path(), o), Catch::Contains("options::reservation_bytes"));
+  o.reservation_bytes = std::uint64_t{16} << 30;
+  o.pool_bytes = std::uint64_t{8} << 30;
+  CHECK_THROWS_WITH(qs::database::open(dir.path(), o), Catch::Contains("not both"));
+  o.pool_pages = 0;
+  o.pool_bytes = 8192 * 15;
+  CHECK_THROWS_WITH(qs::database::open(dir.path(), o),
+                    Catch::Contains("at least 16 pages, not 122880 bytes (15 pages of 8192 bytes)"));
+  {
+    // Frames protected with mprotect may cost two mappings a resident page.
+    env_var frames("QS_FRAMES", "protection");
+    o = small_options(1 << 20);
+    o.reservation_bytes = std::uint64_t{16} << 30;
+    CHECK_THROWS_WITH(qs::database::open(dir.path(), o), Catch::Contains("vm.max_map_count"));
+    env_var bad("QS_FRAMES", "pixies");
+    CHECK_THROWS_WITH(qs::database::open(dir.path(), o),
+                      Catch::Contains("QS_FRAMES must be userfault or protection, not 'pixies'"));
+  }
   o = small_options();
   o.prefetch_pages = 5000;
   CHECK_THROWS_AS(qs::database::open(dir.path(), o), qs::invalid_argument);

@@ -128,21 +128,39 @@ TEST_CASE("a transaction that fits the pool fetches nothing twice and says nothi
   CHECK(err.text().find("pool_pages") == std::string::npos);
 }
 
-TEST_CASE("by default the pool is a quarter of physical memory, as far as vm.max_map_count allows") {
+TEST_CASE("by default the pool is a quarter of physical memory, and given in bytes it is cut into pages") {
   test_dir dir;
   long limit = 65530;
   std::ifstream in("/proc/sys/vm/max_map_count");
   if (in) in >> limit;
   const std::uint64_t quarter = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
                                 static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 4 / 8192;
+  const std::uint64_t half_reservation = (std::uint64_t{64} << 30) / 2 / 8192;
   const std::uint64_t by_mappings = static_cast<std::uint64_t>((limit - 4096) / 2);
-  auto db = qs::database::open(dir.sub("db"));
-  CHECK(db.pool_pages() == std::min(quarter, by_mappings));
-  CHECK(db.pool_pages() > 4096);  // the old fixed default, on any machine with 256 MiB
+  {
+    auto db = qs::database::open(dir.sub("db"));
+    if (std::string(db.stats().frame_control) == "userfault") {
+      // One kernel mapping for the frames, whatever is resident.
+      CHECK(db.pool_pages() == std::min(quarter, half_reservation));
+    } else {
+      CHECK(db.pool_pages() == std::min({quarter, half_reservation, by_mappings}));
+    }
+    CHECK(db.pool_pages() > 4096);  // the old fixed default, on any machine with 256 MiB
+  }
+  {
+    env_var frames("QS_FRAMES", "protection");
+    auto db = qs::database::open(dir.sub("db"));
+    CHECK(std::string(db.stats().frame_control) == "protection");
+    CHECK(db.pool_pages() == std::min({quarter, half_reservation, by_mappings}));
+  }
   qs::options o;
   o.pool_pages = 100;
-  auto small = qs::database::open(dir.sub("small"), o);
-  CHECK(small.pool_pages() == 100);
+  CHECK(qs::database::open(dir.sub("small"), o).pool_pages() == 100);
+  o.pool_pages = 0;
+  o.pool_bytes = (std::uint64_t{1} << 20) + 5000;  // 1 MiB and a bit: 128 pages of 8 KiB
+  CHECK(qs::database::open(dir.sub("small"), o).pool_pages() == 128);
+  o.page_size = 16384;  // the database keeps its 8 KiB pages: the pool is cut with those
+  CHECK(qs::database::open(dir.sub("small"), o).pool_pages() == 128);
 }
 
 TEST_CASE("prefetch reads the pages after a faulted one into free slots only, and changes nothing read") {

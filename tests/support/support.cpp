@@ -58,6 +58,18 @@ int child::wait() {
   return status;
 }
 
+env_var::env_var(const char* name, const char* value) : name_(name) {
+  const char* was = std::getenv(name);
+  was_set_ = was != nullptr;
+  if (was) saved_ = was;
+  ::setenv(name, value, 1);
+}
+
+env_var::~env_var() {
+  if (was_set_) ::setenv(name_.c_str(), saved_.c_str(), 1);
+  else ::unsetenv(name_.c_str());
+}
+
 std::string read_file(const std::string& path) {
   std::string s;
   if (FILE* f = std::fopen(path.c_str(), "r")) {

@@ -51,6 +51,20 @@ child spawn_worker(const std::vector<std::string>& args, const std::string& paus
                    const std::string& stderr_path = "");
 std::string read_file(const std::string& path);
 
+// Sets an environment variable for its lifetime, then puts back what was
+// there (or unsets it).
+class env_var {
+ public:
+  env_var(const char* name, const char* value);
+  ~env_var();
+  env_var(const env_var&) = delete;
+  env_var& operator=(const env_var&) = delete;
+
+ private:
+  std::string name_, saved_;
+  bool was_set_;
+};
+
 // The crash workers' protocol (tests/core and tests/software): `DIR grow TXNS
 // NODES [extra...]` runs TXNS transactions; `DIR check NODES` exits with 10 +
 // the number of them the database holds, whole.

@@ -32,6 +32,16 @@ const qs::type_descriptor blob_desc{"qs_test::Blob",
                                     nullptr,
                                     0,
                                     "0 320000 words unsigned long[40000]\n320000 8 self qs_test::Blob*\n"};
+constexpr std::uint32_t slab_pointers[] = {offsetof(Slab, next)};
+const qs::type_descriptor slab_desc{
+    "qs_test::Slab",
+    sizeof(Slab),
+    alignof(Slab),
+    slab_pointers,
+    1,
+    nullptr,
+    0,
+    "0 8 next qs_test::Slab*\n8 8 value unsigned long\n16 8000 fill unsigned long[1000]\n"};
 const qs::type_descriptor base_desc{"qs_test::Base", sizeof(Base), alignof(Base), nullptr, 0, nullptr, 0,
                                     "0 8 a long\n"};
 
@@ -39,6 +49,7 @@ const bool registered = [] {
   qs::register_type<Node>(node_desc);
   qs::register_type<Pair>(pair_desc);
   qs::register_type<Blob>(blob_desc);
+  qs::register_type<Slab>(slab_desc);
   qs::register_type<Base>(base_desc);
   return true;
 }();

@@ -29,6 +29,15 @@ struct Blob {
   Blob* self;
 };
 
+// A large object of two 4 KiB pages whose link and value are on the first:
+// a list of them touched by its links leaves every second frame alone.
+struct Slab {
+  QS_PERSISTENT(Slab)
+  Slab* next;
+  std::uint64_t value;
+  std::uint64_t fill[1000];
+};
+
 struct Base {
   QS_PERSISTENT(Base)
   std::int64_t a;

@@ -1,5 +1,5 @@
 # Runs PROGRAM under gdb in batch mode, twice on one fresh database, with the
-# line README.md gives for qs ("handle SIGSEGV nostop noprint pass": the page
+# line README.md gives for qs ("handle SIGSEGV SIGBUS nostop noprint pass": the page
 # faults are qs's, and go to its handler), and checks what each run printed:
 # FIRST, then SECOND. gdb's exit status is the program's
 # (--return-child-result). Prints "gdb not found" (the test is then skipped)
@@ -28,7 +28,7 @@ foreach(run 1 2)
   # The program's own output goes to a file, apart from gdb's.
   execute_process(
     COMMAND "${GDB}" -nx -batch --return-child-result
-            -ex "handle SIGSEGV nostop noprint pass"
+            -ex "handle SIGSEGV SIGBUS nostop noprint pass"
             -ex "run \"${work}/db\" > \"${work}/out${run}\""
             "${PROGRAM}"
     RESULT_VARIABLE rc OUTPUT_VARIABLE gdb_out ERROR_VARIABLE gdb_out)

@@ -32,5 +32,21 @@ TEST_CASE("the clock passes over referenced and pinned pages") {
   CHECK(pool.victim() != nullptr);
   pool.release(v->slot());
   CHECK(pool.take_free(v, slot));
-  CHECK(pool.owner_of(pool.data(slot)) == v);
+  CHECK(slot == v->slot());
+}
+
+TEST_CASE("slots are handed out as pages come in: a huge pool costs nothing until used") {
+  buffer_pool pool(1u << 30, 8192);  // 8 TiB of pool, of which nothing is used
+  page_table t;
+  CHECK(pool.size() == 1u << 30);
+  CHECK(pool.free_slots() == 1u << 30);
+  CHECK(pool.victim() == nullptr);
+  std::uint32_t slot;
+  page_desc* d = t.add(7, 7, 7, 1);
+  REQUIRE(pool.take_free(d, slot));
+  CHECK(slot == 0);
+  CHECK(pool.free_slots() == (1u << 30) - 1);
+  pool.before(slot)[8191] = std::byte{1};  // its before-image is real memory
+  pool.discard_before_images();
+  CHECK(pool.before(slot)[8191] == std::byte{0});
 }

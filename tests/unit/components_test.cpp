@@ -37,8 +37,9 @@ struct rig {
   explicit rig(qs_test::mem_store& s, std::uint32_t pool_pages = 16, std::uintptr_t base = 0x7e0000000000,
                const qs::options& o = {})
       : store(s), opts(o), pool(pool_pages, page_size) {
-    access = make_page_access(std::make_unique<frame_space>(base, std::uint64_t{4096} * page_size, page_size, false),
-                              pool, table);
+    access = make_page_access(
+        std::make_unique<frame_space>(base, std::uint64_t{4096} * page_size, page_size, false, mode_frame_control()),
+        pool, table);
     pointers = std::make_unique<pointer_check>(words, *access, table, pool, page_size, name);
     relocate = std::make_unique<relocator>(*access, table, words, log, stats, opts, page_size, name);
     pages =

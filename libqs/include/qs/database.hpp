@@ -50,12 +50,17 @@ struct options {
   // Page size for a new database: a power of two from 4 KiB to 64 KiB. An
   // existing database keeps the page size it was created with.
   std::uint32_t page_size = 8192;
-  // Client buffer pool, in pages. 0: a quarter of the machine's physical
-  // memory, as far as the kernel's vm.max_map_count allows (each resident
-  // page may cost two memory mappings): 30,717 pages (240 MiB at 8 KiB)
-  // under Linux's default limit. database::pool_pages() says what was chosen.
-  // Memory is used only as pages come in.
+  // Client buffer pool, in pages, or in bytes (pool_bytes; give one of the
+  // two). 0 and 0: a quarter of the machine's physical memory, at most half
+  // of reservation_bytes. database::pool_pages() says what was chosen.
+  // Memory is used only as pages come in and is given back as they leave:
+  // a pool of 8 GiB holding 100 pages uses about 100 pages of memory.
+  // (Where the kernel does not offer userfaultfd, or QS_FRAMES=protection,
+  // and in software mode, frames are protected with mprotect and each
+  // resident page may cost two kernel memory mappings: the pool is then
+  // also bounded by vm.max_map_count, 30,717 pages under Linux's default.)
   std::uint32_t pool_pages = 0;
+  std::uint64_t pool_bytes = 0;
   // Prefetch: when a fault reads a page, the next this many pages in page
   // order that are not resident are read in the same pass over the store
   // and mapped readable, using free pool slots only (objects allocated
@@ -131,6 +136,14 @@ struct statistics {
   std::uint64_t protect_ns = 0;
   // Reading, checking and mapping prefetched pages (in fault_ns too).
   std::uint64_t prefetch_ns = 0;
+  // At the time of the call: pages in the buffer pool, the kernel memory
+  // mappings the whole process holds (Linux caps them with
+  // vm.max_map_count), and how frames are protected: "userfault" (one
+  // mapping for any number of resident pages) or "protection" (mprotect,
+  // up to two mappings a resident page).
+  std::uint64_t resident_pages = 0;
+  std::uint64_t kernel_mappings = 0;
+  const char* frame_control = "";
 };
 
 // What detecting one page fault costs on this machine, in nanoseconds: the

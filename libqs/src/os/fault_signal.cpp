@@ -34,7 +34,12 @@ constexpr int max_ranges = 64;
 range ranges[max_ranges];
 std::mutex install_mutex;
 bool installed = false;
-struct sigaction previous;
+// The handlers installed before qs's: [0] SIGSEGV (frames protected with
+// mprotect), [1] SIGBUS (userfaultfd's faults, os/frames.hpp).
+struct sigaction previous[2];
+struct sigaction& previous_for(int sig) {
+  return previous[sig == SIGBUS ? 1 : 0];
+}
 thread_local bool in_fault = false;
 
 void say(const char* s) noexcept {
@@ -50,41 +55,45 @@ fault_target* find_target(const void* a) noexcept {
   return nullptr;
 }
 
-// A SIGSEGV that no fault of ours caused gets what it would get without
-// qs: the handler installed before qs's, or the default action.
+// A SIGSEGV or SIGBUS that no fault of ours caused gets what it would get
+// without qs: the handler installed before qs's, or the default action.
 void chain(int sig, siginfo_t* info, void* ctx) {
   // Sent by kill(), raise() or sigqueue(), not by a faulting instruction.
   bool sent = info->si_code <= 0;
-  if (previous.sa_flags & SA_SIGINFO) {
-    if (previous.sa_sigaction) {
-      previous.sa_sigaction(sig, info, ctx);
+  const struct sigaction& before = previous_for(sig);
+  const char* name = sig == SIGBUS ? "SIGBUS" : "SIGSEGV";
+  if (before.sa_flags & SA_SIGINFO) {
+    if (before.sa_sigaction) {
+      before.sa_sigaction(sig, info, ctx);
       return;
     }
-  } else if (previous.sa_handler == SIG_IGN && sent) {
+  } else if (before.sa_handler == SIG_IGN && sent) {
     return;  // ignored, as it would be without qs
-  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
-    previous.sa_handler(sig);
+  } else if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN) {
+    before.sa_handler(sig);
     return;
   }
   // The default action (a fault cannot be ignored): say where it happened,
-  // then end the process with SIGSEGV as the default action does. qs's
+  // then end the process with the signal as the default action does. qs's
   // handler is never left uninstalled in a process that goes on.
   char buf[160];
   if (sent)
-    std::snprintf(buf, sizeof buf, "qs: SIGSEGV sent to the process (by pid %d)\n", static_cast<int>(info->si_pid));
-  else std::snprintf(buf, sizeof buf, "qs: segmentation fault at address %p (not persistent memory)\n", info->si_addr);
+    std::snprintf(buf, sizeof buf, "qs: %s sent to the process (by pid %d)\n", name, static_cast<int>(info->si_pid));
+  else
+    std::snprintf(buf, sizeof buf, "qs: %s at address %p (not persistent memory)\n",
+                  sig == SIGBUS ? "bus error" : "segmentation fault", info->si_addr);
   say(buf);
   print_backtrace();
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
-  sigaction(SIGSEGV, &dfl, nullptr);
+  sigaction(sig, &dfl, nullptr);
   if (!sent) return;  // the faulting instruction runs again, under SIG_DFL
   sigset_t s;
   sigemptyset(&s);
-  sigaddset(&s, SIGSEGV);
+  sigaddset(&s, sig);
   pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
-  ::raise(SIGSEGV);
+  ::raise(sig);
   std::abort();  // not reached
 }
 
@@ -122,8 +131,8 @@ void install() {
   // too).
   sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
-  if (sigaction(SIGSEGV, &sa, &previous) != 0) {
-    say("qs: cannot install the SIGSEGV handler\n");
+  if (sigaction(SIGSEGV, &sa, &previous[0]) != 0 || sigaction(SIGBUS, &sa, &previous[1]) != 0) {
+    say("qs: cannot install the SIGSEGV and SIGBUS handlers\n");
     std::abort();
   }
 }

@@ -1,4 +1,9 @@
-// os/fault_signal.hpp: the SIGSEGV handler that faults persistent pages in.
+// os/fault_signal.hpp: the SIGSEGV and SIGBUS handler that faults persistent
+// pages in.
+//
+// Frames protected with mprotect fault with SIGSEGV; frames under
+// userfaultfd with SIGBUS (os/frames.hpp). Both carry the faulting address
+// and the x86-64 page-fault error code.
 //
 // One process-wide handler serves every open database. Each database
 // registers the address range of its reservation with a fault_target; a fault
@@ -13,9 +18,9 @@
 // -fnon-call-exceptions). The signal mask of the code that faulted is put
 // back before it leaves.
 //
-// A SIGSEGV that no fault in a registered range caused (another address, or
-// one sent with kill or raise) gets what it would get without qs: the
-// previous handler, or the default action, which ends the process.
+// A SIGSEGV or SIGBUS that no fault in a registered range caused (another
+// address, or one sent with kill or raise) gets what it would get without
+// qs: the previous handler, or the default action, which ends the process.
 //
 // Invariants:
 //  * The handler is installed when the first range is registered and stays

@@ -5,14 +5,25 @@
 #include <qs/error.hpp>
 
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+// Linux 6.6's uapi; older headers lack it (the probe finds whether the
+// kernel has it).
+#ifndef UFFDIO_CONTINUE_MODE_WP
+#define UFFDIO_CONTINUE_MODE_WP (static_cast<__u64>(1) << 1)
+#endif
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -79,44 +90,84 @@ zeroed_memory::zeroed_memory(std::size_t bytes) : bytes_(bytes) {
 
 zeroed_memory::~zeroed_memory() { remove_region(base_, bytes_); }
 
-pool_memory::pool_memory(std::uint32_t slots, std::uint32_t page_size)
-    : bytes_(std::size_t{slots} * page_size), page_size_(page_size) {
-  fd_ = ::memfd_create("qs-buffer-pool", MFD_CLOEXEC);
-  if (fd_ < 0) fail("qs: memfd_create for the buffer pool");
-  if (::ftruncate(fd_, static_cast<off_t>(bytes_)) != 0) {
-    ::close(fd_);
-    fail("qs: sizing the buffer pool to " + std::to_string(bytes_) + " bytes");
+void zeroed_memory::discard(std::size_t bytes) { ::madvise(base_, std::min(bytes, bytes_), MADV_DONTNEED); }
+
+namespace {
+
+// The userfaultfd features the userfault control needs.
+constexpr std::uint64_t userfault_features =
+    UFFD_FEATURE_SIGBUS | UFFD_FEATURE_MINOR_SHMEM | UFFD_FEATURE_WP_HUGETLBFS_SHMEM;
+constexpr std::uint64_t userfault_modes =
+    UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR | UFFDIO_REGISTER_MODE_WP;
+
+// A userfaultfd for faults from user mode (the only kind an unprivileged
+// process may ask for), with the features above; -1 when refused.
+int open_userfaultfd() {
+  int fd = static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
+  if (fd < 0) return -1;
+  uffdio_api api{};
+  api.api = UFFD_API;
+  api.features = userfault_features;
+  if (::ioctl(fd, UFFDIO_API, &api) != 0 || (api.features & userfault_features) != userfault_features) {
+    ::close(fd);
+    return -1;
   }
-  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-  if (p == MAP_FAILED) {
-    ::close(fd_);
-    fail("qs: mapping the buffer pool");
-  }
-  base_ = static_cast<std::byte*>(p);
-  p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
-    ::munmap(base_, bytes_);
-    ::close(fd_);
-    fail("qs: mapping the buffer pool's before-images");
-  }
-  shadow_ = static_cast<std::byte*>(p);
-  add_region(base_, bytes_);
-  add_region(shadow_, bytes_);
+  return fd;
 }
 
-pool_memory::~pool_memory() {
-  remove_region(shadow_, bytes_);
-  remove_region(base_, bytes_);
-  ::close(fd_);
+// One page through the whole userfault cycle: registered, installed
+// write-protected (UFFDIO_CONTINUE_MODE_WP, Linux 6.6), made writable.
+bool userfault_works() {
+  int uffd = open_userfaultfd();
+  if (uffd < 0) return false;
+  const std::size_t bytes = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  bool ok = false;
+  int fd = ::memfd_create("qs-probe", MFD_CLOEXEC);
+  void* a = MAP_FAILED;
+  if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(bytes)) == 0)
+    a = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (a != MAP_FAILED) {
+    const char one = 1;
+    uffdio_register r{};
+    r.range = {reinterpret_cast<std::uint64_t>(a), bytes};
+    r.mode = userfault_modes;
+    uffdio_continue c{};
+    c.range = r.range;
+    c.mode = UFFDIO_CONTINUE_MODE_WP;
+    uffdio_writeprotect w{};
+    w.range = r.range;
+    ok = ::ioctl(uffd, UFFDIO_REGISTER, &r) == 0 && ::pwrite(fd, &one, 1, 0) == 1 &&
+         ::ioctl(uffd, UFFDIO_CONTINUE, &c) == 0 && *static_cast<volatile char*>(a) == 1 &&
+         ::ioctl(uffd, UFFDIO_WRITEPROTECT, &w) == 0;
+    ::munmap(a, bytes);
+  }
+  if (fd >= 0) ::close(fd);
+  ::close(uffd);
+  return ok;
 }
 
-void pool_memory::discard(std::uint32_t i) {
-  ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(std::size_t{i} * page_size_),
-              page_size_);
+}  // namespace
+
+bool userfault_available() {
+  static const bool available = userfault_works();
+  return available;
 }
 
-frame_space::frame_space(std::uintptr_t preferred, std::uint64_t bytes, std::uint32_t page_size, bool exact)
-    : bytes_(bytes), page_size_(page_size) {
+frame_control hardware_frame_control() {
+  const char* v = std::getenv("QS_FRAMES");
+  if (v && *v) {
+    std::string s = v;
+    if (s == "protection") return frame_control::protection;
+    if (s != "userfault") throw invalid_argument("QS_FRAMES must be userfault or protection, not '" + s + "'");
+  }
+  return userfault_available() ? frame_control::userfault : frame_control::protection;
+}
+
+const char* frame_control_name(frame_control c) { return c == frame_control::userfault ? "userfault" : "protection"; }
+
+frame_space::frame_space(std::uintptr_t preferred, std::uint64_t bytes, std::uint32_t page_size, bool exact,
+                         frame_control control)
+    : bytes_(bytes), page_size_(page_size), control_(control) {
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
   // Anywhere: the kernel aligns to 4 KiB only, and frames (and the
   // addresses in mapping objects) are aligned to the page size, so reserve
@@ -149,41 +200,110 @@ frame_space::frame_space(std::uintptr_t preferred, std::uint64_t bytes, std::uin
   }
   base_ = reinterpret_cast<std::byte*>(aligned);
   add_region(base_, bytes_);
+  // From here on the destructor's work is done by hand on failure.
+  auto undo = [&](const std::string& what) {
+    int e = errno;
+    if (view_) remove_region(view_, bytes_);
+    remove_region(base_, bytes_);
+    if (uffd_ >= 0) ::close(uffd_);
+    if (fd_ >= 0) ::close(fd_);
+    errno = e;
+    fail(what);
+  };
+  fd_ = ::memfd_create("qs-frames", MFD_CLOEXEC);
+  if (fd_ < 0) undo("qs: memfd_create for the frames");
+  if (::ftruncate(fd_, static_cast<off_t>(bytes_)) != 0)
+    undo("qs: sizing the frames' memory to " + std::to_string(bytes_ >> 20) + " MiB");
+  const int access = control == frame_control::userfault ? PROT_READ | PROT_WRITE : PROT_NONE;
+  if (::mmap(base_, bytes_, access, MAP_SHARED | MAP_FIXED, fd_, 0) == MAP_FAILED) undo("qs: mapping the frames");
+  p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) undo("qs: mapping the runtime's view of the frames");
+  view_ = static_cast<std::byte*>(p);
+  add_region(view_, bytes_);
+  if (control == frame_control::userfault) {
+    uffd_ = open_userfaultfd();
+    if (uffd_ < 0) undo("qs: userfaultfd for the frames (set QS_FRAMES=protection to use mprotect instead)");
+    uffdio_register r{};
+    r.range = {reinterpret_cast<std::uint64_t>(base_), bytes_};
+    r.mode = userfault_modes;
+    if (::ioctl(uffd_, UFFDIO_REGISTER, &r) != 0) undo("qs: registering the frames with userfaultfd");
+  }
 }
 
-frame_space::~frame_space() { remove_region(base_, bytes_); }
+frame_space::~frame_space() {
+  if (view_) remove_region(view_, bytes_);
+  remove_region(base_, bytes_);
+  if (uffd_ >= 0) ::close(uffd_);
+  if (fd_ >= 0) ::close(fd_);
+}
 
-void frame_space::map(std::uint64_t f, const pool_memory& pool, std::uint32_t slot, bool writable) {
-  void* want = frame_address(f);
-  void* p =
-      ::mmap(want, page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED | MAP_FIXED | MAP_POPULATE,
-             pool.fd(), static_cast<off_t>(std::size_t{slot} * page_size_));
-  if (p == MAP_FAILED) fail("qs: mapping frame " + std::to_string(f));
+void frame_space::show(std::uint64_t f, bool writable) {
+  if (control_ == frame_control::protection) return protect(f, writable);
+  uffdio_continue c{};
+  c.range = {reinterpret_cast<std::uint64_t>(frame_address(f)), page_size_};
+  c.mode = writable ? 0 : UFFDIO_CONTINUE_MODE_WP;
+  while (::ioctl(uffd_, UFFDIO_CONTINUE, &c) != 0) {
+    if (errno == EEXIST) return protect(f, writable);  // already installed
+    if (errno != EAGAIN) fail("qs: showing frame " + std::to_string(f));
+    c.mapped = 0;
+  }
 }
 
 void frame_space::protect(std::uint64_t f, bool writable) {
-  if (::mprotect(frame_address(f), page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ) != 0)
-    fail("qs: protecting frame " + std::to_string(f));
+  if (control_ == frame_control::protection) {
+    if (::mprotect(frame_address(f), page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ) != 0)
+      fail("qs: protecting frame " + std::to_string(f));
+    return;
+  }
+  uffdio_writeprotect w{};
+  w.range = {reinterpret_cast<std::uint64_t>(frame_address(f)), page_size_};
+  w.mode = writable ? 0 : UFFDIO_WRITEPROTECT_MODE_WP;
+  while (::ioctl(uffd_, UFFDIO_WRITEPROTECT, &w) != 0)
+    if (errno != EAGAIN) fail("qs: protecting frame " + std::to_string(f));
 }
 
-void frame_space::revoke_all() {
-  if (::mprotect(base_, bytes_, PROT_NONE) != 0) fail("qs: revoking access to the frames");
+void frame_space::hide(std::uint64_t f) {
+  int r = control_ == frame_control::protection ? ::mprotect(frame_address(f), page_size_, PROT_NONE)
+                                                : ::madvise(frame_address(f), page_size_, MADV_DONTNEED);
+  if (r != 0) fail("qs: hiding frame " + std::to_string(f));
 }
 
-void frame_space::unmap(std::uint64_t f) {
-  void* p =
-      ::mmap(frame_address(f), page_size_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-  if (p == MAP_FAILED) fail("qs: releasing frame " + std::to_string(f));
+void frame_space::release(std::uint64_t f, std::uint64_t n) {
+  // Punching the hole drops the page from both views; under protection the
+  // frame's access must go first (it would otherwise read a new zero page).
+  if (control_ == frame_control::protection && ::mprotect(frame_address(f), n * page_size_, PROT_NONE) != 0)
+    fail("qs: hiding frame " + std::to_string(f));
+  if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(f * page_size_),
+                  static_cast<off_t>(n * page_size_)) != 0)
+    fail("qs: releasing the memory of frame " + std::to_string(f));
 }
 
-void check_map_budget(std::uint32_t slots) {
-  if (slots <= max_pool_pages_for_mappings()) return;
+void frame_space::hide_all() {
+  int r = control_ == frame_control::protection ? ::mprotect(base_, bytes_, PROT_NONE)
+                                                : ::madvise(base_, bytes_, MADV_DONTNEED);
+  if (r != 0) fail("qs: revoking access to the frames");
+}
+
+std::uint64_t process_mappings() {
+  int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  std::uint64_t lines = 0;
+  char buf[65536];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+    for (ssize_t i = 0; i < n; ++i) lines += buf[i] == '\n';
+  ::close(fd);
+  return lines;
+}
+
+void check_map_budget(std::uint64_t slots, frame_control control) {
+  if (control == frame_control::userfault || slots <= max_pool_pages_for_mappings()) return;
   long limit = max_map_count();
   long need = 2L * slots + other_mappings;
   throw invalid_argument("qs: a buffer pool of " + std::to_string(slots) + " pages may need up to " +
                          std::to_string(need) + " memory mappings, but vm.max_map_count is " + std::to_string(limit) +
                          "; raise it (sysctl -w vm.max_map_count=" + std::to_string(need * 2) +
-                         ") or use a smaller pool");
+                         ") or use a smaller pool (userfaultfd, which needs no mapping per page, is not "
+                         "available or QS_FRAMES=protection is set)");
 }
 
 }  // namespace qs::detail

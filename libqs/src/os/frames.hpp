@@ -1,24 +1,44 @@
 // os/frames.hpp: virtual frames and the memory behind them (Linux).
 //
-// A frame_space is one reservation of address space (PROT_NONE, MAP_NORESERVE)
-// cut into frames of one page each. pool_memory is the buffer pool's real
-// memory: a memfd of `slots` pages, mapped once read-write for the runtime.
-// A resident page's frame is a second, shared mapping of its pool slot, with
-// the protection the page's state allows, so the runtime reads and writes
-// pages through its own mapping and never touches a protected frame. Each
-// slot also has a shadow page (private memory) that holds the before-image
-// of the page in the slot while it is being written: no allocation, and no
-// first-touch fault after the first use of a slot.
+// A frame_space is one reservation of address space cut into frames of one
+// page each, backed by one sparse memfd as large as the reservation: frame f
+// is the memfd's bytes at f * page_size, so a page's memory is found from
+// its frame alone and costs nothing until it is written. The memfd is mapped
+// twice, each view one kernel mapping whatever is resident:
+//
+//  * the frame view, at the reservation, where the program reaches
+//    persistent objects; its access per frame is controlled (below);
+//  * the runtime's view, elsewhere, always readable and writable, where the
+//    runtime builds, reads and writes a page's image (view(f)) while the
+//    program cannot reach it.
+//
+// Access to a frame is controlled in one of two ways (frame_control):
+//
+//  * userfault (hardware mode's default): the frame view is registered with
+//    userfaultfd for missing, minor and write-protect faults, each delivered
+//    as SIGBUS to the faulting thread (UFFD_FEATURE_SIGBUS). Showing a
+//    frame installs its page (UFFDIO_CONTINUE, write-protected or not);
+//    write access is a bit in the page table entry (UFFDIO_WRITEPROTECT);
+//    hiding a frame drops its page table entry (the memfd keeps the page).
+//    Nothing splits the kernel mapping: a pool of millions of pages costs
+//    the same two mappings as one page, whatever the access pattern.
+//  * protection (software mode, and hardware mode where userfaultfd is not
+//    offered, or QS_FRAMES=protection): mprotect in place on the frame view;
+//    neighbouring frames with the same access share a kernel mapping, and
+//    each distinct run costs one (vm.max_map_count bounds them:
+//    check_map_budget).
 //
 // Invariants:
-//  * A frame is either reserved (PROT_NONE, no memory) or maps exactly one
-//    pool slot, read-only or read-write.
-//  * Every distinct run of frames costs kernel memory mappings (Linux caps them
-//    with vm.max_map_count); check_map_budget refuses a pool that could run
-//    out of them.
+//  * A frame is hidden (any touch faults) or shown read-only or read-write;
+//    a shown frame's bytes are view(f)'s.
+//  * Memory is used only by frames whose page has been written and not
+//    released since.
+//
+// Thread-safety: a frame_space's calls may come from any thread; callers
+// keep one frame's transitions in order (the runtime's lock does).
 //
 // This file and fault_signal.* are the only places that know about mmap,
-// mprotect, fork and signals.
+// mprotect, userfaultfd, fork and signals.
 #pragma once
 
 #include <cstddef>
@@ -26,40 +46,28 @@
 
 namespace qs::detail {
 
-class pool_memory {
- public:
-  pool_memory(std::uint32_t slots, std::uint32_t page_size);
-  ~pool_memory();
-  pool_memory(const pool_memory&) = delete;
-  pool_memory& operator=(const pool_memory&) = delete;
+enum class frame_control { userfault, protection };
 
-  std::byte* slot(std::uint32_t i) const { return base_ + std::size_t{i} * page_size_; }
-  std::byte* shadow(std::uint32_t i) const { return shadow_ + std::size_t{i} * page_size_; }
-  int fd() const { return fd_; }
-  bool contains(const void* p) const { return p >= base_ && p < base_ + bytes_; }
-  std::uint32_t slot_of(const void* p) const {
-    return static_cast<std::uint32_t>((static_cast<const std::byte*>(p) - base_) / page_size_);
-  }
-  // Gives a slot's memory back to the kernel.
-  void discard(std::uint32_t i);
-
- private:
-  int fd_ = -1;
-  std::byte* base_ = nullptr;
-  std::byte* shadow_ = nullptr;
-  std::size_t bytes_;
-  std::uint32_t page_size_;
-};
+// Whether this kernel and process offer what the userfault control needs
+// (userfaultfd with SIGBUS delivery and write protection of shared memory),
+// checked once.
+bool userfault_available();
+// The control hardware mode uses: userfault when available, unless the
+// environment says QS_FRAMES=protection.
+frame_control hardware_frame_control();
+const char* frame_control_name(frame_control c);
 
 class frame_space {
  public:
   // Reserves `bytes` at exactly `preferred` when `exact`, else anywhere
   // (preferring `preferred`). Throws qs::error when it cannot.
-  frame_space(std::uintptr_t preferred, std::uint64_t bytes, std::uint32_t page_size, bool exact);
+  frame_space(std::uintptr_t preferred, std::uint64_t bytes, std::uint32_t page_size, bool exact,
+              frame_control control);
   ~frame_space();
   frame_space(const frame_space&) = delete;
   frame_space& operator=(const frame_space&) = delete;
 
+  frame_control control() const { return control_; }
   std::byte* base() const { return base_; }
   std::byte* end() const { return base_ + bytes_; }
   std::uint64_t frames() const { return bytes_ / page_size_; }
@@ -68,25 +76,41 @@ class frame_space {
   std::uint64_t frame_of(const void* p) const {
     return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base_) / page_size_;
   }
+  // The runtime's view of frame f's page: always readable and writable.
+  std::byte* view(std::uint64_t f) const { return view_ + f * page_size_; }
+  bool view_contains(const void* p) const { return p >= view_ && p < view_ + bytes_; }
+  std::uint64_t frame_of_view(const void* p) const {
+    return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - view_) / page_size_;
+  }
 
-  // Maps pool slot `slot` at frame `f`.
-  void map(std::uint64_t f, const pool_memory& pool, std::uint32_t slot, bool writable);
+  // Frame f, hidden, shows view(f)'s page to the program.
+  void show(std::uint64_t f, bool writable);
+  // A shown frame's access changes.
   void protect(std::uint64_t f, bool writable);
-  // Returns frame f to the reserved state.
-  void unmap(std::uint64_t f);
-  // Makes every frame inaccessible, keeping the mappings (one system call);
-  // protect() gives a frame its access back.
-  void revoke_all();
+  // Frame f becomes hidden; its page stays in view(f).
+  void hide(std::uint64_t f);
+  // Frames [f, f + n) become hidden and their pages' memory goes back to
+  // the kernel (view(f) reads zeros after).
+  void release(std::uint64_t f, std::uint64_t n = 1);
+  // Every frame becomes hidden, keeping its page (one system call).
+  void hide_all();
 
  private:
   std::byte* base_ = nullptr;
+  std::byte* view_ = nullptr;
   std::uint64_t bytes_;
   std::uint32_t page_size_;
+  frame_control control_;
+  int fd_ = -1;    // the memfd behind both views
+  int uffd_ = -1;  // userfault control only
+  bool continue_wp_ = false;
 };
 
 // Throws qs::invalid_argument when a pool of `slots` pages could need more
-// memory mappings than vm.max_map_count allows.
-void check_map_budget(std::uint32_t slots);
+// memory mappings than vm.max_map_count allows under `control`.
+void check_map_budget(std::uint64_t slots, frame_control control);
+// The kernel memory mappings this process holds now (/proc/self/maps).
+std::uint64_t process_mappings();
 
 // Zero-filled memory reserved up front and committed page by page as it is
 // written (MAP_NORESERVE): a table that never moves, however far it grows.
@@ -98,6 +122,8 @@ class zeroed_memory {
   zeroed_memory& operator=(const zeroed_memory&) = delete;
   std::byte* data() const { return base_; }
   std::size_t size() const { return bytes_; }
+  // Gives the first `bytes` back to the kernel: they read as zeros again.
+  void discard(std::size_t bytes);
 
  private:
   std::byte* base_;
@@ -105,10 +131,11 @@ class zeroed_memory {
 };
 
 // fork(): a child does not keep an open database's memory. When a process
-// forks, the child unmaps every region of the pools, reservations and
-// tables above (the parent's stay as they are: the pool is shared memory,
-// which a child's page-ins would otherwise overwrite) and fork_generation()
-// grows, so that a database can tell it was opened by another process.
+// forks, the child unmaps every region of the reservations, views and
+// tables above (the parent's stay as they are: the frames are shared
+// memory, which a child's page-ins would otherwise overwrite) and
+// fork_generation() grows, so that a database can tell it was opened by
+// another process.
 std::uint64_t fork_generation() noexcept;
 
 }  // namespace qs::detail

@@ -27,10 +27,12 @@ std::uint32_t max_pool_pages_for_mappings() {
   return static_cast<std::uint32_t>(std::clamp<long>(slots, 0, 0xffffffffL));
 }
 
-std::uint32_t default_pool_pages(std::uint32_t page_size) {
+std::uint32_t default_pool_pages(std::uint32_t page_size, std::uint64_t reservation_bytes, bool mapped_per_page) {
   std::uint64_t memory = physical_memory_bytes();
   std::uint64_t by_memory = memory ? memory / 4 / page_size : 4096;
-  std::uint64_t pages = std::min<std::uint64_t>(by_memory, max_pool_pages_for_mappings());
+  std::uint64_t pages = std::min(by_memory, reservation_bytes / 2 / page_size);
+  if (mapped_per_page) pages = std::min<std::uint64_t>(pages, max_pool_pages_for_mappings());
+  pages = std::min<std::uint64_t>(pages, 0x7fffffff);
   return static_cast<std::uint32_t>(std::max<std::uint64_t>(pages, 16));
 }
 

@@ -3,8 +3,10 @@
 // memory mappings, and the default sizes qs derives from them.
 //
 // The defaults serve a program that keeps one large database open without
-// tuning: a buffer pool of a quarter of physical memory, as far as
-// vm.max_map_count allows (each resident page may cost two mappings), and a
+// tuning: a buffer pool of a quarter of physical memory (at most half the
+// frame reservation; under the protection frame control, only as far as
+// vm.max_map_count allows, each resident page costing up to two
+// mappings), and a
 // Berkeley DB cache of 1/64 of physical memory between 16 and 64 MiB.
 // Berkeley DB sets its whole cache up at open (about 45 us per MiB here),
 // and a larger one did not make the million-node peers update or traversal
@@ -27,10 +29,13 @@ constexpr long other_mappings = 4096;
 std::uint64_t physical_memory_bytes();
 // vm.max_map_count (65530 when it cannot be read).
 long max_map_count();
-// The largest pool whose mappings fit under vm.max_map_count.
+// The largest pool whose mappings fit under vm.max_map_count when every
+// resident page may cost two of them.
 std::uint32_t max_pool_pages_for_mappings();
-// options::pool_pages == 0: the pool for pages of `page_size` bytes.
-std::uint32_t default_pool_pages(std::uint32_t page_size);
+// options::pool_pages == 0: the pool for pages of `page_size` bytes in a
+// reservation of `reservation_bytes`, with frames `mapped_per_page` (the
+// protection frame control) or not.
+std::uint32_t default_pool_pages(std::uint32_t page_size, std::uint64_t reservation_bytes, bool mapped_per_page);
 // options::store_cache_bytes == 0: the embedded store's Berkeley DB cache.
 std::uint64_t default_store_cache_bytes();
 
