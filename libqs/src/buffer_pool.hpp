@@ -36,9 +36,9 @@ class buffer_pool {
   std::uint32_t size() const { return slots_; }
   // Where the before-image of the page in `slot` is kept.
   std::byte* before(std::uint32_t slot) const { return before_.data() + std::size_t{slot} * page_size_; }
-  // The before-images' memory goes back to the kernel (after a transaction
-  // that wrote many pages).
-  void discard_before_images() { before_.discard(owner_.size() * std::size_t{page_size_}); }
+  // The before-images' memory may go back to the kernel when it needs it
+  // (after a transaction that wrote many pages); their contents are gone.
+  void offer_before_images() { before_.offer(owner_.size() * std::size_t{page_size_}); }
 
   std::uint32_t free_slots() const { return static_cast<std::uint32_t>(free_.size() + (slots_ - owner_.size())); }
   // A free slot now owned by `d`, or false when every slot is in use.

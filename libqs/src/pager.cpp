@@ -438,8 +438,9 @@ void pager::committed() {
 
 void pager::release_before_images(std::size_t written) {
   // After a transaction that wrote many pages, their before-images' memory
-  // goes back (one call), so that memory follows the resident pages.
-  if (written >= 1024) pool_.discard_before_images();
+  // is offered back (one call), so that memory follows the resident pages
+  // when the machine needs it.
+  if (written >= 1024) pool_.offer_before_images();
 }
 
 void pager::aborted() {

@@ -90,7 +90,7 @@ zeroed_memory::zeroed_memory(std::size_t bytes) : bytes_(bytes) {
 
 zeroed_memory::~zeroed_memory() { remove_region(base_, bytes_); }
 
-void zeroed_memory::discard(std::size_t bytes) { ::madvise(base_, std::min(bytes, bytes_), MADV_DONTNEED); }
+void zeroed_memory::offer(std::size_t bytes) { ::madvise(base_, std::min(bytes, bytes_), MADV_FREE); }
 
 namespace {
 

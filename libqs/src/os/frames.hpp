@@ -122,8 +122,10 @@ class zeroed_memory {
   zeroed_memory& operator=(const zeroed_memory&) = delete;
   std::byte* data() const { return base_; }
   std::size_t size() const { return bytes_; }
-  // Gives the first `bytes` back to the kernel: they read as zeros again.
-  void discard(std::size_t bytes);
+  // Lets the kernel take the first `bytes` back when it needs memory
+  // (MADV_FREE): until then, writing them again costs no page fault. Their
+  // contents are undefined after.
+  void offer(std::size_t bytes);
 
  private:
   std::byte* base_;
