@@ -40,19 +40,21 @@ namespace {
 using clk = std::chrono::steady_clock;
 
 [[noreturn]] void usage() {
-  std::fprintf(stderr,
-               "usage: oo7-%s gen SIZE DIR [options]\n"
-               "       oo7-%s bench SIZE DIR COUNT OP one|many [options]\n"
-               "       oo7-%s ops\n"
-               "SIZE: tiny little small medium large, or a config file (OO7-SPEC 2.1)\n"
-               "options: --work N  --pool PAGES  --no-durable  --warm-os  --quiet  --relocate PERCENT  --one-time\n",
-               oo7::mode_name, oo7::mode_name, oo7::mode_name);
+  std::fprintf(
+      stderr,
+      "usage: oo7-%s gen SIZE DIR [options]\n"
+      "       oo7-%s bench SIZE DIR COUNT OP one|many [options]\n"
+      "       oo7-%s ops\n"
+      "SIZE: tiny little small medium large, or a config file (OO7-SPEC 2.1)\n"
+      "options: --work N  --pool PAGES|BYTES  --no-durable  --warm-os  --quiet  --relocate PERCENT  --one-time\n"
+      "  --pool: the qs buffer pool, in pages (1536) or bytes with a unit (64M, 2G); default qs's\n",
+      oo7::mode_name, oo7::mode_name, oo7::mode_name);
   std::exit(2);
 }
 
 struct Options {
   int work = 0;
-  std::uint32_t pool = 0;
+  std::uint64_t pool_pages = 0, pool_bytes = 0;  // 0 and 0: qs's default
   bool durable = true, warm_os = false, quiet = false, one_time = false;
   unsigned relocate = 0;
 };
@@ -104,26 +106,22 @@ double cpu_sys() {
 }
 
 #ifdef OO7_ON_QS
-qs::options store_options(const Options& o, std::uint32_t default_pool) {
+qs::options store_options(const Options& o) {
   qs::options q;
-  q.pool_pages = o.pool ? o.pool : default_pool;
+  q.pool_pages = static_cast<std::uint32_t>(o.pool_pages);
+  q.pool_bytes = o.pool_bytes;
   q.durable = o.durable;
   q.force_relocation_percent = o.relocate;
   q.relocation_policy = o.one_time ? qs::relocation::one_time : qs::relocation::continual;
   return q;
 }
-// A pool that holds the whole database with room to spare, up to 30,000
-// pages (240 MiB): qs refuses pools that could need more memory mappings
-// than vm.max_map_count (65530 by default) allows. Use --pool beyond that.
-std::uint32_t pool_for(std::uint64_t bytes) {
-  std::uint64_t pages = bytes / 8192 * 5 / 4 + 1024;
-  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(pages, 4096, 30000));
-}
-// What a generated database will take, roughly (for the generation pool).
-std::uint64_t estimate_bytes(const oo7::Config& c) {
-  return static_cast<std::uint64_t>(c.totalAtomicParts()) * 400 +
-         static_cast<std::uint64_t>(c.totalCompParts()) * (c.DocumentSize + 600) +
-         static_cast<std::uint64_t>(c.TotalModules) * (c.ManualSize + c.basesPerModule() * 300);
+// What the pool and the kernel's mappings were, for the report.
+std::string pool_fields(const qs::database& h) {
+  qs::statistics s = h.stats();
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "pool_pages=%u resident_pages=%" PRIu64 " mappings=%" PRIu64 " frames=%s",
+                h.pool_pages(), s.resident_pages, s.kernel_mappings, s.frame_control);
+  return buf;
 }
 #endif
 
@@ -131,19 +129,23 @@ int cmd_gen(const std::string& size, const std::string& dir, const Options& o) {
   oo7::Config cfg = oo7::config_named(size);
   oo7::Db db;
 #ifdef OO7_ON_QS
+  std::string pool;
   {
-    auto h = qs::database::open(dir, store_options(o, pool_for(estimate_bytes(cfg))));
+    auto h = qs::database::open(dir, store_options(o));
     db.st.db = &h;
     oo7::generate(db, cfg, o.quiet);
     auto s = h.stats();
     if (!o.quiet)
-      std::printf("  %" PRIu64 " pages written, %" PRIu64 " log bytes, commit %.1f ms\n", s.pages_written, s.log_bytes,
-                  static_cast<double>(s.commit_ns) / 1e6);
+      std::printf("  %" PRIu64 " pages written, %" PRIu64 " log bytes, commit %.1f ms, %" PRIu64
+                  " dirty pages evicted\n",
+                  s.pages_written, s.log_bytes, static_cast<double>(s.commit_ns) / 1e6, s.dirty_evictions);
+    pool = pool_fields(h);
   }  // closed: the store's files are complete
   if (!o.quiet)
     std::printf("Database size on disk: %.2f MB of data files (%.2f MB with the log)\n",
                 static_cast<double>(dir_bytes(dir, true)) / 1e6, static_cast<double>(dir_bytes(dir, false)) / 1e6);
-  std::printf("DBSIZE mode=%s size=%s data_bytes=%" PRIu64 "\n", oo7::mode_name, size.c_str(), dir_bytes(dir, true));
+  std::printf("DBSIZE mode=%s size=%s data_bytes=%" PRIu64 " %s\n", oo7::mode_name, size.c_str(), dir_bytes(dir, true),
+              pool.c_str());
 #else
   (void)dir;
   oo7::generate(db, cfg, o.quiet);
@@ -162,7 +164,7 @@ int cmd_bench(const std::string& size, const std::string& dir, int count, const 
 #ifdef OO7_ON_QS
   (void)size;
   if (!o.warm_os) drop_os_cache(dir);
-  auto h = qs::database::open(dir, store_options(o, pool_for(dir_bytes(dir, true))));
+  auto h = qs::database::open(dir, store_options(o));
   db.st.db = &h;
   {
     oo7::txn setup(db.st);  // OO7-SPEC 5.2: open in a short transaction
@@ -223,12 +225,16 @@ int cmd_bench(const std::string& size, const std::string& dir, int count, const 
     }
   }
   oo7::stats_t s1 = oo7::stats_now(db.st);
+  std::string pool;
+#ifdef OO7_ON_QS
+  pool = pool_fields(h);
+#endif
   std::printf(
       "RESULT mode=%s op=%s count=%d xacts=%s result=%ld cold_ms=%.3f hot_ms=%.4f last_ms=%.3f "
       "cold_read_faults=%" PRIu64 " cold_write_faults=%" PRIu64 " cold_pages_fetched=%" PRIu64 " read_faults=%" PRIu64
       " write_faults=%" PRIu64 " pages_fetched=%" PRIu64 " pages_written=%" PRIu64 " evictions=%" PRIu64
       " log_bytes=%" PRIu64 " commit_ms=%.3f diff_bytes=%" PRIu64 " cold_fault_ns=%" PRIu64 " cold_fetch_ns=%" PRIu64
-      " cold_mapping_ns=%" PRIu64 " cold_swizzle_ns=%" PRIu64 " cold_protect_ns=%" PRIu64 " detect_ns=%.0f\n",
+      " cold_mapping_ns=%" PRIu64 " cold_swizzle_ns=%" PRIu64 " cold_protect_ns=%" PRIu64 " detect_ns=%.0f %s\n",
       oo7::mode_name, op.c_str(), count, many ? "many" : "one", result, cold_ms, hot_ms, last_ms,
       cold_end.read_faults - s0.read_faults, cold_end.write_faults - s0.write_faults,
       cold_end.pages_fetched - s0.pages_fetched, s1.read_faults - s0.read_faults, s1.write_faults - s0.write_faults,
@@ -236,7 +242,7 @@ int cmd_bench(const std::string& size, const std::string& dir, int count, const 
       s1.log_bytes - s0.log_bytes, static_cast<double>(s1.commit_ns - s0.commit_ns) / 1e6,
       s1.diff_bytes - s0.diff_bytes, cold_end.fault_ns - s0.fault_ns, cold_end.fetch_ns - s0.fetch_ns,
       cold_end.mapping_ns - s0.mapping_ns, cold_end.swizzle_ns - s0.swizzle_ns, cold_end.protect_ns - s0.protect_ns,
-      detect_ns);
+      detect_ns, pool.c_str());
   return 0;
 }
 
@@ -255,8 +261,17 @@ int main(int argc, char** argv) {
       return v;
     };
     if (a == "--work") o.work = static_cast<int>(value());
-    else if (a == "--pool") o.pool = static_cast<std::uint32_t>(value());
-    else if (a == "--no-durable") o.durable = false;
+    else if (a == "--pool") {
+      if (i + 1 >= argc) usage();
+      std::string v = argv[++i];
+      char* end = nullptr;
+      unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+      std::string unit = end ? end : "";
+      const std::uint64_t scale = unit == "K" ? 1ull << 10 : unit == "M" ? 1ull << 20 : unit == "G" ? 1ull << 30 : 0;
+      if (v.empty() || n == 0 || (!unit.empty() && !scale)) usage();
+      if (scale) o.pool_bytes = n * scale;
+      else o.pool_pages = n;
+    } else if (a == "--no-durable") o.durable = false;
     else if (a == "--warm-os") o.warm_os = true;
     else if (a == "--quiet") o.quiet = true;
     else if (a == "--relocate") o.relocate = static_cast<unsigned>(std::min(value(), 100L));

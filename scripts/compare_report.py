@@ -52,6 +52,7 @@ class Results:
         self.size = None
         self.count = None
         self.database_bytes = {}
+        self.pools = {}  # mode -> the DBSIZE line's pool fields (generation)
         self.runs = {}
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -65,6 +66,7 @@ class Results:
                 if tokens[0] == "DBSIZE":
                     self.size = self.size or fields.get("size")
                     self.database_bytes[mode] = parse_number(fields.get("data_bytes", ""))
+                    self.pools[mode] = fields
                 elif "op" in fields:
                     numbers = {k: parse_number(v) for k, v in fields.items()}
                     numbers = {k: v for k, v in numbers.items() if v is not None}
@@ -261,9 +263,26 @@ def print_database_sizes(res):
     for mode in modes:
         n = res.database_bytes.get(mode)
         mib = "-" if n is None else f"{n / 2**20:.2f}"
-        rows.append([mode, fmt_int(n), mib, fmt_ratio(ratio(n, base))])
+        rows.append([mode, fmt_int(n), mib, fmt_ratio(ratio(n, base))] + pool_cells(res, mode))
     print_table([("", [Column("mode", 6, left=True), Column("bytes", 12), Column("MiB", 8),
-                       Column("vs qs", 6)])], rows)
+                       Column("vs qs", 6)]),
+                 ("pool and kernel mappings (generation; runs: largest)",
+                  [Column("pool pages", 10), Column("MiB", 7), Column("frames", 10, left=True),
+                   Column("mappings", 8), Column("run mappings", 12)])], rows)
+
+
+def pool_cells(res, mode):
+    """The buffer pool each run of `mode` had, and the most kernel mappings seen."""
+    fields = res.pools.get(mode, {})
+    pages = parse_number(fields.get("pool_pages", ""))
+    if pages is None:
+        return ["-", "-", "-", "-", "-"]
+    runs = [r for by_mode in res.runs.values() for m, r in by_mode.items() if m == mode]
+    pools = {r.get("pool_pages") for r in runs} - {None}
+    most = max((r.get("mappings", 0) for r in runs), default=None)
+    pool_text = fmt_int(pages) if pools <= {pages} else fmt_int(pages) + "*"
+    return [pool_text, f"{pages * 8192 / 2**20:.0f}", fields.get("frames", "-"),
+            fmt_int(parse_number(fields.get("mappings", ""))), fmt_int(most)]
 
 
 # ---------------------------------------------------------------- faults
@@ -280,7 +299,7 @@ FAULT_ROWS = (
     ("fetch: store read + checksum", "fetch", "fetch"),
     ("mapping: the page's mapping object", "mapping", None),
     ("swizzle: vptrs and pointers (sw: vptrs)", "swizzle", "swizzle"),
-    ("protect: mmap/mprotect (sw: residency table)", "protect", "table_update"),
+    ("protect: frame install, userfaultfd or mprotect (sw: residency table)", "protect", "table_update"),
     ("other: locks, page table, bookkeeping", "other", "other"),
     ("total", "total", "total"),
 )

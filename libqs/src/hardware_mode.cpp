@@ -111,7 +111,7 @@ std::unique_ptr<references> make_references(pager&, relocator& frames, page_acce
 }
 
 const char* mode_name() { return "hardware"; }
-frame_control mode_frame_control() { return hardware_frame_control(); }
+frame_control mode_frame_control() { return default_frame_control(); }
 // Format 3: 48-byte record headers with a page version and the size of the
 // page's mapping object.
 const char* format_name() { return "qs 4"; }

@@ -359,8 +359,9 @@ std::unique_ptr<references> make_references(pager& pages, relocator& frames, pag
 }
 
 const char* mode_name() { return "software"; }
-// Only large objects are shown at frames, read-write, a run at a time.
-frame_control mode_frame_control() { return frame_control::protection; }
+// Only large objects are shown at frames, read-write; a touch of any other
+// frame is a raw address kept too long (check_fault).
+frame_control mode_frame_control() { return default_frame_control(); }
 // Software mode's object headers carry a tag: its databases have a format
 // of their own.
 const char* format_name() { return "qs 4 software"; }

@@ -56,7 +56,7 @@ struct options {
   // Memory is used only as pages come in and is given back as they leave:
   // a pool of 8 GiB holding 100 pages uses about 100 pages of memory.
   // (Where the kernel does not offer userfaultfd, or QS_FRAMES=protection,
-  // and in software mode, frames are protected with mprotect and each
+  // frames are protected with mprotect and each
   // resident page may cost two kernel memory mappings: the pool is then
   // also bounded by vm.max_map_count, 30,717 pages under Linux's default.)
   std::uint32_t pool_pages = 0;

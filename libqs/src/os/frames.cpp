@@ -153,7 +153,7 @@ bool userfault_available() {
   return available;
 }
 
-frame_control hardware_frame_control() {
+frame_control default_frame_control() {
   const char* v = std::getenv("QS_FRAMES");
   if (v && *v) {
     std::string s = v;

@@ -14,7 +14,7 @@
 //
 // Access to a frame is controlled in one of two ways (frame_control):
 //
-//  * userfault (hardware mode's default): the frame view is registered with
+//  * userfault (the default): the frame view is registered with
 //    userfaultfd for missing, minor and write-protect faults, each delivered
 //    as SIGBUS to the faulting thread (UFFD_FEATURE_SIGBUS). Showing a
 //    frame installs its page (UFFDIO_CONTINUE, write-protected or not);
@@ -22,8 +22,8 @@
 //    hiding a frame drops its page table entry (the memfd keeps the page).
 //    Nothing splits the kernel mapping: a pool of millions of pages costs
 //    the same two mappings as one page, whatever the access pattern.
-//  * protection (software mode, and hardware mode where userfaultfd is not
-//    offered, or QS_FRAMES=protection): mprotect in place on the frame view;
+//  * protection (where userfaultfd is not offered, or QS_FRAMES=protection):
+//    mprotect in place on the frame view;
 //    neighbouring frames with the same access share a kernel mapping, and
 //    each distinct run costs one (vm.max_map_count bounds them:
 //    check_map_budget).
@@ -52,9 +52,9 @@ enum class frame_control { userfault, protection };
 // (userfaultfd with SIGBUS delivery and write protection of shared memory),
 // checked once.
 bool userfault_available();
-// The control hardware mode uses: userfault when available, unless the
+// The control both modes use: userfault when available, unless the
 // environment says QS_FRAMES=protection.
-frame_control hardware_frame_control();
+frame_control default_frame_control();
 const char* frame_control_name(frame_control c);
 
 class frame_space {
