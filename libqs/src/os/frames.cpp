@@ -216,7 +216,11 @@ frame_space::frame_space(std::uintptr_t preferred, std::uint64_t bytes, std::uin
     undo("qs: sizing the frames' memory to " + std::to_string(bytes_ >> 20) + " MiB");
   const int access = control == frame_control::userfault ? PROT_READ | PROT_WRITE : PROT_NONE;
   if (::mmap(base_, bytes_, access, MAP_SHARED | MAP_FIXED, fd_, 0) == MAP_FAILED) undo("qs: mapping the frames");
-  p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  // Right after the reservation when that is free (valgrind finds no room
+  // for a second view this large among its own mappings, but takes the
+  // hint), else anywhere.
+  p = ::mmap(end(), bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
   if (p == MAP_FAILED) undo("qs: mapping the runtime's view of the frames");
   view_ = static_cast<std::byte*>(p);
   add_region(view_, bytes_);
