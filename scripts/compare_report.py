@@ -299,7 +299,7 @@ FAULT_ROWS = (
     ("fetch: store read + checksum", "fetch", "fetch"),
     ("mapping: the page's mapping object", "mapping", None),
     ("swizzle: vptrs and pointers (sw: vptrs)", "swizzle", "swizzle"),
-    ("protect: frame install, userfaultfd or mprotect (sw: residency table)", "protect", "table_update"),
+    ("protect: frame install (sw: residency table)", "protect", "table_update"),
     ("other: locks, page table, bookkeeping", "other", "other"),
     ("total", "total", "total"),
 )

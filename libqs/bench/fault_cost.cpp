@@ -206,6 +206,8 @@ bdb_costs bdb_ns(const std::string& dir, int n) {
 
 struct qs_costs {
   double read_fault, write_fault, commit_per_page, log_bytes_per_page;
+  std::uint64_t mappings;  // the process's kernel mappings with every page resident
+  const char* frames;
 };
 
 qs_costs measure_qs(const std::string& dir, int n, std::uint32_t prefetch) {
@@ -249,6 +251,8 @@ qs_costs measure_qs(const std::string& dir, int n, std::uint32_t prefetch) {
     tx.commit();
     c.commit_per_page = ns_since(t0) / n;
     c.log_bytes_per_page = double(db.stats().log_bytes - before.log_bytes) / n;
+    c.mappings = db.stats().kernel_mappings;
+    c.frames = db.stats().frame_control;
   }
   if (sum == 42) std::puts("");
   return c;
@@ -308,5 +312,7 @@ int main(int argc, char** argv) {
   std::printf("  commit per dirtied page            %8.0f %7.0f %7.2f   floor: CRC-32C, partial put, mprotect\n",
               q.commit_per_page, commit_floor, q.commit_per_page / commit_floor);
   std::printf("  log bytes per dirtied page (8 changed) %6.0f\n", q.log_bytes_per_page);
+  std::printf("\nframes: %s; the process's kernel mappings with all %d pages resident: %llu\n", q.frames, n,
+              static_cast<unsigned long long>(q.mappings));
   return 0;
 }

@@ -66,6 +66,8 @@ void print_stats(const qs::statistics& s) {
               static_cast<double>(s.protect_ns) / 1e6);
   std::printf(" prefetched=%llu prefetch_ms=%.1f", static_cast<unsigned long long>(s.pages_prefetched),
               static_cast<double>(s.prefetch_ns) / 1e6);
+  std::printf(" resident_pages=%llu mappings=%llu frames=%s", static_cast<unsigned long long>(s.resident_pages),
+              static_cast<unsigned long long>(s.kernel_mappings), s.frame_control);
 }
 
 void build_phase(const peers::command& cmd, const qs::options& opts) {
