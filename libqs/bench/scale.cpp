@@ -27,6 +27,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -131,10 +132,29 @@ qs::options options_with_pool(std::uint64_t pool_bytes) {
   return o;
 }
 
+// The process's resident memory now, by kind (kB): anonymous (the runtime's
+// tables, Berkeley DB's cache), shared memory (the frames' pages), files.
+std::string rss_now() {
+  std::string out;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f)) {
+      unsigned long kb = 0;
+      char name[64];
+      if (std::sscanf(line, "Rss%63[^:]: %lu", name, &kb) == 2)
+        out += std::string(" rss_") + name + "=" + std::to_string(kb * 1024);
+    }
+    std::fclose(f);
+  }
+  return out;
+}
+
 void print_common(const qs::database& db) {
   qs::statistics s = db.stats();
-  std::printf(" pool_pages=%u resident_pages=%" PRIu64 " mappings=%" PRIu64 " frames=%s peak_rss=%" PRIu64 "\n",
-              db.pool_pages(), s.resident_pages, s.kernel_mappings, s.frame_control, peak_rss_bytes());
+  std::printf(" pool_pages=%u resident_pages=%" PRIu64 " frame_memory=%" PRIu64 " mappings=%" PRIu64
+              " frames=%s peak_rss=%" PRIu64 "%s\n",
+              db.pool_pages(), s.resident_pages, s.frame_memory_bytes, s.kernel_mappings, s.frame_control,
+              peak_rss_bytes(), rss_now().c_str());
 }
 
 int create(const std::string& dir, std::uint64_t bytes, std::uint64_t pool_bytes) {
@@ -189,7 +209,9 @@ int create(const std::string& dir, std::uint64_t bytes, std::uint64_t pool_bytes
 
 int read(const std::string& dir, std::uint64_t pool_bytes, std::uint64_t reads, bool cold) {
   set_os_cache(dir, cold);
+  auto t_open = clock_type::now();
   auto db = qs::database::open(dir, options_with_pool(pool_bytes));
+  const double open_ms = seconds_since(t_open) * 1e3;
   qs::transaction tx(db);
   const Top* top = db.root<Top*>("top");
   if (!top || top->chunks == 0) throw qs::error("qs-scale: " + dir + " holds no scale database");
@@ -206,9 +228,10 @@ int read(const std::string& dir, std::uint64_t pool_bytes, std::uint64_t reads, 
   double s = seconds_since(t0);
   qs::statistics s1 = db.stats();
   std::uint64_t faults = s1.read_faults - s0.read_faults;
-  std::printf("SCALE phase=read os_cache=%s reads=%" PRIu64 " seconds=%.3f read_faults=%" PRIu64
-              " pages_fetched=%" PRIu64 " us_per_fault=%.2f fetch_us_per_fault=%.2f evictions=%" PRIu64 " check=%" PRIu64,
-              cold ? "cold" : "warm", reads, s, faults, s1.pages_fetched - s0.pages_fetched,
+  std::printf("SCALE phase=read os_cache=%s open_ms=%.2f reads=%" PRIu64 " seconds=%.3f read_faults=%" PRIu64
+              " pages_fetched=%" PRIu64 " us_per_fault=%.2f fetch_us_per_fault=%.2f evictions=%" PRIu64
+              " check=%" PRIu64,
+              cold ? "cold" : "warm", open_ms, reads, s, faults, s1.pages_fetched - s0.pages_fetched,
               faults ? s * 1e6 / static_cast<double>(faults) : 0.0,
               faults ? static_cast<double>(s1.fetch_ns - s0.fetch_ns) / 1e3 / static_cast<double>(faults) : 0.0,
               s1.evictions - s0.evictions, sum % 1000);
@@ -241,12 +264,12 @@ int update(const std::string& dir, std::uint64_t pool_bytes) {
   // Pages written by the commit itself (the rest went out with evictions).
   std::uint64_t at_commit = written - (s1.dirty_evictions - s0.dirty_evictions);
   std::printf("SCALE phase=update items=%" PRIu64 " dirtied_pages=%" PRIu64 " pages_written=%" PRIu64
-              " dirty_evictions=%" PRIu64 " body_seconds=%.3f commit_seconds=%.3f us_per_dirtied_page=%.2f"
+              " dirty_evictions=%" PRIu64
+              " body_seconds=%.3f commit_seconds=%.3f us_per_dirtied_page=%.2f"
               " commit_us_per_page=%.2f log_bytes=%" PRIu64,
               n, dirtied, written, s1.dirty_evictions - s0.dirty_evictions, body, commit,
               dirtied ? (body + commit) * 1e6 / static_cast<double>(dirtied) : 0.0,
-              at_commit ? commit * 1e6 / static_cast<double>(at_commit) : 0.0,
-              s1.log_bytes - s0.log_bytes);
+              at_commit ? commit * 1e6 / static_cast<double>(at_commit) : 0.0, s1.log_bytes - s0.log_bytes);
   print_common(db);
   return 0;
 }

@@ -61,6 +61,10 @@ void pager::show(page_desc* d, bool writable) {
 void pager::release_slot(page_desc* d) {
   pool_.release(d->slot());
   access_.frames().release(d->frame);
+  // The mapping object comes again with the record; until then the page
+  // keeps only its frame, so that what stays behind does not grow with
+  // every page a process has seen.
+  std::string().swap(d->mapping);
   d->evicted();
 }
 

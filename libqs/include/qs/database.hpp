@@ -142,6 +142,10 @@ struct statistics {
   // mapping for any number of resident pages) or "protection" (mprotect,
   // up to two mappings a resident page).
   std::uint64_t resident_pages = 0;
+  // The memory resident pages hold (the kernel counts each page in the
+  // process's RSS once per mapping of it: qs maps it twice, so RSS shows
+  // up to twice this).
+  std::uint64_t frame_memory_bytes = 0;
   std::uint64_t kernel_mappings = 0;
   const char* frame_control = "";
 };

@@ -8,6 +8,7 @@
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -286,6 +287,11 @@ void frame_space::hide_all() {
   int r = control_ == frame_control::protection ? ::mprotect(base_, bytes_, PROT_NONE)
                                                 : ::madvise(base_, bytes_, MADV_DONTNEED);
   if (r != 0) fail("qs: revoking access to the frames");
+}
+
+std::uint64_t frame_space::memory_bytes() const {
+  struct stat st {};
+  return ::fstat(fd_, &st) == 0 ? static_cast<std::uint64_t>(st.st_blocks) * 512 : 0;
 }
 
 std::uint64_t process_mappings() {

@@ -94,6 +94,10 @@ class frame_space {
   void release(std::uint64_t f, std::uint64_t n = 1);
   // Every frame becomes hidden, keeping its page (one system call).
   void hide_all();
+  // The memory the frames' pages hold now (the memfd's allocated bytes).
+  // The kernel counts a page in the process's RSS once per view that maps
+  // it, so RSS shows up to twice this.
+  std::uint64_t memory_bytes() const;
 
  private:
   std::byte* base_ = nullptr;
