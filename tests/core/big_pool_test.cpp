@@ -73,10 +73,16 @@ TEST_CASE("a pool of a million pages runs under the default vm.max_map_count, wh
     CHECK(st.resident_pages >= slabs);
     CHECK(st.resident_pages < slabs + 100);  // the slabs' second pages never came in
     CHECK(st.evictions == 0);
+    // Memory follows the resident pages, not the pool's 3.8 GiB.
+    CHECK(st.frame_memory_bytes >= st.resident_pages * 4096);
+    CHECK(st.frame_memory_bytes <= (st.resident_pages + 64) * 4096);
     most_mappings = std::max(most_mappings, st.kernel_mappings);
     CHECK(most_mappings < limit / 10);
     tx.commit();
     CHECK(db.stats().kernel_mappings < static_cast<std::uint64_t>(limit / 10));
+    db.release_cache();  // every page leaves the pool, and its memory goes back
+    CHECK(db.stats().resident_pages == 0);
+    CHECK(db.stats().frame_memory_bytes == 0);
   }
   {
     auto db = qs::database::open(dir.path(), o);
