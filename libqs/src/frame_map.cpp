@@ -1,68 +1,105 @@
 #include "frame_map.hpp"
 
-#include <iterator>
+#include <algorithm>
+#include <bit>
 
 namespace qs::detail {
+namespace {
+
+constexpr std::uint64_t ones = ~std::uint64_t{0};
+
+// The bits of word w that lie in [start, end).
+std::uint64_t mask_of(std::uint64_t w, std::uint64_t start, std::uint64_t end) {
+  std::uint64_t lo = std::max(start, w * 64) - w * 64, hi = std::min(end, w * 64 + 64) - w * 64;
+  std::uint64_t m = hi == 64 ? ones : (std::uint64_t{1} << hi) - 1;
+  return m & (ones << lo);
+}
+
+}  // namespace
+
+frame_map::frame_map(std::uint64_t frames)
+    : frames_(frames), bits_((frames + 63) / 64, 0), full_((bits_.size() + 63) / 64, 0) {
+  // The bits past the last frame are taken for good (never counted).
+  if (frames % 64) bits_.back() = ones << (frames % 64);
+}
 
 bool frame_map::is_free(std::uint64_t start, std::uint64_t n) const {
   if (n == 0 || start + n > frames_ || start + n < start) return false;
-  auto it = free_.upper_bound(start);
-  if (it == free_.begin()) return false;
-  --it;
-  return it->first <= start && start + n <= it->first + it->second;
+  return next_taken(start, start + n) == start + n;
+}
+
+void frame_map::mark(std::uint64_t start, std::uint64_t n, bool taken) {
+  const std::uint64_t end = start + n;
+  for (std::uint64_t w = start / 64; w * 64 < end; ++w) {
+    std::uint64_t m = mask_of(w, start, end);
+    if (taken) bits_[w] |= m;
+    else bits_[w] &= ~m;
+    std::uint64_t bit = std::uint64_t{1} << (w % 64);
+    if (bits_[w] == ones) full_[w / 64] |= bit;
+    else full_[w / 64] &= ~bit;
+  }
+}
+
+std::uint64_t frame_map::next_taken(std::uint64_t from, std::uint64_t end) const {
+  for (std::uint64_t w = from / 64; w * 64 < end; ++w) {
+    std::uint64_t hit = bits_[w] & mask_of(w, from, end);
+    if (hit) return w * 64 + static_cast<std::uint64_t>(std::countr_zero(hit));
+  }
+  return end;
+}
+
+std::uint64_t frame_map::next_free(std::uint64_t from, std::uint64_t end) const {
+  std::uint64_t w = from / 64;
+  while (w * 64 < end) {
+    // Whole full words are passed 64 at a time through their summary.
+    if (w % 64 == 0 && full_[w / 64] == ones) {
+      w += 64;
+      continue;
+    }
+    std::uint64_t hit = ~bits_[w] & mask_of(w, from, end);
+    if (hit) return w * 64 + static_cast<std::uint64_t>(std::countr_zero(hit));
+    ++w;
+  }
+  return end;
 }
 
 bool frame_map::take(std::uint64_t start, std::uint64_t n) {
   if (!is_free(start, n)) return false;
-  auto it = std::prev(free_.upper_bound(start));
-  std::uint64_t run_start = it->first, run_len = it->second;
-  free_.erase(it);
-  if (start > run_start) free_[run_start] = start - run_start;
-  std::uint64_t end = start + n, run_end = run_start + run_len;
-  if (end < run_end) free_[end] = run_end - end;
+  mark(start, n, true);
   taken_ += n;
   return true;
 }
 
 std::optional<std::uint64_t> frame_map::find(std::uint64_t n, std::uint64_t from) const {
-  if (n == 0) return std::nullopt;
-  // First fit from `from`: the run holding it, the runs after it, then the
-  // runs before it.
-  auto it = free_.upper_bound(from);
-  if (it != free_.begin()) {
-    auto holder = std::prev(it);
-    std::uint64_t end = holder->first + holder->second;
-    if (from < end && end - from >= n) return from;
-  }
-  for (auto i = it; i != free_.end(); ++i)
-    if (i->second >= n) return i->first;
-  for (auto i = free_.begin(); i != it; ++i)
-    if (i->second >= n) return i->first;
-  return std::nullopt;
+  if (n == 0 || n > frames_) return std::nullopt;
+  from = std::min(from, frames_);
+  // First fit from `from`: the free run holding it (from `from` on), the
+  // runs after it, then the runs before it (each whole).
+  if (from < frames_ && is_free(from, std::min(n, frames_ - from)) && frames_ - from >= n) return from;
+  auto scan = [&](std::uint64_t begin, std::uint64_t stop) -> std::optional<std::uint64_t> {
+    for (std::uint64_t f = next_free(begin, stop); f < stop;) {
+      std::uint64_t run_end = next_taken(f, std::min(frames_, f + n));
+      if (run_end - f >= n) return f;
+      f = next_free(run_end, stop);
+    }
+    return std::nullopt;
+  };
+  // A run that holds `from` starts before it: step back to its start so
+  // that the runs before `from` are judged whole.
+  if (auto f = scan(from, frames_)) return f;
+  return scan(0, from);
 }
 
 void frame_map::give_back(std::uint64_t start, std::uint64_t n) {
   if (n == 0) return;
-  std::uint64_t end = start + n;
-  auto next = free_.lower_bound(start);
-  if (next != free_.end() && next->first == end) {
-    end += next->second;
-    next = free_.erase(next);
-  }
-  if (next != free_.begin()) {
-    auto prev = std::prev(next);
-    if (prev->first + prev->second == start) {
-      start = prev->first;
-      free_.erase(prev);
-    }
-  }
-  free_[start] = end - start;
+  mark(start, n, false);
   taken_ -= n;
 }
 
 void frame_map::reset() {
-  free_.clear();
-  free_[0] = frames_;
+  std::fill(bits_.begin(), bits_.end(), 0);
+  std::fill(full_.begin(), full_.end(), 0);
+  if (frames_ % 64) bits_.back() = ones << (frames_ % 64);
   taken_ = 0;
 }
 

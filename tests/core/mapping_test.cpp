@@ -8,6 +8,10 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <optional>
+#include <vector>
+
 using namespace qs::detail;
 
 TEST_CASE("frame_map hands out free runs and merges what comes back") {
@@ -28,6 +32,58 @@ TEST_CASE("frame_map hands out free runs and merges what comes back") {
   CHECK_FALSE(f.find(1).has_value());
   f.reset();
   CHECK(f.free_frames() == 100);
+}
+
+TEST_CASE("frame_map agrees with a frame-by-frame oracle across word boundaries") {
+  for (std::uint64_t frames : {64ull, 1000ull, 4096ull + 7, 70000ull}) {
+    frame_map f(frames);
+    std::vector<bool> taken(frames, false);
+    auto oracle_free = [&](std::uint64_t start, std::uint64_t n) {
+      if (n == 0 || start + n > frames) return false;
+      for (std::uint64_t i = start; i < start + n; ++i)
+        if (taken[i]) return false;
+      return true;
+    };
+    // First fit from `from`, as frame_map::find promises: from itself, then
+    // the runs starting after it, then the runs starting before it.
+    auto oracle_find = [&](std::uint64_t n, std::uint64_t from) -> std::optional<std::uint64_t> {
+      if (from < frames && oracle_free(from, n)) return from;
+      for (std::uint64_t s = from; s < frames; ++s)
+        if (!taken[s] && (s == 0 || taken[s - 1]) && oracle_free(s, n)) return s;
+      for (std::uint64_t s = 0; s < from && s < frames; ++s)
+        if (!taken[s] && (s == 0 || taken[s - 1]) && oracle_free(s, n)) return s;
+      return std::nullopt;
+    };
+    std::uint64_t x = frames;
+    auto next = [&] {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      return x >> 33;
+    };
+    std::uint64_t used = 0;
+    for (int step = 0; step < 3000; ++step) {
+      std::uint64_t start = next() % frames, n = 1 + next() % 130;
+      INFO("frames " << frames << ", step " << step << ", [" << start << ", +" << n << ")");
+      REQUIRE(f.is_free(start, n) == oracle_free(start, n));
+      if (next() % 3 == 0) {
+        // Give back a taken stretch inside [start, start + n).
+        std::uint64_t end = std::min(frames, start + n), s = start;
+        while (s < end && !taken[s]) ++s;
+        std::uint64_t e = s;
+        while (e < end && taken[e]) ++e;
+        if (e > s) {
+          f.give_back(s, e - s);
+          for (std::uint64_t i = s; i < e; ++i) taken[i] = false;
+          used -= e - s;
+        }
+      } else if (f.take(start, n)) {
+        for (std::uint64_t i = start; i < start + n; ++i) taken[i] = true;
+        used += n;
+      }
+      std::uint64_t want = 1 + next() % 200, from = next() % frames;
+      REQUIRE(f.find(want, from) == oracle_find(want, from));
+      REQUIRE(f.free_frames() == frames - used);
+    }
+  }
 }
 
 TEST_CASE("mapping objects encode, decode and find runs") {
