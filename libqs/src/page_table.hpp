@@ -184,24 +184,25 @@ class page_desc {
   std::vector<std::uint64_t> saved_at_;  // bit k: an object at offset 8k is saved
 };
 
-// A sparse map from page or frame numbers to descriptors, for the lookups of
-// the fault path (a mapping object names hundreds of pages): slots in
-// chunks of 512 consecutive numbers, found through a small hash map of
-// chunks with the last chunk remembered. Memory follows the numbers used,
-// never their size.
+// A sparse map from page or frame numbers to slots (a descriptor, and
+// what the fault path reads beside it), for the lookups of the fault path (a
+// mapping object names hundreds of pages): slots in chunks of 512
+// consecutive numbers, found through a small hash map of chunks with the
+// last chunk remembered. Memory follows the numbers used, never their size.
+template <class Slot>
 class sparse_index {
  public:
-  page_desc* find(std::uint64_t key) const {
+  Slot find(std::uint64_t key) const {
     const std::uint64_t c = key >> chunk_bits;
     if (!last_ || c != last_key_) {
       auto it = chunks_.find(c);
-      if (it == chunks_.end()) return nullptr;
+      if (it == chunks_.end()) return Slot{};
       last_key_ = c;
       last_ = it->second.get();
     }
     return (*last_)[key & chunk_mask];
   }
-  void set(std::uint64_t key, page_desc* d) {
+  void set(std::uint64_t key, Slot d) {
     auto& chunk = chunks_[key >> chunk_bits];
     if (!chunk) chunk = std::make_unique<slots>();
     (*chunk)[key & chunk_mask] = d;
@@ -214,15 +215,25 @@ class sparse_index {
  private:
   static constexpr unsigned chunk_bits = 9;
   static constexpr std::uint64_t chunk_mask = (std::uint64_t{1} << chunk_bits) - 1;
-  using slots = std::array<page_desc*, std::size_t{1} << chunk_bits>;
+  using slots = std::array<Slot, std::size_t{1} << chunk_bits>;
   std::unordered_map<std::uint64_t, std::unique_ptr<slots>> chunks_;
   mutable std::uint64_t last_key_ = 0;
   mutable slots* last_ = nullptr;
 };
 
+// What the page index keeps of a page: its descriptor, and the first frame
+// of its run, so that the fault path finds where a run lies without
+// touching the descriptor (a cache miss per mapping entry, hundreds a
+// fault, in a table of millions).
+struct page_slot {
+  page_desc* d = nullptr;
+  std::uint64_t head_frame = 0;
+};
+
 class page_table {
  public:
-  page_desc* by_page(std::uint64_t page) const { return page_index_.find(page); }
+  page_desc* by_page(std::uint64_t page) const { return page_index_.find(page).d; }
+  page_slot slot_of_page(std::uint64_t page) const { return page_index_.find(page); }
   page_desc* by_frame(std::uint64_t frame) const { return frame_index_.find(frame); }
   // The first page of the run d belongs to.
   page_desc* run_head(page_desc* d) const { return d->is_run_head() ? d : by_page(d->run_first); }
@@ -231,13 +242,13 @@ class page_table {
     auto d = std::make_unique<page_desc>(page, frame, run_first, run_pages);
     page_desc* p = d.get();
     pages_[page] = std::move(d);
-    page_index_.set(page, p);
+    page_index_.set(page, {p, frame - (page - run_first)});
     frame_index_.set(frame, p);
     return p;
   }
   void erase(page_desc* d) {
     frame_index_.set(d->frame, nullptr);
-    page_index_.set(d->page, nullptr);
+    page_index_.set(d->page, {});
     pages_.erase(d->page);
   }
   void clear() {
@@ -252,8 +263,8 @@ class page_table {
 
  private:
   std::unordered_map<std::uint64_t, std::unique_ptr<page_desc>> pages_;  // owns them
-  sparse_index page_index_;
-  sparse_index frame_index_;
+  sparse_index<page_slot> page_index_;
+  sparse_index<page_desc*> frame_index_;
 };
 
 }  // namespace qs::detail

@@ -86,8 +86,10 @@ void relocator::relocate(page_desc* d, std::byte* img) {
                                     (d->mapping.empty() ? " is missing" : " is damaged"));
   std::vector<moved_run> moves;
   for (const mapping_entry& e : *m) {
-    page_desc* head = ensure_run(e.address, e.page, e.pages);
-    auto now = reinterpret_cast<std::uint64_t>(run_address(head));
+    // A page already known: where its run lies, from the index alone.
+    const page_slot s = table_.slot_of_page(e.page);
+    auto now = reinterpret_cast<std::uint64_t>(s.d ? access_.frames().frame_address(s.head_frame)
+                                                   : run_address(ensure_run(e.address, e.page, e.pages)));
     if (now != e.address) moves.push_back({e.address, now, std::uint64_t{e.pages} * page_size_});
   }
   stats_.mapping_ns += ns_since(t0);
