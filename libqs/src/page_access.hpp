@@ -7,7 +7,7 @@
 // first touches.
 //
 // Software mode (software_mode.cpp): a small page is reached through the
-// residency table that qs/ref.hpp reads inline, at its pool slot; a large
+// residency table that qs/ref.hpp reads inline, at its image; a large
 // object is mapped read-write at contiguous frames once all of its pages are
 // resident. A small page's address is its image (image(d)); nothing is
 // ever write-protected, and a fault on a frame is a raw address kept after
@@ -43,9 +43,10 @@ class page_access {
  public:
   virtual ~page_access() = default;
 
-  // The page came into its slot.
+  // The page came into the pool (its image is ready).
   virtual void show(page_desc* d, bool writable) = 0;
-  // The page leaves its slot (or must be revalidated before its next use).
+  // The page leaves the pool (or must be revalidated before its next use);
+  // its image stays until the pager releases its frame's memory.
   virtual void hide(page_desc* d) = 0;
   // The resident page's access becomes `writable` (or read-only).
   virtual void set_access(page_desc* d, bool writable) = 0;

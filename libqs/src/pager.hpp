@@ -1,18 +1,18 @@
 // pager.hpp: pages in and out of the buffer pool.
 //
-// The pager brings a page's record into a pool slot (checking it and
-// rewriting its vptrs and pointers), makes a page writable (taking its
-// before-image), writes a page's changes to the store transaction (diffing
-// it against its before-image), and evicts pages to make room (QuickStore's
-// clock, buffer_pool.hpp), writing a dirty victim's changes first. It is the
-// only component that moves a page_desc through its states (page_table.hpp),
-// and it tells page_access of every move so the program sees the page as its
-// state allows.
+// The pager brings a page's record into its frame's memory, under a pool
+// slot (checking it and rewriting its vptrs and pointers), makes a page
+// writable (taking its before-image), writes a page's changes to the store
+// transaction (diffing it against its before-image), and evicts pages to
+// make room (QuickStore's clock, buffer_pool.hpp), writing a dirty victim's
+// changes first. It is the only component that moves a page_desc through
+// its states (page_table.hpp), and it tells page_access of every move so the
+// program sees the page as its state allows.
 //
 // Invariants:
-//  * A resident page's image in its slot is its record, with vptrs and
-//    pointers rewritten for this process, plus what the open transaction
-//    wrote.
+//  * A resident page's image (page_access::image) is its record, with vptrs
+//    and pointers rewritten for this process, plus what the open
+//    transaction wrote.
 //  * A writable page is on the transaction log's written list; a page whose
 //    changes went to the store transaction is on its logged list.
 //  * A dirty page leaves the pool only after its changes are in the store
