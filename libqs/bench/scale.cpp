@@ -62,7 +62,7 @@ struct Top {
   std::uint64_t items;
   std::uint64_t chunks;
   Item* head;
-  Chunk* chunk[65536];  // 64M directory entries: 4G items, 256 GiB of items
+  Chunk* chunk[4096];  // 4M directory entries: 256M items, 16 GB of items
 };
 
 }  // namespace scale
@@ -160,6 +160,8 @@ void print_common(const qs::database& db) {
 int create(const std::string& dir, std::uint64_t bytes, std::uint64_t pool_bytes) {
   auto db = qs::database::open(dir, options_with_pool(pool_bytes));
   const std::uint64_t items = bytes / sizeof(Item);
+  if ((items + 63) / 64 > std::uint64_t{4096} * 1024)
+    throw qs::error("qs-scale: the directory holds 16 GB of items at most, not " + std::to_string(bytes));
   const std::uint64_t batch = (std::uint64_t{32} << 20) / sizeof(Item);
   std::mt19937_64 rng(7);
   auto t0 = clock_type::now();
