@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-// Linux 6.6's uapi; older headers lack it (the probe finds whether the
+// Linux 6.4's uapi; older headers lack it (the probe finds whether the
 // kernel has it).
 #ifndef UFFDIO_CONTINUE_MODE_WP
 #define UFFDIO_CONTINUE_MODE_WP (static_cast<__u64>(1) << 1)
@@ -117,7 +117,7 @@ int open_userfaultfd() {
 }
 
 // One page through the whole userfault cycle: registered, installed
-// write-protected (UFFDIO_CONTINUE_MODE_WP, Linux 6.6), made writable.
+// write-protected (UFFDIO_CONTINUE_MODE_WP, Linux 6.4), made writable.
 bool userfault_works() {
   int uffd = open_userfaultfd();
   if (uffd < 0) return false;
