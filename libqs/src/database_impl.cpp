@@ -66,7 +66,7 @@ database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
   pool_ = std::make_unique<buffer_pool>(pool_pages_, page_size_);
   access_ = make_page_access(std::move(frames), *pool_, table_);
   words_ = std::make_unique<page_words>(schema_, store_->shared(), page_size_, n);
-  pointers_ = std::make_unique<pointer_check>(*words_, *access_, table_, *pool_, page_size_, n);
+  pointers_ = std::make_unique<pointer_check>(*words_, *access_, table_, page_size_, n);
   relocator_ = std::make_unique<relocator>(*access_, table_, *words_, log_, stats_, opts, page_size_, n);
   pager_ = std::make_unique<pager>(*store_, *pool_, table_, log_, *access_, *relocator_, *words_, *pointers_, stats_,
                                    page_size_, n);

@@ -15,7 +15,6 @@
 // Thread-safety: none; the runtime's lock guards it.
 #pragma once
 
-#include "buffer_pool.hpp"
 #include "page_access.hpp"
 #include "page_table.hpp"
 #include "page_words.hpp"
@@ -26,9 +25,9 @@ namespace qs::detail {
 
 class pointer_check {
  public:
-  pointer_check(page_words& words, const page_access& access, page_table& table, const buffer_pool& pool,
-                std::uint32_t page_size, const std::string& db_name)
-      : words_(words), access_(access), table_(table), pool_(pool), page_size_(page_size), db_name_(db_name) {}
+  pointer_check(page_words& words, const page_access& access, page_table& table, std::uint32_t page_size,
+                const std::string& db_name)
+      : words_(words), access_(access), table_(table), page_size_(page_size), db_name_(db_name) {}
 
   // Whether every pointer word on d's image `img` may be stored. Throws
   // when one may not and `throw_on_violation` is set.
@@ -43,7 +42,6 @@ class pointer_check {
   page_words& words_;
   const page_access& access_;
   page_table& table_;
-  const buffer_pool& pool_;
   std::uint32_t page_size_;
   const std::string& db_name_;
 };

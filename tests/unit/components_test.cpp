@@ -40,7 +40,7 @@ struct rig {
     access = make_page_access(
         std::make_unique<frame_space>(base, std::uint64_t{4096} * page_size, page_size, false, mode_frame_control()),
         pool, table);
-    pointers = std::make_unique<pointer_check>(words, *access, table, pool, page_size, name);
+    pointers = std::make_unique<pointer_check>(words, *access, table, page_size, name);
     relocate = std::make_unique<relocator>(*access, table, words, log, stats, opts, page_size, name);
     pages =
         std::make_unique<pager>(store, pool, table, log, *access, *relocate, words, *pointers, stats, page_size, name);
