@@ -8,6 +8,8 @@
 #include "types.hpp"
 
 #include <cstring>
+#include <functional>
+#include <string>
 
 using namespace qs_test;
 using qs::detail::object_header;
@@ -24,6 +26,27 @@ struct damage {
 template <class T>
 void put(std::byte* at, T v) {
   std::memcpy(at, &v, sizeof v);
+}
+
+// A list of 3,000 pairs over several pages, committed; page 3 is one of them.
+void build_pair_list(const std::string& path) {
+  auto db = qs::database::open(path, small_options());
+  qs::transaction tx(db);
+  auto& head = db.root<Pair*>("head");
+  for (int i = 0; i < 3000; ++i) head = new (db) Pair{nullptr, static_cast<std::uint64_t>(i), head};
+  tx.commit();
+}
+
+// Walks the list in an open transaction: page 3 must be refused with
+// qs::corrupt_page naming it and saying `says`.
+void expect_page_3_refused(qs::database& db, const char* says) {
+  try {
+    for (Pair* p = db.root<Pair*>("head"); p; p = p->right) touch(p->key);
+    FAIL("the damaged page was read");
+  } catch (const qs::corrupt_page& e) {
+    CHECK(e.page() == 3);
+    CHECK_THAT(e.what(), Catch::Contains("page 3") && Catch::Contains(says));
+  }
 }
 
 }  // namespace
@@ -48,23 +71,11 @@ TEST_CASE("a page with a valid checksum but a damaged structure is refused") {
   for (const damage& c : cases) {
     DYNAMIC_SECTION(c.name) {
       test_dir dir;
-      {
-        auto db = qs::database::open(dir.path(), small_options());
-        qs::transaction tx(db);
-        auto& head = db.root<Pair*>("head");
-        for (int i = 0; i < 3000; ++i) head = new (db) Pair{nullptr, static_cast<std::uint64_t>(i), head};
-        tx.commit();
-      }
+      build_pair_list(dir.path());
       rewrite_stored_page(dir.path(), 3, c.change);
       auto db = qs::database::open(dir.path(), small_options());
       qs::transaction tx(db);
-      try {
-        for (Pair* p = db.root<Pair*>("head"); p; p = p->right) touch(p->key);
-        FAIL("the damaged page was read");
-      } catch (const qs::corrupt_page& e) {
-        CHECK(e.page() == 3);
-        CHECK_THAT(e.what(), Catch::Contains("page 3") && Catch::Contains(c.says));
-      }
+      expect_page_3_refused(db, c.says);
       tx.abort();
       // The rest of the database is still readable.
       qs::transaction tx2(db);
@@ -75,21 +86,9 @@ TEST_CASE("a page with a valid checksum but a damaged structure is refused") {
 
 TEST_CASE("a page record with a piece missing is refused, naming the page and the piece") {
   test_dir dir;
-  {
-    auto db = qs::database::open(dir.path(), small_options());
-    qs::transaction tx(db);
-    auto& head = db.root<Pair*>("head");
-    for (int i = 0; i < 3000; ++i) head = new (db) Pair{nullptr, static_cast<std::uint64_t>(i), head};
-    tx.commit();
-  }
+  build_pair_list(dir.path());
   delete_stored_piece(dir.path(), 3, 4);
   auto db = qs::database::open(dir.path(), small_options());
   qs::transaction tx(db);
-  try {
-    for (Pair* p = db.root<Pair*>("head"); p; p = p->right) touch(p->key);
-    FAIL("the page with a piece missing was read");
-  } catch (const qs::corrupt_page& e) {
-    CHECK(e.page() == 3);
-    CHECK_THAT(e.what(), Catch::Contains("page 3") && Catch::Contains("missing piece 4"));
-  }
+  expect_page_3_refused(db, "missing piece 4");
 }
