@@ -58,9 +58,13 @@ void pager::show(page_desc* d, bool writable) {
   stats_.protect_ns += ns_since(t0);
 }
 
+void pager::free_slot(std::uint32_t slot, std::uint64_t frame) {
+  pool_.release(slot);
+  access_.frames().release(frame);
+}
+
 void pager::release_slot(page_desc* d) {
-  pool_.release(d->slot());
-  access_.frames().release(d->frame);
+  free_slot(d->slot(), d->frame);
   // The mapping object comes again with the record; until then the page
   // keeps only its frame, so that what stays behind does not grow with
   // every page a process has seen.
@@ -98,8 +102,7 @@ void pager::page_in(page_desc* d) {
                                       std::to_string(d->frame) + " has no record in the store");
     accept_record(d, h, img, std::move(m));
   } catch (...) {
-    pool_.release(slot);
-    access_.frames().release(d->frame);
+    free_slot(slot, d->frame);
     throw;
   }
   ++stats_.pages_fetched;
@@ -177,8 +180,7 @@ bool pager::take_in(staged_page& s, const std::byte* img) {
   try {
     accept_record(p, s.h, image(p), std::move(s.mapping));
   } catch (const error&) {
-    pool_.release(slot);
-    access_.frames().release(p->frame);
+    free_slot(slot, p->frame);
     return true;  // refused again, with its message, when touched
   }
   ++stats_.pages_fetched;

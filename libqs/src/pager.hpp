@@ -108,6 +108,9 @@ class pager {
   void accept_record(page_desc* d, const record_header& h, std::byte* img, std::string mapping);
   void fix_vptrs(page_desc* d, std::byte* img);
   void release_slot(page_desc* d);
+  // A slot goes back to the pool and the memory of the frame whose image it
+  // held to the kernel: the two always go together.
+  void free_slot(std::uint32_t slot, std::uint64_t frame);
   void prefetch_after(const page_desc* d);
   void release_before_images(std::size_t written);
   struct staged_page {
