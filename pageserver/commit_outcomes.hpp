@@ -13,7 +13,9 @@
 // (outcome). The identity's lock tells whether its transaction is still
 // going on (pending: a session may still be applying or committing it); once
 // the lock is free the transaction has ended and can never commit again, and
-// the record says which way it went, until the record expires.
+// the record says which way it went, until the record expires. A
+// transaction that wrote nothing has no record (its commit writes nothing):
+// its outcome is `aborted`, which for it is the same as committed.
 //
 // Records live in the B-tree outcomes.db, keyed by the identity (a lane of
 // 16 taken from the nonce, so that concurrent commits seldom write the same

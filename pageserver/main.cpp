@@ -22,7 +22,8 @@ namespace {
 
 const char* usage =
     "usage: qs-pageserver --dir DIR [--unix PATH] [--tcp [HOST:]PORT] [--secret-file FILE]\n"
-    "                     [--ready-file FILE] [--cache-mb N] [--outcome-window SECONDS] [limits]\n"
+    "                     [--ready-file FILE] [--cache-mb N] [--outcome-window SECONDS]\n"
+    "                     [--log-conflicts] [limits]\n"
     "\n"
     "Serves the qs database in DIR (a Berkeley DB environment, created when absent and\n"
     "recovered at start) to clients that open qs+unix://PATH or qs://HOST:PORT.\n"
@@ -38,6 +39,8 @@ const char* usage =
     "  --cache-mb N        Berkeley DB cache size in MiB (default 128)\n"
     "  --outcome-window S  how long the outcome of each commit is remembered, for clients\n"
     "                      whose connection dropped during the commit (default 600 s)\n"
+    "  --log-conflicts     log each commit refused for a conflict (by default they are\n"
+    "                      counted: SIGUSR1 logs the counts, and so does stopping)\n"
     "  --help              this text\n"
     "\n"
     "Limits (SECONDS may have a fraction; 0 turns a timeout off):\n"
@@ -61,7 +64,8 @@ const char* usage =
     "                           fails with an error\n"
     "\n"
     "SIGTERM or SIGINT stop the server cleanly: open transactions are aborted and the\n"
-    "environment is checkpointed. Each connection and each error is logged on stderr.\n";
+    "environment is checkpointed. Each connection and each error is logged on stderr.\n"
+    "SIGUSR1 logs the commit counters: commits, conflicts per commit, retries, aborts.\n";
 
 // A count of at least 1.
 unsigned parse_count(const std::string& option, const std::string& v) {
@@ -95,6 +99,10 @@ qs::server::server* running = nullptr;
 
 void on_signal(int) {
   if (running) running->stop();
+}
+
+void on_report(int) {
+  if (running) running->report();
 }
 
 std::string read_secret(const std::string& path) {
@@ -147,6 +155,8 @@ int main(int argc, char** argv) {
         o.cache_bytes = std::stoull(value()) << 20;
       } else if (a == "--outcome-window") {
         o.outcome_window_seconds = std::stoull(value());
+      } else if (a == "--log-conflicts") {
+        o.log_conflicts = true;
       } else if (a == "--max-connections") {
         o.max_connections = parse_count(a, value());
       } else if (a == "--max-handshakes") {
@@ -181,12 +191,15 @@ int main(int argc, char** argv) {
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGTERM);
     sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGUSR1);
     ::pthread_sigmask(SIG_BLOCK, &stop_signals, &old);
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     ::sigaction(SIGTERM, &sa, nullptr);
     ::sigaction(SIGINT, &sa, nullptr);
+    sa.sa_handler = on_report;
+    ::sigaction(SIGUSR1, &sa, nullptr);
     ::signal(SIGPIPE, SIG_IGN);
     qs::server::server s(o);
     running = &s;

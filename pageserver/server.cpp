@@ -75,7 +75,8 @@ server::server(const server_options& o) : o_(o), limits_(o.max_connections, o.ma
   if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
     throw database_in_use("database " + o_.dir + " is open in another process (" + lock_path + " is locked)");
   log_line(0, "opening the environment in " + o_.dir);
-  env_ = std::make_unique<detail::bdb_env>(o_.dir, o_.cache_bytes);
+  // Multiversion: each client transaction reads a snapshot (session.hpp).
+  env_ = std::make_unique<detail::bdb_env>(o_.dir, o_.cache_bytes, true);
   env_->about_to_write();  // the environment is shared from here on
   numbers_ = std::make_unique<page_numbers>(*env_);
   outcomes_ = std::make_unique<commit_outcomes>(*env_, o_.outcome_window_seconds);
@@ -122,6 +123,12 @@ void server::stop() noexcept {
   (void)n;
 }
 
+void server::report() noexcept {
+  char b = 'r';
+  ssize_t n = ::write(wake_[1], &b, 1);
+  (void)n;
+}
+
 int server::run() {
   for (;;) {
     pollfd fds[3];
@@ -144,8 +151,15 @@ int server::run() {
     }
     reap(false);
     if (fds[0].revents) {
-      log_line(0, "stopping (signal)");
-      return 0;
+      char b[64];
+      bool stopping = false;
+      for (ssize_t got; (got = ::read(wake_[0], b, sizeof b)) > 0;)
+        for (ssize_t i = 0; i < got; ++i) stopping = stopping || b[i] == 's';
+      log_line(0, counters_.line());
+      if (stopping) {
+        log_line(0, "stopping (signal)");
+        return 0;
+      }
     }
     if (unix_at >= 0 && fds[unix_at].revents) accept_one(unix_fd_, false);
     if (tcp_at >= 0 && fds[tcp_at].revents) accept_one(tcp_fd_, true);
@@ -196,7 +210,8 @@ void server::serve(client* c) {
       std::string refusal;
       if (!held.add(n, std::chrono::milliseconds(0), refusal)) throw store_error(refusal);
     };
-    session s({env_.get(), numbers_.get(), outcomes_.get(), c->tcp, o_.secret, charge}, c->id);
+    session s({env_.get(), numbers_.get(), outcomes_.get(), &counters_, o_.log_conflicts, c->tcp, o_.secret, charge},
+              c->id);
     std::vector<std::byte> buf;
     std::string refusal;
     bool greeted = false;
@@ -246,8 +261,8 @@ void server::serve(client* c) {
           } else if (idle_limited && !e.inside_frame()) {
             reason = "idle for " + seconds(o_.idle_timeout) + " in a transaction";
             farewell =
-                "the server aborted the transaction and closed the connection: the transaction held its "
-                "locks with no request for " +
+                "the server aborted the transaction and closed the connection: the transaction stayed open "
+                "with no request for " +
                 seconds(o_.idle_timeout) + " (qs-pageserver --idle-timeout)";
           } else {
             reason = "a request did not arrive whole within " + seconds(o_.idle_timeout);

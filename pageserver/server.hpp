@@ -24,11 +24,13 @@
 //
 // run() returns when stop() is called (from the SIGTERM handler, through a
 // pipe): listeners close, every connection is shut down, threads are joined,
-// open transactions are aborted and the environment is checkpointed and
-// closed.
+// open transactions are aborted, the commit counters are logged
+// (commit_counters.hpp; report() logs them any time, from SIGUSR1) and the
+// environment is checkpointed and closed.
 #pragma once
 
 #include "buffer_budget.hpp"
+#include "commit_counters.hpp"
 #include "commit_outcomes.hpp"
 #include "connection_limits.hpp"
 #include "lock_timeouts.hpp"
@@ -65,6 +67,9 @@ struct server_options {
   std::uint64_t buffer_bytes = std::uint64_t{512} << 20;
   // How long the outcome of a commit is remembered (commit_outcomes.hpp).
   std::uint64_t outcome_window_seconds = 600;
+  // A log line for each commit refused for a conflict (they are counted
+  // either way).
+  bool log_conflicts = false;
 };
 
 class server {
@@ -75,6 +80,8 @@ class server {
   int run();
   // Async-signal-safe.
   void stop() noexcept;
+  // Async-signal-safe: the commit counters go to the log (SIGUSR1).
+  void report() noexcept;
 
  private:
   struct client {
@@ -94,6 +101,7 @@ class server {
   std::unique_ptr<page_numbers> numbers_;
   std::unique_ptr<commit_outcomes> outcomes_;
   std::unique_ptr<lock_timeouts> timeouts_;
+  commit_counters counters_;
   connection_limits limits_;
   buffer_budget budget_;
   int unix_fd_ = -1, tcp_fd_ = -1, lock_fd_ = -1;

@@ -21,6 +21,12 @@ class auth_failure : public qs::error {
   using qs::error::error;
 };
 
+// A request of a failed transaction: answered with the failure.
+struct failed_error {
+  wire::error_code code;
+  std::string text;
+};
+
 bool same_secret(std::string_view a, std::string_view b) {
   // Takes as long whatever the first difference.
   unsigned d = a.size() != b.size();
@@ -36,16 +42,37 @@ session::session(const session_config& c, std::uint64_t id) : c_(c), id_(id) {}
 
 session::~session() { abort_quietly(); }
 
-void session::abort_quietly() {
+void session::abort_writer() noexcept {
   locks_.clear();
-  if (!txn_) return;
-  DbTxn* t = txn_;
-  txn_ = nullptr;
+  written_ahead_.clear();
+  if (!write_) return;
+  DbTxn* t = write_;
+  write_ = nullptr;
   try {
     c_.env->abort(t);
   } catch (const std::exception& e) {
     log_line(id_, std::string("error: abort failed: ") + e.what());
   }
+}
+
+void session::abort_quietly() noexcept {
+  abort_writer();
+  failed_.reset();
+  meta_reads_.clear();
+  scan_reads_.clear();
+  if (!snap_) return;
+  DbTxn* t = snap_;
+  snap_ = nullptr;
+  try {
+    c_.env->abort(t);
+  } catch (const std::exception& e) {
+    log_line(id_, std::string("error: abort failed: ") + e.what());
+  }
+}
+
+void session::fail(wire::error_code code, const std::string& text) {
+  abort_writer();
+  if (!failed_) failed_ = failure{code, "the transaction failed: " + text};
 }
 
 std::uint32_t session::page_size() {
@@ -58,66 +85,165 @@ std::uint32_t session::page_size() {
   return page_size_;
 }
 
-void session::lock_object(const std::string& object, bool exclusive) {
+DbTxn* session::writer() {
+  if (!write_) write_ = c_.env->begin();
+  return write_;
+}
+
+void session::lock_object(const std::string& object, bool exclusive, bool wait) {
   auto it = locks_.find(object);
   if (it != locks_.end() && (it->second || !exclusive)) return;
   Dbt obj(const_cast<char*>(object.data()), static_cast<std::uint32_t>(object.size()));
   DbLock lock;
-  int rc = c_.env->env()->lock_get(txn_->id(), 0, &obj, exclusive ? DB_LOCK_WRITE : DB_LOCK_READ, &lock);
-  c_.env->check(rc, std::string(exclusive ? "exclusive" : "shared") + " lock on " +
-                        (object.starts_with("qs:p") ? "page " + std::to_string(detail::from_be64(object.substr(4)))
-                                                    : "metadata " + object.substr(4)));
+  int rc = c_.env->env()->lock_get(writer()->id(), wait ? 0 : DB_LOCK_NOWAIT, &obj,
+                                   exclusive ? DB_LOCK_WRITE : DB_LOCK_READ, &lock);
+  std::string what = object.starts_with("qs:p") ? "page " + std::to_string(detail::from_be64(object.substr(4)))
+                                                : "metadata record " + object.substr(4);
+  if (rc == DB_LOCK_NOTGRANTED && !wait)
+    throw conflict("commit refused: " + what + " is being written by another transaction");
+  c_.env->check(rc, std::string(exclusive ? "exclusive" : "shared") + " lock on " + what);
   locks_[object] = exclusive;
 }
 
-void session::lock_page(std::uint64_t page, bool exclusive) { lock_object("qs:p" + detail::be64(page), exclusive); }
+void session::lock_page(std::uint64_t page, bool exclusive, bool wait) {
+  lock_object("qs:p" + detail::be64(page), exclusive, wait);
+}
 
 void session::lock_meta(std::string_view key, bool exclusive) {
   if (key.starts_with("s:")) return;
-  lock_object("qs:m" + std::string(key.starts_with("t:") ? std::string_view("t:") : key), exclusive);
+  lock_object("qs:m" + std::string(key.starts_with("t:") ? std::string_view("t:") : key), exclusive, true);
+}
+
+void session::expect_version(std::uint64_t page, std::uint64_t version, const char* how) {
+  if (version == wire::unchecked_version) return;
+  detail::record_header h{};
+  std::uint32_t n = c_.env->read_record(write_, page, &h, sizeof h, DB_READ_COMMITTED, true);
+  std::uint64_t now = n == 0 ? 0 : h.version;
+  if (n != 0 && n != sizeof h)
+    throw corrupt_page(page, "page " + std::to_string(page) + " has a record shorter than its header");
+  if (now == version) return;
+  auto says = [](std::uint64_t v) { return v == 0 ? std::string("no record") : "version " + std::to_string(v); };
+  throw conflict("commit refused: page " + std::to_string(page) + " " + how + " changed since (" + says(version) +
+                 " in the snapshot, " + says(now) + " now)");
+}
+
+void session::check_shapes(const std::vector<wire::page_op>& pages) {
+  std::uint32_t ps = page_size();
+  std::uint64_t record = ps ? sizeof(detail::record_header) + ps : wire::max_record;
+  for (const wire::page_op& op : pages) {
+    if (op.kind == wire::page_op_kind::put && op.record.size() != record &&
+        !(ps == 0 && op.record.size() > sizeof(detail::record_header)))
+      throw wire::protocol_error("a record of " + std::to_string(op.record.size()) + " bytes for page " +
+                                 std::to_string(op.page) + ", whose records have " + std::to_string(record));
+    if (op.kind == wire::page_op_kind::patch)
+      for (const wire::part& p : op.parts)
+        if (p.offset + p.data.size() > record)
+          throw wire::protocol_error("a patch of page " + std::to_string(op.page) + " past the end of its record");
+  }
 }
 
 void session::apply(const std::vector<wire::page_op>& pages, const std::vector<wire::meta_op>& metas, bool commit) {
-  std::uint32_t ps = page_size();
-  std::uint64_t record = ps ? sizeof(detail::record_header) + ps : wire::max_record;
-  // Every lock first, then the writes: while this transaction holds B-tree
-  // write locks it waits only for other transactions' writes (commits,
-  // page-number allocations), never for a client that is computing; the
-  // server's allocation mutex could otherwise close a cycle the deadlock
-  // detector cannot see.
-  for (const wire::page_op& op : pages) lock_page(op.page, true);
-  for (const wire::meta_op& op : metas) lock_meta(op.key, true);
+  check_shapes(pages);
+  DbTxn* t = writer();
   for (std::size_t i = 0; i < pages.size(); ++i) {
     const wire::page_op& op = pages[i];
     if (commit && i == pages.size() / 2) pause_point("server.commit.half_applied");
     switch (op.kind) {
       case wire::page_op_kind::put:
-        if (op.record.size() != record && !(ps == 0 && op.record.size() > sizeof(detail::record_header)))
-          throw wire::protocol_error("a record of " + std::to_string(op.record.size()) + " bytes for page " +
-                                     std::to_string(op.page) + ", whose records have " + std::to_string(record));
-        c_.env->put_record(txn_, op.page, op.record.data(), static_cast<std::uint32_t>(op.record.size()));
+        c_.env->put_record(t, op.page, op.record.data(), static_cast<std::uint32_t>(op.record.size()));
         break;
       case wire::page_op_kind::patch:
-        for (const wire::part& p : op.parts) {
-          if (p.offset + p.data.size() > record)
-            throw wire::protocol_error("a patch of page " + std::to_string(op.page) + " past the end of its record");
-          c_.env->put_record_part(txn_, op.page, p.offset, p.data.data(), static_cast<std::uint32_t>(p.data.size()));
-        }
+        for (const wire::part& p : op.parts)
+          c_.env->put_record_part(t, op.page, p.offset, p.data.data(), static_cast<std::uint32_t>(p.data.size()));
         break;
       case wire::page_op_kind::remove:
-        c_.env->delete_record(txn_, op.page);  // and its mapping object
+        c_.env->delete_record(t, op.page);  // and its mapping object
         break;
     }
-    if (op.mapping_op == wire::mapping_change::set) c_.env->put_mapping(txn_, op.page, op.mapping);
-    else if (op.mapping_op == wire::mapping_change::remove) c_.env->put_mapping(txn_, op.page, {});
+    if (op.mapping_op == wire::mapping_change::set) c_.env->put_mapping(t, op.page, op.mapping);
+    else if (op.mapping_op == wire::mapping_change::remove) c_.env->put_mapping(t, op.page, {});
   }
   // Whether the database existed before this write (its creation writes
   // the records the server owns afterwards).
-  bool exists = !metas.empty() && c_.env->get(txn_, "page_size").has_value();
+  bool exists = !metas.empty() && c_.env->get(t, "page_size").has_value();
   for (const wire::meta_op& op : metas) {
     check_meta(op, exists);
-    if (op.kind == wire::meta_op_kind::put) c_.env->put(txn_, op.key, op.value);
-    else c_.env->del(txn_, op.key);
+    if (op.kind == wire::meta_op_kind::put) c_.env->put(t, op.key, op.value);
+    else c_.env->del(t, op.key);
+  }
+}
+
+namespace {
+
+// Records the server hands out itself, outside any transaction: never a
+// conflict.
+bool server_counter(std::string_view key) { return key == "next_page" || key == "next_frame"; }
+
+std::string encode_entries(const std::vector<std::pair<std::string, std::string>>& entries) {
+  std::string s;
+  for (const auto& [k, v] : entries) {
+    if (k.starts_with("s:")) continue;  // advice, not checked
+    s += detail::be64(k.size()) + k + detail::be64(v.size()) + v;
+  }
+  return s;
+}
+
+}  // namespace
+
+void session::note_read(std::string_view key, const std::optional<std::string>& value) {
+  if (key.starts_with("s:") || server_counter(key)) return;
+  if (meta_reads_.find(key) == meta_reads_.end()) meta_reads_.emplace(std::string(key), value);
+}
+
+void session::note_scan(std::string_view prefix, const std::vector<std::pair<std::string, std::string>>& entries) {
+  if (prefix.starts_with("s:")) return;
+  if (scan_reads_.find(prefix) == scan_reads_.end()) scan_reads_.emplace(std::string(prefix), encode_entries(entries));
+}
+
+void session::validate(const wire::commit_request& m) {
+  // Every lock in one order (pages by number, then metadata keys), then
+  // every check: commits never wait for each other in a cycle, and what a
+  // commit checked stays so until it has committed.
+  std::map<std::uint64_t, bool> pages;  // page -> written
+  for (const wire::page_op& op : m.pages) pages[op.page] = true;
+  for (std::uint64_t p : written_ahead_) pages[p] = true;
+  if (m.serializable)
+    for (const wire::page_version& r : m.reads) pages.emplace(r.page, false);
+  for (const auto& [page, written] : pages) lock_page(page, written);
+  std::map<std::string, bool, std::less<>> metas;  // lock object key -> written
+  for (const wire::meta_op& op : m.metas)
+    if (!op.key.starts_with("s:")) metas[std::string(op.key.starts_with("t:") ? "t:" : op.key)] = true;
+  if (m.serializable) {
+    for (const auto& [key, value] : meta_reads_) metas.emplace(key.starts_with("t:") ? "t:" : key, false);
+    for (const auto& [prefix, entries] : scan_reads_)
+      if (prefix.empty() || prefix.starts_with("t:") || std::string_view("t:").starts_with(prefix))
+        metas.emplace("t:", false);
+  }
+  for (const auto& [key, written] : metas) lock_meta(key, written);
+
+  for (const wire::page_op& op : m.pages)
+    if (!written_ahead_.contains(op.page)) expect_version(op.page, op.base_version, "written by this transaction");
+  if (m.serializable)
+    for (const wire::page_version& r : m.reads)
+      if (pages[r.page] == false) expect_version(r.page, r.version, "read by this transaction");
+  auto same = [&](std::string_view key, const std::optional<std::string>& then, const char* how) {
+    std::optional<std::string> now = c_.env->get(write_, key, DB_READ_COMMITTED);
+    if (now != then)
+      throw conflict("commit refused: metadata record '" + std::string(key.substr(0, 64)) + "' " + how +
+                     " changed since this transaction's snapshot");
+  };
+  for (const wire::meta_op& op : m.metas)
+    if (!op.key.starts_with("s:") && !server_counter(op.key))
+      same(op.key, c_.env->get(snap_, op.key), "written by this transaction");
+  if (!m.serializable) return;
+  for (const auto& [key, value] : meta_reads_) same(key, value, "read by this transaction");
+  for (const auto& [prefix, entries] : scan_reads_) {
+    std::vector<std::pair<std::string, std::string>> now;
+    c_.env->scan(
+        write_, prefix, [&](std::string_view k, std::string_view v) { now.emplace_back(k, v); }, DB_READ_COMMITTED);
+    if (encode_entries(now) != entries)
+      throw conflict("commit refused: the metadata records under '" + prefix.substr(0, 64) +
+                     "' read by this transaction changed since its snapshot");
   }
 }
 
@@ -150,12 +276,27 @@ void session::check_meta(const wire::meta_op& op, bool exists) {
 }
 
 void session::end_transaction(bool commit, bool durable) {
-  DbTxn* t = txn_;
-  txn_ = nullptr;
   state_ = state::idle;
+  failed_.reset();
+  meta_reads_.clear();
+  scan_reads_.clear();
   locks_.clear();
-  if (commit) c_.env->commit(t, durable);
-  else c_.env->abort(t);
+  written_ahead_.clear();
+  DbTxn* w = write_;
+  DbTxn* r = snap_;
+  write_ = snap_ = nullptr;
+  // The writes first: the snapshot holds the transaction's identity, which
+  // says "pending" to a client asking about it until both have ended.
+  try {
+    if (w) {
+      if (commit) c_.env->commit(w, durable);
+      else c_.env->abort(w);
+    }
+  } catch (...) {
+    if (r) c_.env->abort(r);
+    throw;
+  }
+  if (r) c_.env->abort(r);  // it wrote nothing
 }
 
 wire::response session::error_reply(wire::error_code code, std::string text) {
@@ -174,24 +315,28 @@ void session::handle(std::span<const std::byte> body, wire::writer& out, bool& c
     log_line(id_, std::string("error: protocol: ") + e.what() + "; closing the connection");
     resp = error_reply(wire::error_code::protocol, std::string("protocol error: ") + e.what());
     close = true;
+  } catch (const failed_error& e) {
+    resp = error_reply(e.code, e.text);
   } catch (const auth_failure& e) {
     log_line(id_, std::string("error: ") + e.what() + "; closing the connection");
     resp = error_reply(wire::error_code::auth, e.what());
     close = true;
   } catch (const std::exception& e) {
     wire::error_code code = wire::error_code::store;
-    if (dynamic_cast<const deadlock*>(&e)) code = wire::error_code::deadlock;
+    if (dynamic_cast<const conflict*>(&e)) code = wire::error_code::conflict;
     else if (dynamic_cast<const invalid_argument*>(&e)) code = wire::error_code::invalid;
     else if (dynamic_cast<const corrupt_page*>(&e)) code = wire::error_code::corrupt;
     std::string text = e.what();
     if (state_ == state::txn && code != wire::error_code::invalid) {
-      // The transaction cannot go on: abort it now, so that its locks go to
-      // the others, and refuse its requests until the client aborts too.
-      abort_quietly();
-      state_ = state::doomed;
-      doomed_code_ = code;
-      doomed_text_ = "the transaction was aborted: " + text;
-      log_line(id_, "error: " + text + "; transaction aborted");
+      // The transaction cannot commit: its write transaction is aborted
+      // now, so that its locks go to the others; its reads go on.
+      fail(code, text);
+      if (code == wire::error_code::conflict) {
+        c_.counters->add(c_.counters->conflicts);
+        if (c_.log_conflicts) log_line(id_, "conflict: " + text + "; the transaction will abort");
+      } else {
+        log_line(id_, "error: " + text + "; the transaction will abort");
+      }
     } else {
       log_line(id_, "error: " + text);
     }
@@ -207,18 +352,15 @@ void session::handle(std::span<const std::byte> body, wire::writer& out, bool& c
 }
 
 void session::refuse(std::span<const std::byte> first, const std::string& why, wire::writer& out) {
-  std::string text = why;
-  const bool aborted = state_ == state::txn;
-  if (aborted) {
-    abort_quietly();
-    state_ = state::doomed;
-    doomed_code_ = wire::error_code::store;
-    doomed_text_ = text = "the transaction was aborted: " + why;
-  }
-  log_line(id_, "error: " + why + (aborted ? "; transaction aborted" : ""));
+  const bool in_txn = state_ == state::txn;
+  log_line(id_, "error: " + why + (in_txn ? "; the transaction will abort" : ""));
+  if (in_txn) fail(wire::error_code::store, why);
   // A commit ends the transaction either way.
-  if (!first.empty() && first[0] == static_cast<std::byte>(wire::msg::commit)) state_ = state::idle;
-  wire::encode(error_reply(wire::error_code::store, text), out);
+  if (!first.empty() && first[0] == static_cast<std::byte>(wire::msg::commit)) {
+    abort_quietly();
+    state_ = state::idle;
+  }
+  wire::encode(error_reply(wire::error_code::store, in_txn ? "the transaction failed: " + why : why), out);
 }
 
 namespace {
@@ -232,6 +374,80 @@ template <class... F>
 overloaded(F...) -> overloaded<F...>;
 
 }  // namespace
+
+wire::response session::write_ahead(const wire::write_request& m) {
+  check_shapes(m.pages);
+  // A failed transaction's writes go nowhere: its commit is refused.
+  if (failed_) return wire::ok_response{};
+  try {
+    // Locks out of the commit's order: taken without waiting, so that a
+    // transaction sending pages ahead never closes a cycle of waits.
+    for (const wire::page_op& op : m.pages) lock_page(op.page, true, false);
+    for (const wire::page_op& op : m.pages)
+      if (!written_ahead_.contains(op.page)) expect_version(op.page, op.base_version, "written by this transaction");
+    apply(m.pages, {}, false);
+  } catch (const conflict& e) {
+    // Answered at the commit: the pages were sent from an eviction, where
+    // the client cannot take an error.
+    fail(wire::error_code::conflict, e.what());
+    c_.counters->add(c_.counters->conflicts);
+    if (c_.log_conflicts) log_line(id_, std::string("conflict: ") + e.what() + "; the transaction will abort");
+    return wire::ok_response{};
+  }
+  for (const wire::page_op& op : m.pages) written_ahead_.insert(op.page);
+  return wire::ok_response{};
+}
+
+wire::response session::commit(const wire::commit_request& m) {
+  check_shapes(m.pages);
+  if (failed_) {
+    failure f = std::move(*failed_);
+    abort_quietly();
+    state_ = state::idle;
+    if (f.code == wire::error_code::conflict) c_.counters->add(c_.counters->aborts);
+    return error_reply(f.code, f.text);
+  }
+  if (m.pages.empty() && m.metas.empty() && !write_) {
+    // It wrote nothing: it saw one snapshot, and that is all.
+    end_transaction(false, false);
+    c_.counters->add(c_.counters->commits);
+    c_.counters->add(c_.counters->read_only);
+    return wire::ok_response{};
+  }
+  const bool ahead = !written_ahead_.empty();
+  for (int attempt = 1;; ++attempt) {
+    try {
+      validate(m);
+      apply(m.pages, m.metas, true);
+      c_.outcomes->record(write_, commit_id_);
+      pause_point("server.commit.before_commit");
+      end_transaction(true, m.durable);
+      break;
+    } catch (const conflict& e) {
+      const bool ours = std::string_view(e.what()).starts_with("commit refused:");
+      if (!ours && !ahead && attempt < 5) {
+        // Berkeley DB's deadlock detector chose this commit over B-tree page
+        // locks: nothing of it stands; run it again.
+        abort_writer();
+        c_.counters->add(c_.counters->retried);
+        continue;
+      }
+      abort_quietly();
+      state_ = state::idle;
+      c_.counters->add(c_.counters->conflicts);
+      if (c_.log_conflicts) log_line(id_, std::string("conflict: ") + e.what());
+      return error_reply(wire::error_code::conflict, e.what());
+    } catch (...) {
+      abort_quietly();
+      state_ = state::idle;
+      throw;
+    }
+  }
+  pause_point("server.commit.after_commit");  // committed; the client not told yet
+  c_.outcomes->committed();
+  c_.counters->add(c_.counters->commits);
+  return wire::ok_response{};
+}
 
 wire::response session::dispatch(const wire::request& r) {
   using wire::msg;
@@ -253,26 +469,28 @@ wire::response session::dispatch(const wire::request& r) {
     return wire::hello_ok_response{wire::version};
   }
   if (type == msg::hello) throw wire::protocol_error("a second hello");
-  if (state_ == state::doomed && type != msg::abort && type != msg::ping) {
-    if (type == msg::commit) state_ = state::idle;  // a commit ends the transaction either way
-    return error_reply(doomed_code_, doomed_text_);
-  }
   const bool in_txn = state_ == state::txn;
-  DbTxn* t = in_txn ? txn_ : nullptr;
-  // Reads in a transaction are read-committed (see session.hpp).
-  const std::uint32_t read_flags = t ? DB_READ_COMMITTED : 0;
+  // Reads in a transaction: its snapshot.
+  DbTxn* t = in_txn ? snap_ : nullptr;
   auto require_txn = [&] {
     if (!in_txn) throw wire::protocol_error(std::string(wire::name_of(type)) + " outside a transaction");
+  };
+  // Index calls of a failed transaction get its error; inside a
+  // transaction they run in its write transaction (reads too, once it has
+  // one: they see its own updates).
+  auto index_txn = [&](bool writes) -> DbTxn* {
+    if (!in_txn) return nullptr;
+    if (failed_) throw failed_error{failed_->code, failed_->text};
+    return writes ? writer() : write_ ? write_ : snap_;
   };
   return std::visit(
       overloaded{
           [&](const wire::hello_request&) -> wire::response { throw wire::protocol_error("a second hello"); },
           [&](const wire::begin_request&) -> wire::response {
             if (state_ != state::idle) throw wire::protocol_error("begin inside a transaction");
-            txn_ = c_.env->begin();
-            locks_.clear();
+            snap_ = c_.env->begin(true);
             try {
-              commit_id_ = c_.outcomes->claim(txn_);
+              commit_id_ = c_.outcomes->claim(snap_);
             } catch (...) {
               abort_quietly();
               throw;
@@ -281,74 +499,56 @@ wire::response session::dispatch(const wire::request& r) {
             return wire::begun_response{commit_id_};
           },
           [&](const wire::abort_request&) -> wire::response {
-            if (state_ == state::txn) end_transaction(false, false);
+            if (state_ == state::txn) c_.counters->add(c_.counters->aborts);
             abort_quietly();
             state_ = state::idle;
             return wire::ok_response{};
           },
           [&](const wire::write_request& m) -> wire::response {
             require_txn();
-            apply(m.pages, m.metas, false);
-            return wire::ok_response{};
+            return write_ahead(m);
           },
           [&](const wire::commit_request& m) -> wire::response {
             require_txn();
-            try {
-              apply(m.pages, m.metas, true);
-              c_.outcomes->record(txn_, commit_id_);
-              pause_point("server.commit.before_commit");
-            } catch (...) {
-              abort_quietly();
-              state_ = state::idle;
-              throw;
-            }
-            end_transaction(true, m.durable);
-            pause_point("server.commit.after_commit");  // committed; the client not told yet
-            c_.outcomes->committed();
-            return wire::ok_response{};
+            return commit(m);
           },
           [&](const wire::read_page_request& m) -> wire::response {
-            if (t) lock_page(m.page, false);
+            // A page this transaction sent ahead is read as it wrote it.
+            DbTxn* rt = t && written_ahead_.contains(m.page) ? write_ : t;
             if (m.known_version) {
               detail::record_header h{};
-              std::uint32_t n = c_.env->read_record(t, m.page, &h, sizeof h, read_flags, true);
+              std::uint32_t n = c_.env->read_record(rt, m.page, &h, sizeof h, 0, true);
               if (n == 0) return wire::page_response{wire::page_status::absent, {}, {}};
               if (n == sizeof h && h.version == *m.known_version)
                 return wire::page_response{wire::page_status::unchanged, {}, {}};
             }
             scratch_.resize(wire::max_record);
-            std::uint32_t n = c_.env->read_record(t, m.page, scratch_.data(), wire::max_record, read_flags);
+            std::uint32_t n = c_.env->read_record(rt, m.page, scratch_.data(), wire::max_record, 0);
             if (n == 0) return wire::page_response{wire::page_status::absent, {}, {}};
             // The page's mapping object comes with it: the client's fault needs both.
             detail::record_header h{};
             if (n >= sizeof h) std::memcpy(&h, scratch_.data(), sizeof h);
             mapping_.clear();
             if (h.mapping_entries)
-              if (auto mo = c_.env->read_mapping(t, m.page, read_flags)) mapping_ = std::move(*mo);
+              if (auto mo = c_.env->read_mapping(rt, m.page)) mapping_ = std::move(*mo);
             return wire::page_response{wire::page_status::record,
                                        std::string_view(reinterpret_cast<const char*>(scratch_.data()), n), mapping_};
           },
-          [&](const wire::lock_write_request& m) -> wire::response {
-            require_txn();
-            lock_page(m.page, true);
-            return wire::ok_response{};
-          },
           [&](const wire::get_request& m) -> wire::response {
-            if (t) lock_meta(m.key, false);
-            auto v = c_.env->get(t, m.key, read_flags);
+            auto v = c_.env->get(t, m.key);
+            if (t) note_read(m.key, v);
             if (!v) return wire::value_response{};
             text_ = std::move(*v);
             return wire::value_response{text_};
           },
           [&](const wire::scan_request& m) -> wire::response {
-            if (t && m.prefix.starts_with("t:")) lock_meta(m.prefix, false);
             entries_.clear();
             // Counted three times: gathered, copied here, encoded.
             std::function<void(std::size_t)> admit;
             if (c_.charge) admit = [&](std::size_t n) { c_.charge(3 * (n + 8)); };
             c_.env->scan(
-                t, m.prefix, [&](std::string_view k, std::string_view v) { entries_.emplace_back(k, v); }, read_flags,
-                admit);
+                t, m.prefix, [&](std::string_view k, std::string_view v) { entries_.emplace_back(k, v); }, 0, admit);
+            if (t) note_scan(m.prefix, entries_);
             wire::entries_response resp;
             for (auto& [k, v] : entries_) resp.entries.emplace_back(k, v);
             return resp;
@@ -363,16 +563,16 @@ wire::response session::dispatch(const wire::request& r) {
             return wire::index_response{c_.env->open_index(nullptr, std::string(m.name), m.unique)};
           },
           [&](const wire::index_insert_request& m) -> wire::response {
-            return wire::flag_response{c_.env->index_insert(t, m.index, m.key, m.value)};
+            return wire::flag_response{c_.env->index_insert(index_txn(true), m.index, m.key, m.value)};
           },
           [&](const wire::index_erase_request& m) -> wire::response {
-            return wire::flag_response{c_.env->index_erase(t, m.index, m.key, m.value_prefix)};
+            return wire::flag_response{c_.env->index_erase(index_txn(true), m.index, m.key, m.value_prefix)};
           },
           [&](const wire::index_scan_request& m) -> wire::response {
             entries_.clear();
             std::size_t limit = m.limit ? m.limit : 4096, bytes = 0;
             bool more = false;
-            c_.env->index_scan(t, m.index, m.lo, m.hi, [&](std::string_view k, std::string_view v) {
+            c_.env->index_scan(index_txn(false), m.index, m.lo, m.hi, [&](std::string_view k, std::string_view v) {
               if (m.after && (k < m.after->first || (k == m.after->first && v <= m.after->second)))
                 return true;  // up to where the last batch ended
               if (entries_.size() >= limit || bytes > wire::max_message / 4) {

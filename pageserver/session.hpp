@@ -1,34 +1,47 @@
 // session.hpp: one client connection's conversation with the server: the
-// protocol's state machine and its Berkeley DB transaction.
+// protocol's state machine and its transaction.
 //
-// States: waiting for hello -> idle <-> in a transaction. A transaction the
-// deadlock detector chose as a victim (or that failed in the store) is
-// aborted at once, so that its locks go to the others; the session then
-// answers every request but abort with the error until the client aborts.
+// States: waiting for hello -> idle <-> in a transaction.
+//
+// A client transaction is optimistic (as THOR's were): it reads one
+// consistent snapshot of the database and takes no lock until it commits.
+//  * Reads (pages, metadata) run in a Berkeley DB snapshot transaction
+//    (DB_TXN_SNAPSHOT on a DB_MULTIVERSION environment), begun with the
+//    client's transaction: they see the database as committed at that
+//    moment, never wait for a writer, and never fail for concurrency.
+//    Revalidation of a client's cached page compares its version with the
+//    snapshot's. The snapshot transaction holds one lock: the transaction's
+//    identity (commit_outcomes.hpp).
+//  * Writes go to a second, ordinary Berkeley DB transaction, begun at the
+//    first write: at the commit, or earlier for an index update or for the
+//    pages a large transaction sends ahead (write). The commit takes its
+//    locks in one order (pages by number, then metadata keys), so that
+//    commits never wait for each other in a cycle: page p's lock object is
+//    "qs:p" + p, exclusive for a page written and shared for one read; a
+//    metadata key's is "qs:m" + key (schema records "t:" share one; free-space
+//    hints "s:" are advice and take none). Holding them it validates: every
+//    page written must still have the version its page op says the snapshot
+//    had, every metadata record written the snapshot's value; serializable
+//    commits also check the pages the client says it read, and the metadata
+//    records and prefixes this session read. Then it applies the writes,
+//    records the outcome and commits. A page or record that changed refuses
+//    the commit with a conflict (error_code::conflict, naming it). A
+//    Berkeley DB deadlock during the commit (B-tree page locks, not ours)
+//    runs it again, a few times, unless pages were sent ahead.
+//  * Pages sent ahead (write) are locked without waiting and validated at
+//    once; a lock that is not free or a page that changed fails the
+//    transaction with a conflict, answered at its commit. A failed
+//    transaction (a conflict, a store error) has its write transaction
+//    aborted at once, so that its locks go to the others; its reads are
+//    still served from the snapshot (a client's faults never get a conflict),
+//    its index calls and its commit get the error.
+// A transaction that wrote nothing commits without validation: it saw one
+// consistent snapshot.
 //
 // Each transaction has an identity (commit_outcomes.hpp), sent with the
 // answer to begin and recorded by its commit, by which a client whose
 // connection dropped during the commit asks (outcome, outside a
 // transaction) whether it committed.
-//
-// Locks, all taken with the transaction's Berkeley DB locker so that they are
-// released when it ends and the deadlock detector sees them:
-//  * the transaction's identity: exclusive, from begin (commit_outcomes.hpp).
-//  * page p: lock object "qs:p" + p; shared when the page is read,
-//    exclusive on lock_write and for every page the commit writes. A page's
-//    mapping object is part of its record, under the same lock.
-//  * metadata: free-space hints (s:) are not locked (they are advice). Schema
-//    records (t:) share one lock object; every other key (roots, the
-//    database's parameters) is its own object: shared when read in a
-//    transaction, exclusive when written. So two clients creating the same
-//    root, or adding types, serialize (one may be a deadlock victim).
-// Reads of B-trees are read-committed: the explicit locks above give the
-// isolation, and no client holds a B-tree read lock while it computes. A
-// write or commit takes all its explicit locks before its first B-tree write,
-// so a transaction holding B-tree write locks never waits for a client.
-// Everything a session waits for is a Berkeley DB lock (visible to the
-// deadlock detector), except the page-number mutex, whose holder waits only
-// for transactions that are writing.
 //
 // handle() turns one request body into one response and says whether the
 // connection must close (a protocol error, a failed hello). It never throws
@@ -37,6 +50,7 @@
 // transaction, as after a store error.
 #pragma once
 
+#include "commit_counters.hpp"
 #include "commit_outcomes.hpp"
 #include "page_numbers.hpp"
 
@@ -45,6 +59,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -54,6 +71,9 @@ struct session_config {
   detail::bdb_env* env;
   page_numbers* numbers;
   commit_outcomes* outcomes;
+  commit_counters* counters;
+  // Each refused commit gets a log line (otherwise they are only counted).
+  bool log_conflicts;
   bool need_secret;
   std::string secret;
   // Told the bytes an answer is about to take as a scan gathers it; throws
@@ -75,36 +95,69 @@ class session {
   // `first` holds the refused request's first byte (its type); `why` is the
   // error's text.
   void refuse(std::span<const std::byte> first, const std::string& why, wire::writer& out);
-  bool in_transaction() const { return state_ == state::txn || state_ == state::doomed; }
+  bool in_transaction() const { return state_ == state::txn; }
   // A Berkeley DB transaction is open (and may hold locks).
-  bool transaction_open() const { return txn_ != nullptr; }
+  bool transaction_open() const { return snap_ != nullptr || write_ != nullptr; }
 
  private:
-  enum class state { hello, idle, txn, doomed };
+  enum class state { hello, idle, txn };
   wire::response dispatch(const wire::request& r);
   wire::response error_reply(wire::error_code code, std::string text);
-  void lock_page(std::uint64_t page, bool exclusive);
+  wire::response commit(const wire::commit_request& m);
+  wire::response write_ahead(const wire::write_request& m);
+  // The write transaction, begun when first needed.
+  DbTxn* writer();
+  void lock_page(std::uint64_t page, bool exclusive, bool wait = true);
   void lock_meta(std::string_view key, bool exclusive);
-  void lock_object(const std::string& object, bool exclusive);
-  // The writes of a write or commit request.
+  void lock_object(const std::string& object, bool exclusive, bool wait);
+  // Refuses (protocol_error) page ops whose records or patches do not fit
+  // the database's records.
+  void check_shapes(const std::vector<wire::page_op>& pages);
+  // The writes of a write or commit request, in the write transaction, whose
+  // locks are held.
   void apply(const std::vector<wire::page_op>& pages, const std::vector<wire::meta_op>& metas, bool commit);
+  // Throws a conflict unless page `page` has version `version` now (0: no
+  // record). `how` says why the version was expected.
+  void expect_version(std::uint64_t page, std::uint64_t version, const char* how);
+  // The locks and checks of a commit (see above).
+  void validate(const wire::commit_request& m);
   // Refuses a metadata write no client may make: a record the server owns
   // (page and frame counters, page size, format, base) once the database
   // exists, one created with a value out of range, or an unknown key.
   void check_meta(const wire::meta_op& op, bool database_exists);
+  // A read the commit checks: metadata records and scanned prefixes, as the
+  // snapshot had them.
+  void note_read(std::string_view key, const std::optional<std::string>& value);
+  void note_scan(std::string_view prefix, const std::vector<std::pair<std::string, std::string>>& entries);
+  // The transaction failed: its write transaction is aborted now, and its
+  // commit and explicit calls answer `code`, `text`.
+  void fail(wire::error_code code, const std::string& text);
+  void abort_writer() noexcept;
+  // Ends both Berkeley DB transactions: the write transaction committed
+  // (durable or not) or aborted, then the snapshot.
   void end_transaction(bool commit, bool durable);
-  void abort_quietly();
+  void abort_quietly() noexcept;
   std::uint32_t page_size();
 
   session_config c_;
   std::uint64_t id_;
   state state_ = state::hello;
-  DbTxn* txn_ = nullptr;
+  DbTxn* snap_ = nullptr;        // the snapshot the transaction reads
+  DbTxn* write_ = nullptr;       // its writes, once it has some
   wire::commit_id commit_id_{};  // the open transaction's
-  wire::error_code doomed_code_{};
-  std::string doomed_text_;
-  // Locks this transaction holds: object -> exclusive.
+  struct failure {
+    wire::error_code code;
+    std::string text;
+  };
+  std::optional<failure> failed_;
+  // Locks the write transaction holds: object -> exclusive.
   std::unordered_map<std::string, bool> locks_;
+  // Pages sent ahead, in the write transaction: read from there.
+  std::set<std::uint64_t> written_ahead_;
+  // Metadata the transaction read in its snapshot (key -> value), and
+  // prefixes it scanned (prefix -> the entries, encoded).
+  std::map<std::string, std::optional<std::string>, std::less<>> meta_reads_;
+  std::map<std::string, std::string, std::less<>> scan_reads_;
   std::vector<std::byte> scratch_;
   std::string mapping_;  // the mapping object sent with the last page
   std::uint32_t page_size_ = 0;

@@ -44,7 +44,6 @@ class bdb_store final : public store {
   void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
                   std::span<const byte_range> ranges, const std::string* mapping) override;
   void delete_page(std::uint64_t page) override;
-  void lock_for_write(std::uint64_t) override {}
   page_range allocate_pages(std::uint64_t n) override;
 
   std::optional<std::string> get(std::string_view key) override;

@@ -48,7 +48,8 @@ database database::open(const std::string& path, const options& given) {
   std::unique_ptr<detail::store> s;
   if (detail::is_remote_url(path))
     s = detail::connect_remote_store(
-        path, detail::remote_options{opts.server_secret, opts.reconnect_budget_ms});  // a qs-pageserver
+        path, detail::remote_options{opts.server_secret, opts.reconnect_budget_ms,
+                                     opts.isolation_level == isolation::serializable});  // a qs-pageserver
   else s = std::make_unique<detail::bdb_store>(path, detail::bdb_options{opts.page_size, opts.store_cache_bytes});
   return database(std::make_unique<detail::database_impl>(std::move(s), opts));
 }

@@ -145,6 +145,18 @@ void database_impl::on_fault(void* address, bool write) {
     invalid_persistent_pointer(address, "the qs runtime touched a protected frame while holding its lock");
   auto t0 = std::chrono::steady_clock::now();
   lock_scope g(*this);
+  try {
+    serve_fault(address, write);
+  } catch (...) {
+    // Whatever catches the error, the transaction can only abort now
+    // (qs/error.hpp: errors raised in faults).
+    if (log_.open() && !failed_) failed_ = std::current_exception();
+    throw;
+  }
+  stats_.fault_ns += ns_since(t0);
+}
+
+void database_impl::serve_fault(void* address, bool write) {
   access_->check_fault(address);
   page_desc* d = table_.by_frame(access_->frames().frame_of(address));
   if (d && (d->state() == page_state::writable || (d->state() == page_state::readable && !write))) return;
@@ -155,7 +167,9 @@ void database_impl::on_fault(void* address, bool write) {
     throw no_transaction("persistent object at " + std::string(at) + " (page " + std::to_string(d->page) +
                          " of database " + name() + ") touched outside a transaction");
   }
-  throw_if_failed();
+  // A failed transaction's faults are still served (from its snapshot):
+  // the failure is raised where an exception is safe, by the next explicit
+  // call and by commit, never from a fault.
   if (d->state() == page_state::absent || d->state() == page_state::stale) {
     ++stats_.read_faults;
     pager_->make_current(d);
@@ -165,7 +179,6 @@ void database_impl::on_fault(void* address, bool write) {
     pager_->make_writable(d);
   }
   d->referenced = true;
-  stats_.fault_ns += ns_since(t0);
 }
 
 void database_impl::begin() {
@@ -204,7 +217,6 @@ void database_impl::commit() {
     // and the roots this process used name their cells where they are now.
     for (page_desc* d : log_.relocated()) {
       if (!log_.relocate_pending(d) || d->state() != page_state::readable) continue;
-      store_->lock_for_write(d->page);
       pager_->write_back(d);
     }
     if (!log_.relocated().empty()) roots_->update_records();

@@ -68,6 +68,8 @@ class database_impl final : public fault_target {
 
   // fault_target
   void on_fault(void* address, bool write) override QS_EXCLUDES(mutex_);
+  // The fault itself; on_fault fails the transaction with what it throws.
+  void serve_fault(void* address, bool write) QS_REQUIRES(mutex_);
 
   void begin() QS_EXCLUDES(mutex_);
   void commit() QS_EXCLUDES(mutex_);

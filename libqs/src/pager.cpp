@@ -261,7 +261,6 @@ void pager::fix_vptrs(page_desc* d, std::byte* img) {
 
 void pager::make_writable(page_desc* d) {
   bool was_writable = d->state() == page_state::writable;  // software mode: objects saved
-  if (!was_writable) store_.lock_for_write(d->page);
   std::memcpy(before_image(d), image(d), page_size_);
   log_.put_back_saved(d, before_image(d));
   if (was_writable) {
@@ -274,7 +273,6 @@ void pager::make_writable(page_desc* d) {
 }
 
 void pager::make_writable_by_objects(page_desc* d) {
-  store_.lock_for_write(d->page);
   d->made_writable(d->whole_page_logged() ? undo_kind::none : undo_kind::objects);
   log_.add_written(d);
 }
@@ -381,8 +379,7 @@ void pager::evict(page_desc* d) {
     }
     try {
       // One-time relocation writes a page it rewrote back; a page server
-      // may refuse the lock (a deadlock, a lost connection).
-      if (!writable) store_.lock_for_write(d->page);
+      // may be lost.
       write_back(d);
     } catch (...) {
       access_.show(d, writable);  // still resident: its frame shows its slot again

@@ -42,11 +42,11 @@ std::unique_ptr<store> connect_remote_store(const std::string& url, const remote
   std::string secret = o.secret;
   if (secret.empty())
     if (const char* s = std::getenv("QS_SECRET")) secret = s;
-  return std::make_unique<remote_store>(url, remote_options{secret, o.reconnect_budget_ms});
+  return std::make_unique<remote_store>(url, remote_options{secret, o.reconnect_budget_ms, o.serializable});
 }
 
 remote_store::remote_store(const std::string& url, const remote_options& o)
-    : url_(url), secret_(o.secret), reconnect_budget_ms_(o.reconnect_budget_ms) {
+    : url_(url), secret_(o.secret), reconnect_budget_ms_(o.reconnect_budget_ms), serializable_(o.serializable) {
   if (url.starts_with(unix_scheme)) {
     unix_ = true;
     unix_path_ = url.substr(unix_scheme.size());
@@ -89,10 +89,16 @@ void remote_store::connect() {
 
 void remote_store::lost() { conn_.reset(); }
 
-[[noreturn]] void remote_store::raise(const wire::error_response& r) {
+[[noreturn]] void remote_store::raise(const wire::error_response& r, wire::msg request) {
   std::string msg = "server " + url_ + ": " + std::string(r.text);
   switch (r.code) {
-    case wire::error_code::deadlock: throw deadlock(msg);
+    case wire::error_code::conflict:
+      // Only a commit and the index calls may meet a conflict: the others
+      // are reads and writes made from faults, where it must not be raised.
+      if (request == wire::msg::commit || request == wire::msg::index_insert || request == wire::msg::index_erase ||
+          request == wire::msg::index_scan)
+        throw conflict(msg);
+      throw store_error(msg + " (a conflict answered to " + wire::name_of(request) + ", which cannot have one)");
     case wire::error_code::invalid: throw invalid_argument(msg);
     case wire::error_code::corrupt: throw corrupt_page(0, msg);
     case wire::error_code::closed:
@@ -135,7 +141,7 @@ const Response& remote_store::call(const wire::request& r) {
     throw connection_lost("server " + url_ + ": malformed answer to " + wire::name_of(type) + " (" + e.what() +
                           "); connection closed");
   }
-  if (const auto* e = std::get_if<wire::error_response>(&resp_)) raise(*e);
+  if (const auto* e = std::get_if<wire::error_response>(&resp_)) raise(*e, type);
   if (const auto* a = std::get_if<Response>(&resp_)) return *a;
   lost();  // the conversation is out of step: start afresh
   throw store_error("server " + url_ + ": unexpected answer to " + wire::name_of(type) + " (" +
@@ -160,6 +166,7 @@ std::vector<wire::page_op> remote_store::page_ops() {
     wire::page_op op;
     op.kind = p.kind;
     op.page = page;
+    op.base_version = p.base;
     if (p.kind == wire::page_op_kind::put) op.record = p.record;
     if (p.mapping) {
       op.mapping_op = p.mapping->empty() ? wire::mapping_change::remove : wire::mapping_change::set;
@@ -199,6 +206,16 @@ void remote_store::clear_pending() {
   pages_.clear();
   metas_.clear();
   pending_bytes_ = 0;
+  read_versions_.clear();
+  wrote_ = false;
+}
+
+remote_store::pending_page& remote_store::pending(std::uint64_t page, const record_header* h) {
+  auto [it, fresh] = pages_.try_emplace(page);
+  if (!fresh) return it->second;
+  if (auto r = read_versions_.find(page); r != read_versions_.end()) it->second.base = r->second;
+  else if (h) it->second.base = h->version == 0 ? 0 : h->version - 1;
+  return it->second;
 }
 
 void remote_store::flush_if_large() {
@@ -213,7 +230,11 @@ void remote_store::flush_if_large() {
 
 void remote_store::commit(bool durable) {
   if (!in_txn_) throw store_error("server " + url_ + ": commit with no transaction open");
-  wire::commit_request r{durable, page_ops(), meta_ops()};
+  wire::commit_request r{durable, serializable_, page_ops(), meta_ops(), {}};
+  if (serializable_)
+    for (auto [page, version] : read_versions_)
+      if (!pages_.contains(page)) r.reads.push_back({page, version});
+  const bool wrote = wrote_;
   std::size_t bytes = pending_bytes_;
   for (auto& [k, v] : metas_) bytes += k.size() + (v ? v->size() : 0);
   // The transaction ends here whatever the outcome: the server commits it or
@@ -232,6 +253,7 @@ void remote_store::commit(bool durable) {
   } catch (const connection_lost& e) {
     // The commit went out, and perhaps its answer never came back.
     end();
+    if (!wrote) return;  // nothing to commit: it read one snapshot, and that stands
     settle_commit(commit_id_, e.what());
     shipped_ += bytes;
     return;
@@ -327,14 +349,18 @@ store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uin
   if (version != ~std::uint64_t{0}) r.known_version = version;
   const auto& resp = call<wire::page_response>(r);
   switch (resp.status) {
-    case wire::page_status::absent: return page_read::absent;
+    case wire::page_status::absent:
+      if (in_txn_) read_versions_[page] = 0;
+      return page_read::absent;
     case wire::page_status::unchanged:
       if (!r.known_version) throw store_error("server " + url_ + ": answered 'unchanged' to a plain read");
+      if (in_txn_) read_versions_[page] = version;
       return page_read::unchanged;
     case wire::page_status::record: break;
   }
   take_record(page, resp.record, h, image);
   mapping.assign(resp.mapping);
+  if (in_txn_) read_versions_[page] = h.version;
   return page_read::read;
 }
 
@@ -346,9 +372,10 @@ void remote_store::note_mapping(pending_page& p, const std::string* mapping) {
 
 void remote_store::put_page(std::uint64_t page, const record_header& h, const std::byte* image,
                             const std::string* mapping) {
+  wrote_ = true;
   auto it = pages_.find(page);
   bool removed = it != pages_.end() && it->second.kind == wire::page_op_kind::remove;
-  pending_page& p = pages_[page];
+  pending_page& p = pending(page, &h);
   // A record put where this transaction removed one has no mapping object to keep.
   if (removed) p.mapping = std::string();
   p.kind = wire::page_op_kind::put;
@@ -362,9 +389,10 @@ void remote_store::put_page(std::uint64_t page, const record_header& h, const st
 
 void remote_store::patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
                               std::span<const byte_range> ranges, const std::string* mapping) {
+  wrote_ = true;
   auto it = pages_.find(page);
   bool fresh = it == pages_.end() || it->second.kind == wire::page_op_kind::remove;
-  pending_page& p = pages_[page];
+  pending_page& p = pending(page, &h);
   p.record.assign(reinterpret_cast<const char*>(&h), sizeof h);
   p.record.append(reinterpret_cast<const char*>(image), page_size_);
   if (fresh) {
@@ -385,17 +413,13 @@ void remote_store::patch_page(std::uint64_t page, const record_header& h, const 
 }
 
 void remote_store::delete_page(std::uint64_t page) {
-  pending_page& p = pages_[page];
+  wrote_ = true;
+  pending_page& p = pending(page, nullptr);
   p.kind = wire::page_op_kind::remove;
   p.record.clear();
   p.ranges.clear();
   p.mapping.reset();  // removed with the record
   pending_bytes_ += 16;
-}
-
-void remote_store::lock_for_write(std::uint64_t page) {
-  if (!in_txn_) return;
-  call<wire::ok_response>(wire::lock_write_request{page});
 }
 
 store::page_range remote_store::allocate_pages(std::uint64_t n) {
@@ -423,6 +447,7 @@ void remote_store::put(std::string_view key, std::string_view value) {
     }
     return;
   }
+  wrote_ = true;
   metas_[std::string(key)] = std::string(value);
 }
 
@@ -438,6 +463,7 @@ void remote_store::del(std::string_view key) {
     }
     return;
   }
+  wrote_ = true;
   metas_[std::string(key)] = std::nullopt;
 }
 
@@ -476,10 +502,12 @@ std::uint32_t remote_store::server_index(std::uint32_t index) {
 }
 
 bool remote_store::index_insert(std::uint32_t index, std::string_view key, std::string_view value) {
+  wrote_ = true;
   return call<wire::flag_response>(wire::index_insert_request{server_index(index), key, value}).value;
 }
 
 bool remote_store::index_erase(std::uint32_t index, std::string_view key, std::string_view value) {
+  wrote_ = true;
   return call<wire::flag_response>(wire::index_erase_request{server_index(index), key, value}).value;
 }
 

@@ -3,11 +3,15 @@
 //
 // Opened by qs::database::open("qs://host:port") (TCP, with the shared
 // secret from options::server_secret or $QS_SECRET) or
-// open("qs+unix:///path/to/socket"). Each store transaction is a Berkeley DB
-// transaction on the server: read_page takes the page's shared lock,
-// lock_for_write its exclusive lock (waiting for it), and the server's
-// deadlock detector may pick this client as a victim: the call throws
-// qs::deadlock and the server has aborted the transaction.
+// open("qs+unix:///path/to/socket"). Each store transaction reads one
+// consistent snapshot of the database on the server and takes no lock
+// (pageserver/session.hpp). The store notes the version of every page it
+// reads in the transaction; the commit sends, with the writes, each written
+// page's version in the snapshot and, when the isolation is serializable,
+// the pages read and their versions. The server checks them and refuses a
+// commit that met another's with qs::conflict, which only commit() and the
+// index calls throw: a read, or the writes a large transaction sends ahead,
+// never do (the server answers the latter's conflict at the commit).
 //
 // Writes (pages and metadata) are buffered here and sent with the commit, so
 // that the server holds no B-tree write locks while the client computes; a
@@ -64,6 +68,8 @@ struct remote_options {
   std::string secret;
   // How long a commit whose connection dropped tries to learn its outcome.
   std::uint32_t reconnect_budget_ms = 30000;
+  // Serializable commits (the reads are checked too), or snapshot isolation.
+  bool serializable = true;
 };
 
 bool is_remote_url(const std::string& path);
@@ -88,7 +94,6 @@ class remote_store final : public store {
   void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
                   std::span<const byte_range> ranges, const std::string* mapping) override;
   void delete_page(std::uint64_t page) override;
-  void lock_for_write(std::uint64_t page) override;
   page_range allocate_pages(std::uint64_t n) override;
   bool shared() const override { return true; }
 
@@ -114,6 +119,9 @@ class remote_store final : public store {
     // The mapping object written with the page: nullopt keeps the stored
     // one, an empty string removes it.
     std::optional<std::string> mapping;
+    // The version of the page in the transaction's snapshot, as known when
+    // the transaction first wrote it (wire::page_op::base_version).
+    std::uint64_t base = wire::unchecked_version;
   };
 
   void connect();
@@ -123,13 +131,17 @@ class remote_store final : public store {
   // response or an unexpected one.
   template <class Response>
   const Response& call(const wire::request& r);
-  [[noreturn]] void raise(const wire::error_response& r);
+  [[noreturn]] void raise(const wire::error_response& r, wire::msg request);
   // After the connection dropped during the commit of transaction `id`
   // (`lost` says how): returns when the server committed it; throws
   // connection_lost when it did not, commit_unknown when that cannot be told.
   void settle_commit(const wire::commit_id& id, const std::string& lost);
   // The page and metadata operations of the buffered writes.
   std::vector<wire::page_op> page_ops();
+  // The buffered write of `page`, made when the transaction first writes it:
+  // its base version is then the version read in the transaction, or the
+  // one before `h`'s (the runtime counts versions up by one; 0: new).
+  pending_page& pending(std::uint64_t page, const record_header* h);
   std::vector<wire::meta_op> meta_ops() const;
   void clear_pending();
   void flush_if_large();
@@ -154,6 +166,7 @@ class remote_store final : public store {
   wire::tcp_address tcp_{};
   std::string secret_;
   std::uint32_t reconnect_budget_ms_;
+  bool serializable_;
   std::unique_ptr<wire::connection> conn_;
   std::vector<std::byte> in_;
   wire::response resp_;
@@ -163,6 +176,11 @@ class remote_store final : public store {
   std::map<std::uint64_t, pending_page> pages_;
   std::map<std::string, std::optional<std::string>, std::less<>> metas_;
   std::size_t pending_bytes_ = 0;
+  // Pages the transaction read from the server, and their versions (0: no
+  // record).
+  std::map<std::uint64_t, std::uint64_t> read_versions_;
+  // The transaction wrote something (pages, metadata, index entries).
+  bool wrote_ = false;
   std::uint64_t shipped_ = 0;
   std::vector<open_index_entry> indexes_;
 };

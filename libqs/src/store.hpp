@@ -18,6 +18,9 @@
 // A store is `shared` when other clients may change it between this client's
 // transactions (qs-pageserver): the runtime then revalidates the pages it
 // keeps cached (read_page_if_changed) before using them in a new transaction.
+// A shared store's transaction reads one consistent snapshot and takes no
+// lock: conflicts with other clients are found by commit() (qs::conflict),
+// never by a read or a write.
 // Page and frame numbers come from allocate_pages, which never hands the same
 // number out twice, whichever client asks.
 //
@@ -99,9 +102,6 @@ class store {
   virtual page_range allocate_pages(std::uint64_t n) = 0;
   // Whether other clients share the store (see above).
   virtual bool shared() const { return false; }
-  // Takes the page's exclusive lock ahead of a write (a no-op where the store
-  // has a single client).
-  virtual void lock_for_write(std::uint64_t page) = 0;
 
   virtual std::optional<std::string> get(std::string_view key) = 0;
   virtual void put(std::string_view key, std::string_view value) = 0;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <thread>
 
 namespace qs::detail {
@@ -82,10 +83,13 @@ void database::run(const std::function<void()>& body, int attempts) {
       body();
       tx.commit();
       return;
-    } catch (const deadlock&) {
+    } catch (const conflict& e) {
       // The transaction has been aborted (by the commit, or by tx's
       // destructor). Wait a little, longer after each loss, and retry.
-      if (attempt >= attempts) throw;
+      if (attempt >= attempts)
+        throw conflict(std::string(e.what()) + " (db.run gave up after " + std::to_string(attempt) +
+                       (attempt == 1 ? " attempt" : " attempts") +
+                       ", each refused by a conflict; a larger `attempts` argument allows more)");
       int cap_us = 200 << std::min(attempt, 7);
       std::this_thread::sleep_for(std::chrono::microseconds(rng() % cap_us));
     }

@@ -72,7 +72,6 @@ int main(int argc, char** argv) {
     save(dir, "commit_patch", (stream() << request(hello) << request(begin_request{}) << request(c)).bytes);
   }
   save(dir, "read_page", (stream() << request(read_page_request{3, {}}) << request(read_page_request{3, 5})).bytes);
-  save(dir, "lock_write", (stream() << request(lock_write_request{3})).bytes);
   save(dir, "get_scan", (stream() << request(get_request{"page_size"}) << request(scan_request{"t:"})).bytes);
   save(dir, "allocate", (stream() << request(allocate_request{4})).bytes);
   save(dir, "index",
@@ -89,7 +88,7 @@ int main(int argc, char** argv) {
     e.more = true;
     e.entries.push_back({"k", "v"});
     save(dir, "responses",
-         (stream() << response(ok_response{}) << response(error_response{error_code::deadlock, "deadlock"})
+         (stream() << response(ok_response{}) << response(error_response{error_code::conflict, "conflict"})
                    << response(hello_ok_response{version})
                    << response(page_response{page_status::record, record, mapping})
                    << response(page_response{page_status::unchanged, {}, {}})

@@ -198,11 +198,20 @@ TEST_CASE("outcome requests on the wire: answered outside a transaction, refused
   };
   auto c = open();
   ask(*c, hello_request{magic, version, s.secret()});
-  // An empty transaction's commit, and one that never commits.
+  // A transaction that wrote nothing leaves no record: its outcome is
+  // "aborted", which for it is the same as committed (nothing was to be kept).
+  response b0 = ask(*c, begin_request{});
+  REQUIRE(std::holds_alternative<begun_response>(b0));
+  commit_id read_only = std::get<begun_response>(b0).id;
+  REQUIRE(std::holds_alternative<ok_response>(ask(*c, commit_request{})));
+  CHECK(outcome_of(*c, read_only) == commit_outcome::aborted);
+  // A transaction that writes a record, and one that never commits.
   response b1 = ask(*c, begin_request{});
   REQUIRE(std::holds_alternative<begun_response>(b1));
   commit_id committed = std::get<begun_response>(b1).id;
-  REQUIRE(std::holds_alternative<ok_response>(ask(*c, commit_request{})));
+  commit_request writes;
+  writes.metas.push_back({meta_op_kind::put, "r:outcome", "1"});
+  REQUIRE(std::holds_alternative<ok_response>(ask(*c, writes)));
   CHECK(outcome_of(*c, committed) == commit_outcome::committed);
   response b2 = ask(*c, begin_request{});
   REQUIRE(std::holds_alternative<begun_response>(b2));

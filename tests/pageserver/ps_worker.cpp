@@ -9,16 +9,18 @@
 //                                               write counter FIRST, say so (file
 //                                               DIR/FIRST), wait for DIR/SECOND, write
 //                                               counter SECOND (or delete it), commit:
-//                                               exit 0, or 3 on qs::deadlock (one
-//                                               attempt, no retry)
-//   qs_ps_worker URL hold N DIR                 write counter N, create DIR/held, sleep
+//                                               exit 0, or 3 on qs::conflict, caught as
+//                                               qs::deadlock (one attempt, no retry)
+//   qs_ps_worker URL hold N DIR [index]         write counter N (or, with "index", put key
+//                                               N in index "held"), create DIR/held, sleep
 //                                               (until killed; 30 s at most)
 //   qs_ps_worker URL idle N DIR                 write counter N, create DIR/held, wait for
 //                                               DIR/go (60 s at most), commit: exit 0, or 4
 //                                               on qs::connection_lost (printed)
-//   qs_ps_worker URL once N                     add 1 to counter N in one attempt (no
+//   qs_ps_worker URL once N [index]             add 1 to counter N in one attempt (no
 //                                               retry): print its value, or exit 3 on
-//                                               qs::deadlock (printed)
+//                                               qs::deadlock (printed); with "index", put
+//                                               key N in index "held" first
 //   qs_ps_worker URL bump N                     add 1 to counter N; print its value
 //   qs_ps_worker URL all TXNS [GO]              TXNS transactions setting all 64 counters
 //                                               to the transaction's number; after a lost
@@ -33,6 +35,14 @@
 //                                               in "first", create DIR/ready, wait for file
 //                                               GO, put key 2 in "first" (reconnecting)
 //   qs_ps_worker URL index-keys NAME            print the keys of index NAME
+//   qs_ps_worker URL skew MINE OTHER DIR ISOLATION
+//                                               with isolation `serializable` or `snapshot`:
+//                                               read counters MINE and OTHER, say so (file
+//                                               DIR/MINE), wait for DIR/OTHER, take 100
+//                                               from MINE if the two hold 100 or more,
+//                                               commit: exit 0, or 3 on qs::conflict (one
+//                                               attempt, printed)
+//   qs_ps_worker URL show N                     print counter N's value
 // Every wait is bounded. Output on stdout, errors on stderr.
 #include "ps_types.hpp"
 
@@ -129,14 +139,16 @@ int deadlock_role(qs::database& db, int first, int second, const std::string& di
   try {
     qs::transaction tx(db);
     Table* t = table(db);
-    t->c[first]->value += 1;  // exclusive lock on counter `first`'s page
+    t->c[first]->value += 1;
     touch_file(dir + "/" + std::to_string(first));
     if (!wait_for_file(dir + "/" + std::to_string(second), 10000)) {
       std::fprintf(stderr, "the other client never took its lock\n");
       return 1;
     }
-    if (by_delete) delete t->c[second];  // also waits for the other client
-    else t->c[second]->value += 1;       // waits for the other client: a cycle
+    // Each has now written what the other read: one commit wins, the
+    // other's is refused.
+    if (by_delete) delete t->c[second];
+    else t->c[second]->value += 1;
     tx.commit();
     std::printf("committed\n");
     return 0;
@@ -146,9 +158,13 @@ int deadlock_role(qs::database& db, int first, int second, const std::string& di
   }
 }
 
-int hold(qs::database& db, int n, const std::string& dir) {
+using counter_index = qs::index<int, Counter>;
+
+int hold(qs::database& db, int n, const std::string& dir, bool index) {
+  counter_index held(db, "held");
   qs::transaction tx(db);
   table(db)->c[n]->value += 1000;
+  if (index) held.insert(n, table(db)->c[n]);  // Berkeley DB locks the index's leaf until the commit
   touch_file(dir + "/held");
   std::this_thread::sleep_for(std::chrono::seconds(30));
   return 1;  // killed before
@@ -172,9 +188,11 @@ int idle(qs::database& db, int n, const std::string& dir) {
   }
 }
 
-int once(qs::database& db, int n) {
+int once(qs::database& db, int n, bool index) {
   try {
+    counter_index held(db, "held");
     qs::transaction tx(db);
+    if (index) held.insert(n, table(db)->c[n]);
     std::int64_t v = ++table(db)->c[n]->value;
     tx.commit();
     std::printf("value=%lld\n", static_cast<long long>(v));
@@ -183,6 +201,33 @@ int once(qs::database& db, int n) {
     std::printf("deadlock: %s\n", e.what());
     return 3;
   }
+}
+
+int skew(qs::database& db, int mine, int other, const std::string& dir) {
+  try {
+    qs::transaction tx(db);
+    Table* t = table(db);
+    std::int64_t x = t->c[mine]->value, y = t->c[other]->value;
+    touch_file(dir + "/" + std::to_string(mine));
+    if (!wait_for_file(dir + "/" + std::to_string(other), 10000)) {
+      std::fprintf(stderr, "the other client never read\n");
+      return 1;
+    }
+    if (x + y >= 100) t->c[mine]->value -= 100;  // keeps x + y >= 0, alone
+    tx.commit();
+    std::printf("committed\n");
+    return 0;
+  } catch (const qs::conflict& e) {
+    std::printf("conflict: %s\n", e.what());
+    return 3;
+  }
+}
+
+int show(qs::database& db, int n) {
+  std::int64_t v = 0;
+  db.run([&] { v = table(db)->c[n]->value; });
+  std::printf("value=%lld\n", static_cast<long long>(v));
+  return 0;
 }
 
 int bump(qs::database& db, int n) {
@@ -253,8 +298,6 @@ int set(qs::database& db, int n, std::int64_t v) {
   }
 }
 
-using counter_index = qs::index<int, Counter>;
-
 int index_restart(qs::database& db, const std::string& go, const std::string& dir) {
   counter_index first(db, "first"), second(db, "second");
   db.run([&] { first.insert(1, table(db)->c[0]); });
@@ -296,21 +339,28 @@ int main(int argc, char** argv) {
   std::string url = argv[1], mode = argv[2];
   auto arg = [&](int i) { return i < argc ? std::string(argv[i]) : std::string(); };
   try {
-    auto db = qs::database::open(url, client_options());
+    qs::options o = client_options();
+    if (mode == "skew") {
+      if (arg(6) != "serializable" && arg(6) != "snapshot") throw qs::invalid_argument("isolation " + arg(6));
+      o.isolation_level = arg(6) == "snapshot" ? qs::isolation::snapshot : qs::isolation::serializable;
+    }
+    auto db = qs::database::open(url, o);
     if (mode == "setup") return setup(db);
     if (mode == "incr")
       return incr(db, std::stoi(arg(3)), std::stoi(arg(4)), static_cast<unsigned>(std::stoul(arg(5))));
     if (mode == "check") return check(db, std::stoi(arg(3)), std::stoi(arg(4)));
     if (mode == "deadlock") return deadlock_role(db, std::stoi(arg(3)), std::stoi(arg(4)), arg(5), arg(6) == "delete");
-    if (mode == "hold") return hold(db, std::stoi(arg(3)), arg(4));
+    if (mode == "hold") return hold(db, std::stoi(arg(3)), arg(4), arg(5) == "index");
     if (mode == "idle") return idle(db, std::stoi(arg(3)), arg(4));
-    if (mode == "once") return once(db, std::stoi(arg(3)));
+    if (mode == "once") return once(db, std::stoi(arg(3)), arg(4) == "index");
     if (mode == "bump") return bump(db, std::stoi(arg(3)));
     if (mode == "all") return all(db, std::stoi(arg(3)), arg(4));
     if (mode == "same") return same(db);
     if (mode == "set") return set(db, std::stoi(arg(3)), std::stoll(arg(4)));
     if (mode == "index-restart") return index_restart(db, arg(3), arg(4));
     if (mode == "index-keys") return index_keys(db, arg(3));
+    if (mode == "skew") return skew(db, std::stoi(arg(3)), std::stoi(arg(4)), arg(5));
+    if (mode == "show") return show(db, std::stoi(arg(3)));
     std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
     return 2;
   } catch (const std::exception& e) {

@@ -18,20 +18,17 @@ std::string mem_store::where(std::uint64_t page) const { return "store " + name_
 void mem_store::begin() {
   if (before_) throw qs::store_error("store " + name_ + ": store transaction already open");
   before_ = now_;
-  locked_.clear();
 }
 
 void mem_store::commit(bool) {
   if (!before_) throw qs::store_error("store " + name_ + ": commit with no transaction open");
   before_.reset();
-  locked_.clear();
 }
 
 void mem_store::abort() {
   if (!before_) return;
   now_ = std::move(*before_);
   before_.reset();
-  locked_.clear();
 }
 
 bool mem_store::read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) {
@@ -107,10 +104,6 @@ qs::detail::store::page_range mem_store::allocate_pages(std::uint64_t n) {
   put("next_page", std::to_string(r.page + n));
   put("next_frame", std::to_string(r.frame + n));
   return r;
-}
-
-void mem_store::lock_for_write(std::uint64_t page) {
-  if (before_) locked_.insert(page);
 }
 
 std::optional<std::string> mem_store::stored_mapping(std::uint64_t page) const {

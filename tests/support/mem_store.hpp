@@ -10,7 +10,7 @@
 // bdb_store operation by operation.
 //
 // Beyond the interface, a test can look at what the store holds (page_count,
-// has_page, stored_mapping, locked_pages) and make the store claim to be
+// has_page, stored_mapping) and make the store claim to be
 // shared, so that the runtime revalidates its cached pages.
 //
 // Invariants:
@@ -70,7 +70,6 @@ class mem_store : public qs::detail::store {
   void delete_page(std::uint64_t page) override;
   page_range allocate_pages(std::uint64_t n) override;
   bool shared() const override { return shared_; }
-  void lock_for_write(std::uint64_t page) override;
 
   std::optional<std::string> get(std::string_view key) override;
   void put(std::string_view key, std::string_view value) override;
@@ -92,8 +91,6 @@ class mem_store : public qs::detail::store {
   std::size_t page_count() const { return now_.pages.size(); }
   bool has_page(std::uint64_t page) const { return now_.pages.count(page) != 0; }
   std::optional<std::string> stored_mapping(std::uint64_t page) const;
-  // The pages lock_for_write was called for in the open transaction.
-  const std::set<std::uint64_t>& locked_pages() const { return locked_; }
 
  private:
   struct record {
@@ -132,7 +129,6 @@ class mem_store : public qs::detail::store {
   contents now_;
   std::optional<contents> before_;  // set while a transaction is open: what abort restores
   std::vector<index_def> index_defs_;
-  std::set<std::uint64_t> locked_;
   std::uint64_t logged_ = 0;
 };
 

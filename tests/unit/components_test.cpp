@@ -293,15 +293,16 @@ class failing_store final : public qs_test::mem_store {
  public:
   using mem_store::mem_store;
   bool fail_next = false;
-  bool fail_next_lock = false;
+  bool fail_next_put = false;
   void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
                   std::span<const byte_range> ranges, const std::string* mapping) override {
     if (std::exchange(fail_next, false)) throw qs::deadlock("failing_store: the write was refused");
     mem_store::patch_page(page, h, image, ranges, mapping);
   }
-  void lock_for_write(std::uint64_t page) override {
-    if (std::exchange(fail_next_lock, false)) throw qs::deadlock("failing_store: the lock was refused");
-    mem_store::lock_for_write(page);
+  void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                const std::string* mapping) override {
+    if (std::exchange(fail_next_put, false)) throw qs::connection_lost("failing_store: the connection was lost");
+    mem_store::put_page(page, h, image, mapping);
   }
 };
 
@@ -382,7 +383,7 @@ TEST_CASE("pager: a commit that changes only data keeps the mapping; one that ch
   CHECK(second != first);
 }
 
-TEST_CASE("pager: an eviction whose one-time write-back cannot lock the page leaves it where the program sees it") {
+TEST_CASE("pager: an eviction whose one-time write-back the store refuses leaves the page where the program sees it") {
   failing_store store(store_options());
   std::uint64_t page;
   {
@@ -396,7 +397,7 @@ TEST_CASE("pager: an eviction whose one-time write-back cannot lock the page lea
     r.commit();
   }
   // Every run moves as it comes in, and one-time relocation writes the
-  // rewritten page back: when it is evicted, it takes its exclusive lock.
+  // rewritten page back when it is evicted.
   qs::options o;
   o.relocation_policy = qs::relocation::one_time;
   o.force_relocation_percent = 100;
@@ -405,8 +406,8 @@ TEST_CASE("pager: an eviction whose one-time write-back cannot lock the page lea
   page_desc* d = r.relocate->ensure_run(0, page, 1);
   r.pages->page_in(d);
   REQUIRE(r.log.relocate_pending(d));
-  store.fail_next_lock = true;
-  CHECK_THROWS_AS(r.pages->evict(d), qs::deadlock);
+  store.fail_next_put = true;
+  CHECK_THROWS_AS(r.pages->evict(d), qs::connection_lost);
   // Still resident: its frame shows its slot, as it did before (a later
   // revalidation only changes the frame's protection).
   REQUIRE(d->resident());

@@ -46,6 +46,22 @@ enum class relocation {
   one_time,   // also written back at commit, so that later runs need nothing
 };
 
+// What a page server's commit checks, besides atomicity (the embedded store
+// has one client at a time: there, every transaction is serializable).
+// Either way a transaction reads one consistent snapshot of the database,
+// taken when it begins, never waits for another to read, and a conflict is
+// found only by its commit (qs::conflict; db.run retries it). A
+// transaction that wrote nothing always commits.
+enum class isolation {
+  // The pages and records the transaction read or wrote must be as its
+  // snapshot had them: its effect is that of running alone at its commit.
+  serializable,
+  // Only those it wrote: faster to commit and refused less often, but two
+  // transactions that each read what the other writes may both commit
+  // (write skew: each keeps x + y >= 0 alone, and together they break it).
+  snapshot,
+};
+
 struct options {
   // Page size for a new database: a power of two from 4 KiB to 64 KiB. An
   // existing database keeps the page size it was created with.
@@ -95,6 +111,8 @@ struct options {
   // transaction committed, in milliseconds; after that it throws
   // qs::commit_unknown.
   std::uint32_t reconnect_budget_ms = 30000;
+  // qs-pageserver: what a commit checks (see qs::isolation).
+  isolation isolation_level = isolation::serializable;
 };
 
 // Counters, cumulative since the database was opened.
@@ -166,10 +184,12 @@ class database {
   static database open(const std::string& path, const options& opts = {});
 
   // Runs `body` in a transaction of its own and commits it. When the
-  // transaction is chosen as a deadlock victim (qs::deadlock, from body, from
-  // a `delete` in it, or from the commit), it is aborted and body runs again, after a short random
-  // wait, up to `attempts` runs in all; then the deadlock is rethrown. Other
-  // exceptions abort and propagate at once. Everything body did to persistent
+  // transaction conflicts with another (qs::conflict, from the commit, from
+  // an explicit call in body or from a `delete` in it), it is aborted and
+  // body runs again, after a short random wait that grows with each loss,
+  // up to `attempts` runs in all; then a qs::conflict is thrown whose text
+  // adds how many attempts were made. Other exceptions abort and propagate
+  // at once. Everything body did to persistent
   // data is undone by an abort; body must not depend on transient effects of
   // an earlier run.
   void run(const std::function<void()>& body, int attempts = 50);

@@ -7,9 +7,18 @@
 // tell whether it committed); a corrupt page is refused, not returned.
 //
 // Errors raised while a persistent page is being faulted in are thrown from the
-// SIGSEGV handler and unwind through the faulting instruction; that requires the
+// fault handler and unwind through the faulting instruction; that requires the
 // program to be compiled with -fnon-call-exceptions, which the qs CMake target
-// adds to everything that links it.
+// adds to everything that links it. The errors a fault can raise are
+// programming errors (qs::no_transaction, an invalid persistent pointer),
+// I/O and corruption (qs::store_error, qs::corrupt_page) and a lost page
+// server (qs::connection_lost); never qs::conflict. Before it is thrown, the
+// error marks the transaction failed: whatever catches it, the transaction
+// can only abort (every later qs call in it, commit included, throws it
+// again). Raised inside code that cannot throw (a noexcept function, a
+// destructor), it ends the process through std::terminate, and qs says first
+// which error it was and that it came from a fault (README, "Errors in
+// faults").
 #pragma once
 
 #include <cstdint>
@@ -96,11 +105,20 @@ class root_type_mismatch : public error {
   using error::error;
 };
 
-// The transaction was chosen as a deadlock victim and aborted; retry it.
-class deadlock : public error {
+// The transaction conflicts with others and was aborted; retry it (db.run
+// does). Raised only where an exception is safe: by commit(), and by the
+// explicit calls of a transaction (a page server's index calls), never from a
+// fault. On a page server, a commit that finds a page or record this
+// transaction read (or, under isolation::snapshot, wrote) changed by a commit
+// since the transaction's snapshot is refused with it; the text names the
+// page or record.
+class conflict : public error {
  public:
   using error::error;
 };
+// The name of qs::conflict when page servers locked pages as they were read:
+// code that catches qs::deadlock catches every conflict.
+using deadlock = conflict;
 
 // Software mode: a qs::ref names an object that has been deleted (its
 // uniqueness tag is not the object's), or no object at all.

@@ -101,7 +101,8 @@ void bdb_env::check(int rc, const std::string& what) const {
   throw store_error(msg);
 }
 
-bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes) : dir_(dir), cache_bytes_(cache_bytes) {
+bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multiversion)
+    : dir_(dir), cache_bytes_(cache_bytes), multiversion_(multiversion) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw store_error("database " + dir + ": cannot create the directory: " + ec.message());
@@ -147,6 +148,7 @@ void bdb_env::open_environment(bool recover) {
     check(env_->set_lg_bsize(2u << 20), "set_lg_bsize");
     check(env_->set_lg_max(8u << 20), "set_lg_max");
     check(env_->set_lk_detect(DB_LOCK_DEFAULT), "set_lk_detect");
+    if (multiversion_) check(env_->set_flags(DB_MULTIVERSION, 1), "set_flags DB_MULTIVERSION");
     flags |= DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | (recover ? DB_RECOVER : 0);
   }
   check(env_->open(dir_.c_str(), flags, 0600), "open environment");
@@ -266,9 +268,9 @@ DbTxn* bdb_env::reading(DbTxn* t, std::uint32_t& flags) const {
   return nullptr;
 }
 
-DbTxn* bdb_env::begin() {
+DbTxn* bdb_env::begin(bool snapshot) {
   DbTxn* t = nullptr;
-  check(env_->txn_begin(nullptr, &t, 0), "begin transaction");
+  check(env_->txn_begin(nullptr, &t, snapshot ? DB_TXN_SNAPSHOT : 0), "begin transaction");
   return t;
 }
 

@@ -66,8 +66,10 @@ struct bdb_options {
 class bdb_env {
  public:
   // Opens (creating when absent) the environment in `dir`, running recovery
-  // unless its last close was clean.
-  bdb_env(const std::string& dir, std::uint64_t cache_bytes);
+  // unless its last close was clean. `multiversion`: every database keeps
+  // the versions of its B-tree pages that open snapshot transactions need
+  // (DB_MULTIVERSION; qs-pageserver's snapshot reads).
+  bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multiversion = false);
   // Checkpoints and closes; when that succeeded, marks the files as closed
   // cleanly, so that the next open runs no recovery.
   ~bdb_env();
@@ -75,8 +77,10 @@ class bdb_env {
   bdb_env& operator=(const bdb_env&) = delete;
 
   // A Berkeley DB transaction; only once the environment is transactional
-  // (see about_to_write).
-  DbTxn* begin();
+  // (see about_to_write). A snapshot transaction (multiversion environments)
+  // reads the databases as they were committed when it began, without
+  // locks; it is meant for reading.
+  DbTxn* begin(bool snapshot = false);
   void commit(DbTxn* t, bool durable);
   void abort(DbTxn* t);
 
@@ -187,6 +191,7 @@ class bdb_env {
 
   std::string dir_;
   std::uint64_t cache_bytes_;
+  bool multiversion_;
   std::unique_ptr<DbEnv> env_;
   std::unique_ptr<Db> pages_;
   std::unique_ptr<Db> meta_;

@@ -19,7 +19,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <mutex>
+#include <string>
 
 namespace qs::detail {
 namespace {
@@ -41,6 +43,10 @@ struct sigaction& previous_for(int sig) {
   return previous[sig == SIGBUS ? 1 : 0];
 }
 thread_local bool in_fault = false;
+// The last exception a fault raised on this thread: std::terminate is told
+// apart from other terminations by it (on_terminate).
+thread_local std::exception_ptr raised_by_fault;
+std::terminate_handler previous_terminate = nullptr;
 
 void say(const char* s) noexcept {
   ssize_t r = ::write(2, s, std::strlen(s));
@@ -117,12 +123,38 @@ void handler(int sig, siginfo_t* info, void* ctx) {
     // blocks nothing more, but a wrapper may have: ThreadSanitizer runs the
     // handler with every signal blocked.)
     pthread_sigmask(SIG_SETMASK, &uc->uc_sigmask, nullptr);
+    raised_by_fault = std::current_exception();
     throw;
   }
   in_fault = false;
 }
 
+// An exception a fault raised met code that cannot throw (a noexcept
+// function, a destructor) on its way out, or nothing caught it: before the
+// usual termination, say which error it was and the rule it falls under.
+[[noreturn]] void on_terminate() {
+  std::exception_ptr e = std::current_exception();
+  if (e && e == raised_by_fault) {
+    std::string what = "(unknown)";
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      what = x.what();
+    } catch (...) {
+    }
+    std::string line = "qs: the process ends: a page fault raised \"" + what +
+                       "\" inside code that cannot throw (a noexcept function or a destructor) or that "
+                       "nothing caught. Errors raised in faults are I/O, corruption, a lost page server "
+                       "or a programming error, never a conflict; the transaction was failed first, so nothing "
+                       "of it was committed (README, \"Errors in faults\")\n";
+    say(line.c_str());
+  }
+  if (previous_terminate) previous_terminate();
+  std::abort();
+}
+
 void install() {
+  previous_terminate = std::set_terminate(on_terminate);
   struct sigaction sa {};
   sa.sa_sigaction = handler;
   // SA_NODEFER: a fault inside the handler reaches it again and is

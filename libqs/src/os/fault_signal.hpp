@@ -16,7 +16,11 @@
 // A target may throw from on_fault: the exception leaves the handler and
 // unwinds through the faulting instruction (the program is compiled with
 // -fnon-call-exceptions). The signal mask of the code that faulted is put
-// back before it leaves.
+// back before it leaves. Where it meets code that cannot throw (a noexcept
+// function) the C++ runtime calls std::terminate: the terminate handler
+// installed with the signal handlers (chained to the one before it) first
+// says that the error came from a fault, which error, and the rule
+// (qs/error.hpp).
 //
 // A SIGSEGV or SIGBUS that no fault in a registered range caused (another
 // address, or one sent with kill or raise) gets what it would get without

@@ -68,7 +68,6 @@ const char* name_of(msg m) {
     case msg::commit: return "commit";
     case msg::abort: return "abort";
     case msg::read_page: return "read_page";
-    case msg::lock_write: return "lock_write";
     case msg::get: return "get";
     case msg::scan: return "scan";
     case msg::allocate: return "allocate";

@@ -2,22 +2,25 @@
 // request and per response, and their parsers and encoders (the one
 // definition both sides compile).
 //
-// Protocol version 4. A connection starts with the client's hello (magic,
+// Protocol version 5. A connection starts with the client's hello (magic,
 // version, and for TCP the shared secret); then the client sends one request
 // at a time and the server answers each with one response:
 //
 //   hello         magic, version, secret               -> hello_ok | error
 //   begin                                              -> begun: the commit id
 //   write         page ops, meta ops (in the txn)      -> ok | error
-//   commit        durable, page ops, meta ops          -> ok | error (txn ended)
+//   commit        durable, serializable, page ops,     -> ok | error: conflict,
+//                 meta ops, pages read and their          store, ... (txn ended)
+//                 versions
 //                 (a page op puts, patches or removes a record, and keeps,
-//                 sets or removes the page's mapping object with it)
+//                 sets or removes the page's mapping object with it; it
+//                 carries the version of the record the transaction's
+//                 snapshot had, which the commit checks)
 //   abort                                              -> ok
 //   outcome       commit id (outside a txn)            -> verdict: committed |
 //                                                         aborted | pending | expired
 //   read_page     page, [known version]                -> page: absent | unchanged |
 //                                                         record and mapping object
-//   lock_write    page                                 -> ok | error (deadlock)
 //   get           key                                  -> value: [value]
 //   scan          prefix                               -> entries
 //   allocate      n                                    -> pages: first page, first frame
@@ -61,7 +64,7 @@
 namespace qs::wire {
 
 constexpr std::uint32_t magic = 0x50575351;  // "QSWP"
-constexpr std::uint32_t version = 4;
+constexpr std::uint32_t version = 5;
 // The largest message body either side accepts.
 constexpr std::uint32_t max_message = 64u << 20;
 // The largest page record (64 KiB page and a 48-byte header, with room).
@@ -75,6 +78,8 @@ constexpr std::uint32_t max_secret = 1024;
 constexpr std::uint32_t max_index_name = 256;
 // The most pages one allocate asks for.
 constexpr std::uint64_t max_allocation = std::uint64_t{1} << 32;
+// A page op's base_version when the commit is not to check it.
+constexpr std::uint64_t unchecked_version = ~std::uint64_t{0};
 
 // The first byte of every body: which message it is.
 enum class msg : std::uint8_t {
@@ -84,7 +89,6 @@ enum class msg : std::uint8_t {
   commit,
   abort,
   read_page,
-  lock_write,
   get,
   scan,
   allocate,
@@ -116,9 +120,11 @@ const char* name_of(msg m);
 // connection after this response (a limit of the server's was reached; the
 // text names it), and may send it unasked, before closing, in place of the
 // answer to a request still to come.
+// `conflict`: the commit found what the transaction read or wrote changed
+// since its snapshot; the client retries the transaction.
 enum class error_code : std::uint32_t {
   store = 1,
-  deadlock = 2,
+  conflict = 2,
   protocol = 3,
   auth = 4,
   invalid = 5,
@@ -152,10 +158,14 @@ struct page_op {
   std::vector<part> parts;                           // patch: at least one
   mapping_change mapping_op = mapping_change::keep;  // put, patch
   std::string_view mapping;                          // set: the new mapping object
+  // The version of the record in the transaction's snapshot (0: it had
+  // none, a new page); unchecked_version: not checked.
+  std::uint64_t base_version = 0;
   template <class M, class W>
   static void fields(M& m, W& w) {
     w.enumeration("kind", m.kind, page_op_kind::put, page_op_kind::remove);
     w.u64("page", m.page);
+    w.u64("base_version", m.base_version);
     if (m.kind == page_op_kind::put) w.bytes("record", m.record, max_record, 1);
     if (m.kind == page_op_kind::patch) {
       w.list("parts", m.parts, 8, [&](auto& p) { part::fields(p, w); });
@@ -237,16 +247,32 @@ struct write_request {
   }
 };
 
-// The transaction's last writes, and its end.
+// A page the transaction read, and the version its snapshot had (0: none).
+struct page_version {
+  std::uint64_t page = 0;
+  std::uint64_t version = 0;
+};
+
+// The transaction's last writes, and its end. Serializable: the pages in
+// `reads` (and the metadata records the transaction read on the server) must
+// still have the versions the transaction read, as must every page and
+// record it writes; otherwise only those it writes.
 struct commit_request {
   static constexpr msg tag = msg::commit;
   bool durable = true;
+  bool serializable = true;
   std::vector<page_op> pages;
   std::vector<meta_op> metas;
+  std::vector<page_version> reads;
   template <class M, class W>
   static void fields(M& m, W& w) {
     w.flag("durable", m.durable);
+    w.flag("serializable", m.serializable);
     page_and_meta_ops(m, w);
+    w.list("reads", m.reads, 16, [&](auto& r) {
+      w.u64("page", r.page);
+      w.u64("version", r.version);
+    });
   }
 };
 
@@ -266,15 +292,6 @@ struct read_page_request {
   static void fields(M& m, W& w) {
     w.u64("page", m.page);
     w.optional("known_version", m.known_version, [&](auto& v) { w.u64("known_version", v); });
-  }
-};
-
-struct lock_write_request {
-  static constexpr msg tag = msg::lock_write;
-  std::uint64_t page = 0;
-  template <class M, class W>
-  static void fields(M& m, W& w) {
-    w.u64("page", m.page);
   }
 };
 
@@ -395,10 +412,10 @@ struct outcome_request {
   }
 };
 
-using request = std::variant<hello_request, begin_request, write_request, commit_request, abort_request,
-                             read_page_request, lock_write_request, get_request, scan_request, allocate_request,
-                             open_index_request, index_insert_request, index_erase_request, index_scan_request,
-                             log_position_request, ping_request, outcome_request>;
+using request =
+    std::variant<hello_request, begin_request, write_request, commit_request, abort_request, read_page_request,
+                 get_request, scan_request, allocate_request, open_index_request, index_insert_request,
+                 index_erase_request, index_scan_request, log_position_request, ping_request, outcome_request>;
 
 // --- responses ---
 

@@ -1,0 +1,261 @@
+// qs_ps_bank: a client process of the page-server bank test (bank_test.cpp).
+// A Bank holds a std::map of accounts (int key, an Account with a long
+// qs::allocator string name and a balance), allocated with qs::allocator;
+// each transfer client has a root counter of its committed transfers.
+// Usage:
+//   qs_ps_bank URL setup                     create the bank: accounts 0..99 of
+//                                            1000 each, counters 0..3 at 0
+//   qs_ps_bank URL transfer ID N             N transfers (db.run each) from the
+//                                            sequence of client ID; each also adds 1
+//                                            to counter ID
+//   qs_ps_bank URL audit DONE                sum every balance in read-only
+//                                            transactions (db.run) until file DONE
+//                                            exists (120 s at most): exit 0 when every
+//                                            total was right and no body ran twice;
+//                                            3 on a wrong total, 4 on an abort (a body
+//                                            run again, or db.run gave up), 5 on both,
+//                                            6 when DONE never came
+//   qs_ps_bank URL check CLIENTS N           replay the sequences of clients
+//                                            0..CLIENTS-1: exit 0 when every balance,
+//                                            name and counter is what they give, 1 if not
+// Every wait is bounded. Output on stdout, errors on stderr.
+#include <qs/qs.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace qs_psbank {
+
+constexpr int accounts = 100;
+constexpr std::int64_t initial_balance = 1000;
+constexpr int max_clients = 4;
+
+using pstring = std::basic_string<char, std::char_traits<char>, qs::allocator<char>>;
+
+struct Account {
+  pstring name;  // longer than the small-string buffer: its characters are a persistent allocation
+  std::int64_t balance = 0;
+};
+
+using account_map = std::map<int, Account, std::less<int>, qs::allocator<std::pair<const int, Account>>>;
+
+struct Bank {
+  QS_PERSISTENT(Bank)
+  account_map accounts;
+};
+
+}  // namespace qs_psbank
+
+using namespace qs_psbank;
+
+namespace {
+
+qs::options client_options() {
+  qs::options o;
+  o.pool_pages = 256;
+  o.durable = true;
+  o.reservation_bytes = std::uint64_t{1} << 30;
+  return o;
+}
+
+std::string account_name(int i) {
+  char b[64];
+  std::snprintf(b, sizeof b, "account-%07d-held-at-the-test-bank", i);
+  return b;
+}
+
+std::string counter_root(int client) { return "transfers-" + std::to_string(client); }
+
+Bank* bank(qs::database& db) {
+  Bank* b = db.root<Bank*>("bank");
+  if (!b) throw qs::error("no bank: run setup first");
+  return b;
+}
+
+struct transfer_step {
+  int from, to;
+  std::int64_t amount;
+};
+
+// Client `client`'s transfers: the same for the client and for check.
+std::vector<transfer_step> sequence(int client, int n) {
+  std::minstd_rand rng(static_cast<unsigned>(7919 * (client + 1)));
+  std::vector<transfer_step> steps;
+  for (int k = 0; k < n; ++k) {
+    transfer_step t;
+    t.from = static_cast<int>(rng() % accounts);
+    t.to = static_cast<int>(rng() % (accounts - 1));
+    if (t.to >= t.from) ++t.to;  // never from == to
+    t.amount = 1 + static_cast<std::int64_t>(rng() % 50);
+    steps.push_back(t);
+  }
+  return steps;
+}
+
+int setup(qs::database& db) {
+  db.run([&] {
+    auto& root = db.root<Bank*>("bank");
+    if (root) return;
+    Bank* b = new (db) Bank{};
+    for (int i = 0; i < accounts; ++i) {
+      Account& a = b->accounts[i];
+      a.name = account_name(i).c_str();
+      a.balance = initial_balance;
+    }
+    for (int c = 0; c < max_clients; ++c) db.root<std::int64_t>(counter_root(c)) = 0;
+    root = b;
+  });
+  std::printf("accounts=%d\n", accounts);
+  return 0;
+}
+
+int transfer(qs::database& db, int client, int n) {
+  std::vector<transfer_step> steps = sequence(client, n);
+  int runs = 0;
+  for (int k = 0; k < n; ++k) {
+    const transfer_step& t = steps[k];
+    db.run([&] {
+      ++runs;
+      std::string note = "transfer " + std::to_string(k) + " of client " + std::to_string(client);
+      Bank* b = bank(db);
+      auto account = [&](int id) -> Account& {
+        auto it = b->accounts.find(id);
+        if (it == b->accounts.end()) throw qs::error(note + ": no account " + std::to_string(id));
+        return it->second;
+      };
+      Account& from = account(t.from);
+      Account& to = account(t.to);
+      from.balance -= t.amount;
+      to.balance += t.amount;
+      ++db.root<std::int64_t>(counter_root(client));
+    });
+  }
+  std::printf("committed=%d runs=%d\n", n, runs);
+  return 0;
+}
+
+int audit(qs::database& db, const std::string& done) {
+  const std::int64_t expected = std::int64_t{accounts} * initial_balance;
+  auto start = std::chrono::steady_clock::now();
+  long runs = 0, completed = 0, wrong = 0, gave_up = 0;
+  bool timed_out = false;
+  do {
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(120)) {
+      timed_out = true;
+      break;
+    }
+    long before = runs;
+    try {
+      db.run([&] {
+        ++runs;
+        std::string note = "audit " + std::to_string(completed);
+        std::int64_t total = 0;
+        int n = 0;
+        for (const auto& [id, account] : bank(db)->accounts) {
+          total += account.balance;
+          ++n;
+        }
+        if (total != expected || n != accounts) {
+          ++wrong;
+          if (wrong <= 10)
+            std::printf("%s (run %ld): %d accounts, total %lld, expected %d and %lld\n", note.c_str(), runs, n,
+                        static_cast<long long>(total), accounts, static_cast<long long>(expected));
+        }
+      });
+      ++completed;
+      if (runs - before > 1)
+        std::printf("audit %ld: its body ran %ld times (aborted and retried)\n", completed, runs - before);
+    } catch (const qs::deadlock& e) {
+      ++gave_up;
+      std::printf("audit %ld: db.run gave up after %ld runs: %s\n", completed + 1, runs - before, e.what());
+    }
+    std::fflush(stdout);
+  } while (!std::filesystem::exists(done));
+  bool aborted = runs != completed;
+  std::printf("audits=%ld runs=%ld wrong=%ld aborted=%ld gave_up=%ld%s\n", completed, runs, wrong, runs - completed,
+              gave_up, timed_out ? " timed_out" : "");
+  if (wrong && aborted) return 5;
+  if (wrong) return 3;
+  if (aborted) return 4;
+  if (timed_out) return 6;
+  return 0;
+}
+
+int check(qs::database& db, int clients, int n) {
+  std::vector<std::int64_t> expected(accounts, initial_balance);
+  for (int c = 0; c < clients; ++c)
+    for (const transfer_step& t : sequence(c, n)) {
+      expected[t.from] -= t.amount;
+      expected[t.to] += t.amount;
+    }
+  int rc = 0, reported = 0;
+  auto report = [&](const std::string& what) {
+    rc = 1;
+    if (++reported <= 20) std::fprintf(stderr, "%s\n", what.c_str());
+  };
+  db.run([&] {
+    rc = 0;
+    reported = 0;
+    Bank* b = bank(db);
+    if (b->accounts.size() != static_cast<std::size_t>(accounts))
+      report("the bank has " + std::to_string(b->accounts.size()) + " accounts");
+    std::int64_t total = 0;
+    for (int i = 0; i < accounts; ++i) {
+      auto it = b->accounts.find(i);
+      if (it == b->accounts.end()) {
+        report("account " + std::to_string(i) + " is missing");
+        continue;
+      }
+      const Account& a = it->second;
+      total += a.balance;
+      if (a.name.c_str() != account_name(i))
+        report("account " + std::to_string(i) + " is named \"" + std::string(a.name.c_str()) + "\"");
+      if (a.balance != expected[i])
+        report("account " + std::to_string(i) + " has " + std::to_string(a.balance) + ", expected " +
+               std::to_string(expected[i]));
+    }
+    for (int c = 0; c < clients; ++c) {
+      std::int64_t v = db.root<std::int64_t>(counter_root(c));
+      if (v != n)
+        report("client " + std::to_string(c) + " committed " + std::to_string(v) + " transfers, expected " +
+               std::to_string(n));
+    }
+    std::printf("total=%lld\n", static_cast<long long>(total));
+  });
+  if (rc == 0) std::printf("every balance and counter is right\n");
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: qs_ps_bank URL MODE ...\n");
+    return 2;
+  }
+  std::string url = argv[1], mode = argv[2];
+  auto arg = [&](int i) { return i < argc ? std::string(argv[i]) : std::string(); };
+  try {
+    auto db = qs::database::open(url, client_options());
+    if (mode == "setup") return setup(db);
+    if (mode == "transfer") {
+      int client = std::stoi(arg(3));
+      if (client < 0 || client >= max_clients) throw qs::error("client ids are 0.." + std::to_string(max_clients - 1));
+      return transfer(db, client, std::stoi(arg(4)));
+    }
+    if (mode == "audit") return audit(db, arg(3));
+    if (mode == "check") return check(db, std::stoi(arg(3)), std::stoi(arg(4)));
+    std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qs_ps_bank %s: %s\n", mode.c_str(), e.what());
+    return 1;
+  }
+}
