@@ -201,7 +201,8 @@ void database_impl::begin() {
 
 void database_impl::commit() {
   lock_scope g(*this);
-  require_transaction("commit");
+  // (Not require_transaction: a failed transaction's commit aborts it, below.)
+  if (!log_.open()) throw no_transaction("commit in database " + name() + " needs a transaction");
   auto t0 = std::chrono::steady_clock::now();
   try {
     throw_if_failed();
