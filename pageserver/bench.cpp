@@ -1,6 +1,7 @@
 // qs_pageserver_bench: what a page costs through qs-pageserver, measured in
 // one run beside the embedded store and a bare round trip of the same size,
-// and commit throughput of 1, 2, 4 and 8 client processes.
+// and commit throughput of 1, 2, 4 and 8 client processes on disjoint and on
+// shared pages.
 //
 //   qs_pageserver_bench [PAGES] [SECONDS]      (defaults 2000 pages, 2 s per client count)
 //
@@ -11,10 +12,17 @@
 //  * revalidated fault, remote: a page cached from an earlier transaction,
 //    first touched in a new one (the server answers "unchanged");
 //  * bare round trips to the same server over loopback TCP, on a wire
-//    connection of the benchmark's own (wire/), of the sizes a fault and a
-//    revalidation exchange: ping messages, without qs;
-//  * commits per second of N clients, each incrementing its own counter
-//    (disjoint pages, durable commits) in db.run transactions.
+//    connection of the benchmark's own (wire/), of the sizes a fault, a
+//    revalidation and a write lock exchange: ping messages, without qs;
+//  * write fault, embedded and remote: the first write in a transaction to
+//    a page already resident and read in it (remote: a write lock asked of
+//    the server);
+//  * commits per second of N clients in db.run transactions (durable
+//    commits), on disjoint pages (each client increments its own counter)
+//    and on shared pages (each transaction reads a common page and
+//    increments one of 4 shared counters, chosen at random), with the
+//    conflicts per commit: (attempts - commits) / commits, where an attempt
+//    is a run of the transaction's body.
 #include <qs/qs.hpp>
 
 #include <connection.hpp>
@@ -31,6 +39,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -129,6 +138,35 @@ double walk(qs::database& db, int pages) {
   return t / n;
 }
 
+// Seconds per write fault: in one transaction, a pass over the list that
+// reads every page (faulting it in, or revalidating it), then a timed pass
+// that writes each page once. Two such transactions; the first warms the
+// before-image memory, the second is measured.
+double write_fault(qs::database& db, int pages) {
+  double t = 0;
+  std::int64_t sum = 0;
+  std::vector<Slab*> slabs;
+  slabs.reserve(static_cast<std::size_t>(pages));
+  for (int round = 0; round < 2; ++round) {
+    qs::transaction tx(db);
+    slabs.clear();
+    for (Slab* s = db.root<Slab*>("list"); s; s = s->next) {
+      sum += s->value;
+      slabs.push_back(s);
+    }
+    std::uint64_t before = db.stats().write_faults;
+    auto t0 = clock_type::now();
+    for (Slab* s : slabs) s->pad[0] += 1;
+    t = since(t0) / static_cast<double>(slabs.size());
+    std::uint64_t faults = db.stats().write_faults - before;
+    tx.commit();
+    if (slabs.size() != static_cast<std::size_t>(pages) || faults != slabs.size())
+      std::fprintf(stderr, "wrote %zu pages (%llu write faults), expected %d (sum %lld)\n", slabs.size(),
+                   static_cast<unsigned long long>(faults), pages, static_cast<long long>(sum));
+  }
+  return t;
+}
+
 int spawn(const std::vector<std::string>& argv, const std::string& err) {
   std::vector<std::string> copy(argv);
   std::vector<char*> args;
@@ -143,33 +181,146 @@ int spawn(const std::vector<std::string>& argv, const std::string& err) {
   return pid;
 }
 
-// A client process of the throughput measurement: increments counter `id`
-// for `seconds`, then prints its commit count.
-int client(const std::string& url, int id, double seconds) {
-  auto db = qs::database::open(url, [] {
-    qs::options o = bench_options();
-    o.durable = true;
-    return o;
-  }());
-  std::string name = "counter" + std::to_string(id);
+constexpr int max_clients = 8;
+constexpr int shared_counters = 4;
+
+std::string own_counter(int id) { return "counter" + std::to_string(id); }
+std::string shared_counter(int k) { return "shared" + std::to_string(k); }
+const char* const common_page = "common";
+
+// Creates the counters of the throughput measurement, each a Slab (a page of
+// its own): one for each client of the disjoint workload, the shared ones
+// and the common page of the shared workload.
+void create_counters(const std::string& url) {
+  auto db = qs::database::open(url, bench_options());
   db.run([&] {
-    auto& c = db.root<Slab*>(name);
-    if (!c) c = new (db) Slab{};
+    auto make = [&](const std::string& name) {
+      auto& c = db.root<Slab*>(name);
+      if (!c) c = new (db) Slab{};
+    };
+    for (int i = 0; i < max_clients; ++i) make(own_counter(i));
+    for (int k = 0; k < shared_counters; ++k) make(shared_counter(k));
+    make(common_page);
   });
-  long commits = 0;
-  auto t0 = clock_type::now();
-  while (since(t0) < seconds) {
-    db.run([&] { db.root<Slab*>(name)->value += 1; });
-    ++commits;
+}
+
+// A client process of the throughput measurement. For `seconds` it runs
+// transactions (db.run) that each increment a counter: with workload
+// "disjoint", its own counter `id`; with "shared", one of the shared
+// counters chosen at random, after reading the common page. It prints its
+// commits, its attempts (runs of the transaction's body, each retry after a
+// conflict included), the transactions that gave up (a qs::error out of
+// db.run, such as a deadlock on the last attempt) and whether an error ended
+// it early (0 or 1). It goes on after a transaction that gave up, and exits
+// normally whatever is thrown; the first of each kind of error goes to
+// stderr.
+int client(const std::string& url, const std::string& workload, int id, double seconds) {
+  long commits = 0, attempts = 0, gave_up = 0, ended = 0;
+  try {
+    auto db = qs::database::open(url, [] {
+      qs::options o = bench_options();
+      o.durable = true;
+      return o;
+    }());
+    const bool shared = workload == "shared";
+    if (!shared && workload != "disjoint") throw qs::error("unknown workload " + workload);
+    const std::string own = own_counter(id);
+    std::vector<std::string> names;
+    for (int k = 0; k < shared_counters; ++k) names.push_back(shared_counter(k));
+    db.run([&] {
+      for (const std::string& n : shared ? names : std::vector<std::string>{own})
+        if (!db.root<Slab*>(n)) throw qs::error("no counter " + n);
+      if (shared && !db.root<Slab*>(common_page)) throw qs::error("no common page");
+    });
+    std::minstd_rand rng(static_cast<unsigned>(id) * 7919u + static_cast<unsigned>(::getpid()));
+    volatile std::int64_t seen = 0;
+    auto t0 = clock_type::now();
+    while (since(t0) < seconds) {
+      const std::string& name = shared ? names[rng() % shared_counters] : own;
+      try {
+        db.run([&] {
+          ++attempts;
+          if (shared) seen = db.root<Slab*>(common_page)->value;
+          db.root<Slab*>(name)->value += 1;
+        });
+        ++commits;
+      } catch (const qs::error& e) {
+        if (++gave_up == 1)
+          std::fprintf(stderr, "client %d (%s): a transaction gave up: %s\n", id, workload.c_str(), e.what());
+      }
+    }
+  } catch (const std::exception& e) {
+    ended = 1;
+    std::fprintf(stderr, "client %d (%s): %s\n", id, workload.c_str(), e.what());
+  } catch (...) {
+    ended = 1;
+    std::fprintf(stderr, "client %d (%s): an exception of unknown type\n", id, workload.c_str());
   }
-  std::printf("%ld\n", commits);
+  std::printf("%ld %ld %ld %ld\n", commits, attempts, gave_up, ended);
   return 0;
+}
+
+// The sums of the clients' reports, and the clients that reported nothing
+// (killed, or crashed).
+struct tally {
+  long commits = 0, attempts = 0, gave_up = 0, ended = 0, silent = 0;
+};
+
+tally run_clients(const std::string& self, const std::string& url, const std::string& dir, const std::string& workload,
+                  int clients, double seconds) {
+  std::vector<std::pair<int, std::string>> procs;
+  for (int i = 0; i < clients; ++i) {
+    std::string out = dir + "/" + workload + std::to_string(clients) + "_" + std::to_string(i);
+    int fds = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds, 1);
+    std::vector<std::string> a{self, "--client", url, workload, std::to_string(i), std::to_string(seconds)};
+    std::vector<char*> args;
+    for (auto& s : a) args.push_back(s.data());
+    args.push_back(nullptr);
+    int pid = -1;
+    if (posix_spawn(&pid, self.c_str(), &fa, nullptr, args.data(), environ) != 0) pid = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(fds);
+    procs.emplace_back(pid, out);
+  }
+  tally t;
+  for (auto& [pid, out] : procs) {
+    int st = 0;
+    if (pid > 0) ::waitpid(pid, &st, 0);
+    std::ifstream in(out);
+    long c = 0, a = 0, g = 0, e = 0;
+    if (pid > 0 && (in >> c >> a >> g >> e)) {
+      t.commits += c;
+      t.attempts += a;
+      t.gave_up += g;
+      t.ended += e;
+    } else {
+      ++t.silent;
+    }
+  }
+  return t;
+}
+
+void print_tally(int clients, const tally& t, double seconds) {
+  std::printf("  %d client%s %10.0f commits/s", clients, clients == 1 ? " " : "s",
+              static_cast<double>(t.commits) / seconds);
+  if (t.commits > 0)
+    std::printf("  %8.3f conflicts/commit",
+                static_cast<double>(t.attempts - t.commits) / static_cast<double>(t.commits));
+  else std::printf("  %8s conflicts/commit", "-");
+  std::printf("  %6ld gave up  (%ld commits, %ld attempts)", t.gave_up, t.commits, t.attempts);
+  if (t.ended) std::printf("  %ld ended by an error", t.ended);
+  if (t.silent) std::printf("  %ld reported nothing", t.silent);
+  std::printf("\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::string(argv[1]) == "--client") return client(argv[2], std::atoi(argv[3]), std::atof(argv[4]));
+  if (argc >= 6 && std::string(argv[1]) == "--client")
+    return client(argv[2], argv[3], std::atoi(argv[4]), std::atof(argv[5]));
   int pages = argc > 1 ? std::atoi(argv[1]) : 2000;
   double seconds = argc > 2 ? std::atof(argv[2]) : 2.0;
   char tmpl[] = "/tmp/qs-psbench-XXXXXX";
@@ -195,8 +346,8 @@ int main(int argc, char** argv) {
   try {
     if (!port) throw qs::error("the server did not start; see " + dir + "/server.log");
     std::printf("qs-pageserver benchmark: %d pages of 8 KiB, loopback TCP (%s)\n\n", pages, url.c_str());
-    double embedded, remote, revalidate, rtt_page, rtt_small;
-    std::pair<std::size_t, std::size_t> fault_sizes, check_sizes;  // bytes out, back
+    double embedded, remote, revalidate, embedded_write, remote_write, rtt_page, rtt_small, rtt_lock;
+    std::pair<std::size_t, std::size_t> fault_sizes, check_sizes, lock_sizes;  // bytes out, back
     // Each walk after a fresh open: the process knows no page but the
     // roots, and gives each page its frame as the pointers to it come in.
     {
@@ -206,6 +357,7 @@ int main(int argc, char** argv) {
     {
       auto db = qs::database::open(dir + "/embedded", bench_options());
       embedded = walk(db, pages);
+      embedded_write = write_fault(db, pages);
     }
     {
       auto db = qs::database::open(url, bench_options());
@@ -215,9 +367,10 @@ int main(int argc, char** argv) {
       auto db = qs::database::open(url, bench_options());
       remote = walk(db, pages);
       revalidate = walk(db, pages);  // cached: revalidated by version
+      remote_write = write_fault(db, pages);
     }
     {
-      // What a fault and a revalidation send and receive.
+      // What a fault, a revalidation and a write lock send and receive.
       std::string record(8192 + 48, 'r');
       const qs::wire::request fault = qs::wire::read_page_request{1, {}};
       const qs::wire::response page = qs::wire::page_response{qs::wire::page_status::record, record, {}};
@@ -225,6 +378,9 @@ int main(int argc, char** argv) {
       const qs::wire::response unchanged = qs::wire::page_response{qs::wire::page_status::unchanged, {}, {}};
       fault_sizes = {wire_client::body_size(fault) + 4, wire_client::body_size(page) + 4};
       check_sizes = {wire_client::body_size(check) + 4, wire_client::body_size(unchanged) + 4};
+      const qs::wire::request lock = qs::wire::lock_write_request{1};
+      const qs::wire::response ok = qs::wire::ok_response{};
+      lock_sizes = {wire_client::body_size(lock) + 4, wire_client::body_size(ok) + 4};
       wire_client c(port, "bench-secret");
       const int n = 2000;
       auto t0 = clock_type::now();
@@ -233,6 +389,9 @@ int main(int argc, char** argv) {
       t0 = clock_type::now();
       for (int i = 0; i < n; ++i) c.round_trip(check, unchanged);
       rtt_small = since(t0) / n;
+      t0 = clock_type::now();
+      for (int i = 0; i < n; ++i) c.round_trip(lock, ok);
+      rtt_lock = since(t0) / n;
     }
     std::printf("%-52s %9.1f us\n", "cold read fault, embedded (Berkeley DB in-process)", embedded * 1e6);
     std::printf("%-52s %9.1f us  (%.1fx embedded)\n", "cold read fault, remote (page over TCP)", remote * 1e6,
@@ -247,43 +406,32 @@ int main(int argc, char** argv) {
     std::printf("%-52s %9.1f us\n", "revalidated fault, remote (\"unchanged\", no page)", revalidate * 1e6);
     label = "bare round trip, " + std::to_string(check_sizes.first) + " B out, " + std::to_string(check_sizes.second) +
             " B back";
-    std::printf("%-52s %9.1f us  (revalidation = %.2fx bare round trip)\n\n", label.c_str(), rtt_small * 1e6,
+    std::printf("%-52s %9.1f us  (revalidation = %.2fx bare round trip)\n", label.c_str(), rtt_small * 1e6,
                 revalidate / rtt_small);
+    std::printf("%-52s %9.1f us\n", "write fault, embedded (resident page, read first)", embedded_write * 1e6);
+    std::printf("%-52s %9.1f us  (%.1fx embedded)\n", "write fault, remote (write lock from the server)",
+                remote_write * 1e6, remote_write / embedded_write);
+    label = "bare round trip, " + std::to_string(lock_sizes.first) + " B out, " + std::to_string(lock_sizes.second) +
+            " B back";
+    std::printf("%-52s %9.1f us  (remote write fault = %.2fx bare round trip)\n\n", label.c_str(), rtt_lock * 1e6,
+                remote_write / rtt_lock);
 
-    std::printf("commit throughput (durable commits, each client its own counter page, %.1f s):\n", seconds);
+    std::printf(
+        "commit throughput (durable commits, %.1f s per client count; conflicts/commit = (attempts - commits) / "
+        "commits):\n",
+        seconds);
     char self[4096];
     ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
     self[len > 0 ? len : 0] = 0;
-    for (int clients : {1, 2, 4, 8}) {
-      std::vector<std::pair<int, std::string>> procs;
-      for (int i = 0; i < clients; ++i) {
-        std::string out = dir + "/client" + std::to_string(clients) + "_" + std::to_string(i);
-        int fds = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, fds, 1);
-        std::vector<std::string> a{self, "--client", url, std::to_string(i), std::to_string(seconds)};
-        std::vector<char*> args;
-        for (auto& s : a) args.push_back(s.data());
-        args.push_back(nullptr);
-        int pid = -1;
-        posix_spawn(&pid, self, &fa, nullptr, args.data(), environ);
-        posix_spawn_file_actions_destroy(&fa);
-        ::close(fds);
-        procs.emplace_back(pid, out);
-      }
-      long total = 0;
-      for (auto& [pid, out] : procs) {
-        int st = 0;
-        ::waitpid(pid, &st, 0);
-        std::ifstream in(out);
-        long c = 0;
-        in >> c;
-        total += c;
-      }
-      std::printf("  %d client%s %10.0f commits/s\n", clients, clients == 1 ? " " : "s",
-                  static_cast<double>(total) / seconds);
-    }
+    create_counters(url);
+    std::printf(" disjoint pages: each client increments its own counter page\n");
+    for (int clients : {1, 2, 4, max_clients})
+      print_tally(clients, run_clients(self, url, dir, "disjoint", clients, seconds), seconds);
+    std::printf(
+        " shared pages: each transaction reads a common page and increments one of %d counter pages, at random\n",
+        shared_counters);
+    for (int clients : {1, 2, 4, max_clients})
+      print_tally(clients, run_clients(self, url, dir, "shared", clients, seconds), seconds);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qs_pageserver_bench: %s\n", e.what());
     rc = 1;
