@@ -152,6 +152,10 @@ bool server_process::wait_paused(int timeout_ms) {
 
 void server_process::kill9() { proc_.kill9(); }
 
+void server_process::signal(int sig) {
+  if (proc_.pid > 0) ::kill(proc_.pid, sig);
+}
+
 int server_process::terminate() {
   if (proc_.pid <= 0) return timed_out;
   ::kill(proc_.pid, SIGTERM);

@@ -63,6 +63,8 @@ class server_process {
   void kill9();
   // SIGTERM, then the exit status.
   int terminate();
+  // Sends the server `sig` (SIGUSR1: it logs its commit counters).
+  void signal(int sig);
   bool running() const { return proc_.running(); }
   std::string unix_url() const { return "qs+unix://" + dir_ + "/sock"; }
   std::string tcp_url() const { return "qs://127.0.0.1:" + std::to_string(port_); }

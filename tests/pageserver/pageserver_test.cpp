@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -86,9 +87,15 @@ TEST_CASE("crossed writes: one client's commit is refused with qs::conflict (a q
   CHECK(c6.wait(20000) == 0);
   CHECK(c5.out() == "value=2\n");
   CHECK(c6.out() == "value=2\n");
-  // A conflict is not an error of the server's: counted, not logged as one.
+  // A conflict is not an error of the server's: counted, not logged as one
+  // (without --log-conflicts); SIGUSR1 logs the counts.
   CHECK(s.log().find("] error: ") == std::string::npos);
   CHECK(s.log().find("conflict") == std::string::npos);
+  s.signal(SIGUSR1);
+  for (int i = 0; i < 500 && s.log().find("statistics: ") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  INFO(s.log());
+  CHECK(s.log().find(" 1 refused for a conflict (") != std::string::npos);
 }
 
 namespace {
