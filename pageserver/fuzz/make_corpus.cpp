@@ -51,22 +51,25 @@ int main(int argc, char** argv) {
   save(dir, "begin_abort", (stream() << request(hello) << request(begin_request{}) << request(abort_request{})).bytes);
   {
     write_request w;
-    w.pages.push_back({page_op_kind::put, 1, record, {}, mapping_change::set, mapping});
-    w.pages.push_back({page_op_kind::remove, 2, {}, {}});
+    w.pages.push_back({page_op_kind::put, 1, record, {}, mapping_change::set, mapping, 0});
+    w.pages.push_back({page_op_kind::remove, 2, {}, {}, mapping_change::keep, {}, unchecked_version});
     w.metas.push_back({meta_op_kind::put, "r:root", "123 x"});
     save(dir, "write_put", (stream() << request(w)).bytes);
   }
   {
     commit_request c;
     c.durable = true;
-    page_op patch{page_op_kind::patch, 7, {}, {}};
+    c.serializable = true;
+    page_op patch{page_op_kind::patch, 7, {}, {}, mapping_change::keep, {}, 3};
     patch.parts.push_back({0, std::string_view(record).substr(0, 48)});
     patch.parts.push_back({100, "hhhh"});
     patch.mapping_op = mapping_change::remove;
     c.pages.push_back(patch);
-    c.pages.push_back({page_op_kind::put, 8, record, {}, mapping_change::keep, {}});
-    c.pages.push_back({page_op_kind::put, 10, record, {}, mapping_change::set, mapping});
-    c.pages.push_back({page_op_kind::remove, 9, {}, {}});
+    c.pages.push_back({page_op_kind::put, 8, record, {}, mapping_change::keep, {}, 1});
+    c.pages.push_back({page_op_kind::put, 10, record, {}, mapping_change::set, mapping, 0});
+    c.pages.push_back({page_op_kind::remove, 9, {}, {}, mapping_change::keep, {}, 2});
+    c.reads.push_back({4, 12});
+    c.reads.push_back({5, 0});
     c.metas.push_back({meta_op_kind::put, "r:root", "123 x"});
     c.metas.push_back({meta_op_kind::remove, std::string_view("s:\0\0\0\0\0\0\0\1", 10), {}});
     save(dir, "commit_patch", (stream() << request(hello) << request(begin_request{}) << request(c)).bytes);
