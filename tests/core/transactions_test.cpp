@@ -1,6 +1,6 @@
 // Transactions: abort restores, commit refuses transient pointers, several
 // threads in one transaction, one transaction per handle, one process per
-// embedded database.
+// embedded database; db.run and conflicts.
 #include <catch2/catch.hpp>
 
 #include "support.hpp"
@@ -232,4 +232,41 @@ TEST_CASE("two databases open in one process; a pointer from one into the other 
   CHECK_FALSE(b.has_root("n"));
   b.root<Node*>("n") = new (b) Node{3, nullptr};
   tb.commit();
+}
+
+TEST_CASE("db.run retries a conflict, and the one it gives up on says how many attempts were made") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  int runs = 0;
+  // A conflict raised by the body (as an index call or a commit raises one
+  // on a page server): each attempt is aborted and run again.
+  db.run([&] {
+    db.root<std::uint64_t>("n") += 1;
+    if (++runs < 3) throw qs::conflict("a conflict for the test");
+  });
+  CHECK(runs == 3);
+  runs = 0;
+  try {
+    db.run(
+        [&] {
+          ++runs;
+          throw qs::conflict("a conflict for the test");
+        },
+        4);
+    FAIL("db.run returned");
+  } catch (const qs::deadlock& e) {  // the name code written earlier catches
+    CHECK_THAT(e.what(),
+               Catch::StartsWith("a conflict for the test") && Catch::Contains("db.run gave up after 4 attempts"));
+  }
+  CHECK(runs == 4);
+  // Only the committed attempt's update is there.
+  db.run([&] { CHECK(db.root<std::uint64_t>("n") == 1); });
+  // Other errors are not retried.
+  runs = 0;
+  CHECK_THROWS_AS(db.run([&] {
+    ++runs;
+    throw qs::store_error("not a conflict");
+  }),
+                  qs::store_error);
+  CHECK(runs == 1);
 }
