@@ -46,6 +46,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 
@@ -102,6 +103,7 @@ class server {
   std::unique_ptr<commit_outcomes> outcomes_;
   std::unique_ptr<lock_timeouts> timeouts_;
   commit_counters counters_;
+  std::shared_mutex commit_gate_;  // session.hpp
   connection_limits limits_;
   buffer_budget budget_;
   int unix_fd_ = -1, tcp_fd_ = -1, lock_fd_ = -1;

@@ -60,6 +60,7 @@ void session::abort_quietly() noexcept {
   failed_.reset();
   meta_reads_.clear();
   scan_reads_.clear();
+  index_changes_.clear();
   if (!snap_) return;
   DbTxn* t = snap_;
   snap_ = nullptr;
@@ -200,16 +201,85 @@ void session::note_scan(std::string_view prefix, const std::vector<std::pair<std
   if (scan_reads_.find(prefix) == scan_reads_.end()) scan_reads_.emplace(std::string(prefix), encode_entries(entries));
 }
 
-void session::validate(const wire::commit_request& m) {
+void session::scan_view(std::uint32_t index, std::string_view lo, std::string_view hi,
+                        const std::function<bool(std::string_view, std::string_view)>& f) {
+  using entry = std::pair<std::string, std::string>;
+  std::set<entry> inserted, erased;
+  for (const index_change& c : index_changes_) {
+    if (c.index != index) continue;
+    entry e{c.key, c.value};
+    if (c.insert) {
+      inserted.insert(e);
+      erased.erase(e);
+    } else if (inserted.erase(e) == 0) {
+      erased.insert(e);
+    }
+  }
+  auto next = inserted.lower_bound(entry{std::string(lo), std::string()});
+  bool go = true;
+  // The inserted entries before `bound` (all, when null), up to hi.
+  auto inserted_before = [&](const entry* bound) {
+    while (go && next != inserted.end() && (!bound || *next < *bound) && std::string_view(next->first) <= hi) {
+      go = f(next->first, next->second);
+      ++next;
+    }
+    return go;
+  };
+  c_.env->index_scan(snap_, index, lo, hi, [&](std::string_view k, std::string_view v) {
+    entry e{std::string(k), std::string(v)};
+    if (!inserted_before(&e)) return false;
+    if (next != inserted.end() && *next == e) ++next;  // inserted again: once
+    if (erased.contains(e)) return true;
+    go = f(k, v);
+    return go;
+  });
+  inserted_before(nullptr);
+}
+
+bool session::index_insert(std::uint32_t index, std::string_view key, std::string_view value) {
+  const bool unique = c_.env->index_unique(index);
+  bool there = false;
+  scan_view(index, key, key, [&](std::string_view, std::string_view v) {
+    there = unique || v == value;
+    return !there;
+  });
+  if (there) return !unique;  // a non-unique index already has this exact entry
+  if (!c_.env->index_insert(writer(), index, key, value))
+    throw conflict("index entry refused: another transaction inserted its key since this transaction's snapshot");
+  index_changes_.push_back({index, std::string(key), std::string(value), true});
+  return true;
+}
+
+bool session::index_erase(std::uint32_t index, std::string_view key, std::string_view value_prefix) {
+  // As Berkeley DB's erase finds it: in a unique index, the key's value; in
+  // another, the first value >= the prefix; erased if it has the prefix.
+  const bool unique = c_.env->index_unique(index);
+  std::optional<std::string> found;
+  scan_view(index, key, key, [&](std::string_view, std::string_view v) {
+    if (!unique && v < value_prefix) return true;
+    if (v.starts_with(value_prefix)) found = std::string(v);
+    return false;
+  });
+  if (!found) return false;
+  if (!c_.env->index_erase(writer(), index, key, *found))
+    throw conflict("index entry erase refused: another transaction erased it since this transaction's snapshot");
+  index_changes_.push_back({index, std::string(key), std::move(*found), false});
+  return true;
+}
+
+void session::validate(const wire::commit_request& m, bool alone) {
   // Every lock in one order (pages by number, then metadata keys), then
   // every check: commits never wait for each other in a cycle, and what a
   // commit checked stays so until it has committed.
   std::map<std::uint64_t, bool> pages;  // page -> written
   for (const wire::page_op& op : m.pages) pages[op.page] = true;
   for (std::uint64_t p : written_ahead_) pages[p] = true;
-  if (m.serializable)
+  if (m.serializable && !alone)
     for (const wire::page_version& r : m.reads) pages.emplace(r.page, false);
-  for (const auto& [page, written] : pages) lock_page(page, written);
+  // Alone, only a transaction that sent pages ahead can hold a page lock,
+  // and its commit waits for this one: a lock that is not free is a
+  // conflict at once.
+  for (const auto& [page, written] : pages) lock_page(page, written, !alone);
   std::map<std::string, bool, std::less<>> metas;  // lock object key -> written
   for (const wire::meta_op& op : m.metas)
     if (!op.key.starts_with("s:")) metas[std::string(op.key.starts_with("t:") ? "t:" : op.key)] = true;
@@ -224,8 +294,10 @@ void session::validate(const wire::commit_request& m) {
   for (const wire::page_op& op : m.pages)
     if (!written_ahead_.contains(op.page)) expect_version(op.page, op.base_version, "written by this transaction");
   if (m.serializable)
-    for (const wire::page_version& r : m.reads)
-      if (pages[r.page] == false) expect_version(r.page, r.version, "read by this transaction");
+    for (const wire::page_version& r : m.reads) {
+      auto w = pages.find(r.page);
+      if (w == pages.end() || !w->second) expect_version(r.page, r.version, "read by this transaction");
+    }
   auto same = [&](std::string_view key, const std::optional<std::string>& then, const char* how) {
     std::optional<std::string> now = c_.env->get(write_, key, DB_READ_COMMITTED);
     if (now != then)
@@ -280,6 +352,7 @@ void session::end_transaction(bool commit, bool durable) {
   failed_.reset();
   meta_reads_.clear();
   scan_reads_.clear();
+  index_changes_.clear();
   locks_.clear();
   written_ahead_.clear();
   DbTxn* w = write_;
@@ -414,10 +487,17 @@ wire::response session::commit(const wire::commit_request& m) {
     c_.counters->add(c_.counters->read_only);
     return wire::ok_response{};
   }
-  const bool ahead = !written_ahead_.empty();
+  // Writes made before the commit (index updates, pages sent ahead) are in
+  // the write transaction: a commit that loses it cannot run again here.
+  const bool earlier = write_ != nullptr;
+  const bool alone = m.serializable && m.reads.size() > big_read_set;
+  std::shared_lock<std::shared_mutex> shared_gate(*c_.commit_gate, std::defer_lock);
+  std::unique_lock<std::shared_mutex> sole_gate(*c_.commit_gate, std::defer_lock);
+  if (alone) sole_gate.lock();
+  else shared_gate.lock();
   for (int attempt = 1;; ++attempt) {
     try {
-      validate(m);
+      validate(m, alone);
       apply(m.pages, m.metas, true);
       c_.outcomes->record(write_, commit_id_);
       pause_point("server.commit.before_commit");
@@ -425,7 +505,7 @@ wire::response session::commit(const wire::commit_request& m) {
       break;
     } catch (const conflict& e) {
       const bool ours = std::string_view(e.what()).starts_with("commit refused:");
-      if (!ours && !ahead && attempt < 5) {
+      if (!ours && !earlier && attempt < 5) {
         // Berkeley DB's deadlock detector chose this commit over B-tree page
         // locks: nothing of it stands; run it again.
         abort_writer();
@@ -478,10 +558,9 @@ wire::response session::dispatch(const wire::request& r) {
   // Index calls of a failed transaction get its error; inside a
   // transaction they run in its write transaction (reads too, once it has
   // one: they see its own updates).
-  auto index_txn = [&](bool writes) -> DbTxn* {
-    if (!in_txn) return nullptr;
-    if (failed_) throw failed_error{failed_->code, failed_->text};
-    return writes ? writer() : write_ ? write_ : snap_;
+  auto index_in_txn = [&] {
+    if (in_txn && failed_) throw failed_error{failed_->code, failed_->text};
+    return in_txn;
   };
   return std::visit(
       overloaded{
@@ -563,16 +642,18 @@ wire::response session::dispatch(const wire::request& r) {
             return wire::index_response{c_.env->open_index(nullptr, std::string(m.name), m.unique)};
           },
           [&](const wire::index_insert_request& m) -> wire::response {
-            return wire::flag_response{c_.env->index_insert(index_txn(true), m.index, m.key, m.value)};
+            if (index_in_txn()) return wire::flag_response{index_insert(m.index, m.key, m.value)};
+            return wire::flag_response{c_.env->index_insert(nullptr, m.index, m.key, m.value)};
           },
           [&](const wire::index_erase_request& m) -> wire::response {
-            return wire::flag_response{c_.env->index_erase(index_txn(true), m.index, m.key, m.value_prefix)};
+            if (index_in_txn()) return wire::flag_response{index_erase(m.index, m.key, m.value_prefix)};
+            return wire::flag_response{c_.env->index_erase(nullptr, m.index, m.key, m.value_prefix)};
           },
           [&](const wire::index_scan_request& m) -> wire::response {
             entries_.clear();
             std::size_t limit = m.limit ? m.limit : 4096, bytes = 0;
             bool more = false;
-            c_.env->index_scan(index_txn(false), m.index, m.lo, m.hi, [&](std::string_view k, std::string_view v) {
+            auto take = [&](std::string_view k, std::string_view v) {
               if (m.after && (k < m.after->first || (k == m.after->first && v <= m.after->second)))
                 return true;  // up to where the last batch ended
               if (entries_.size() >= limit || bytes > wire::max_message / 4) {
@@ -583,7 +664,9 @@ wire::response session::dispatch(const wire::request& r) {
               if (c_.charge) c_.charge(2 * (k.size() + v.size() + 8));  // copied here, encoded
               entries_.emplace_back(k, v);
               return true;
-            });
+            };
+            if (index_in_txn()) scan_view(m.index, m.lo, m.hi, take);
+            else c_.env->index_scan(nullptr, m.index, m.lo, m.hi, take);
             wire::entries_response resp;
             resp.more = more;
             for (auto& [k, v] : entries_) resp.entries.emplace_back(k, v);

@@ -14,7 +14,9 @@
 //    identity (commit_outcomes.hpp).
 //  * Writes go to a second, ordinary Berkeley DB transaction, begun at the
 //    first write: at the commit, or earlier for an index update or for the
-//    pages a large transaction sends ahead (write). The commit takes its
+//    pages a large transaction sends ahead (write). Index scans read the
+//    snapshot with the transaction's own index updates laid over it, so
+//    that what an index names is in the pages the transaction reads. The commit takes its
 //    locks in one order (pages by number, then metadata keys), so that
 //    commits never wait for each other in a cycle: page p's lock object is
 //    "qs:p" + p, exclusive for a page written and shared for one read; a
@@ -27,7 +29,13 @@
 //    records the outcome and commits. A page or record that changed refuses
 //    the commit with a conflict (error_code::conflict, naming it). A
 //    Berkeley DB deadlock during the commit (B-tree page locks, not ours)
-//    runs it again, a few times, unless pages were sent ahead.
+//    runs it again, a few times, unless the transaction wrote before its
+//    commit (index updates, pages sent ahead): its client retries. A read set
+//    of more than big_read_set pages would take too many of Berkeley DB's
+//    locks (the lock table is shared by every session): such a commit waits
+//    until it is the only commit running and keeps the others out until it
+//    has ended, and locks only the pages it writes (no other commit can
+//    change what it read meanwhile).
 //  * Pages sent ahead (write) are locked without waiting and validated at
 //    once; a lock that is not free or a page that changed fails the
 //    transaction with a conflict, answered at its commit. A failed
@@ -62,6 +70,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 
@@ -72,6 +81,10 @@ struct session_config {
   page_numbers* numbers;
   commit_outcomes* outcomes;
   commit_counters* counters;
+  // Commits hold it shared, from their first lock to their end; one whose
+  // read set is too large to lock page by page (big_read_set) holds it
+  // alone and locks only what it writes.
+  std::shared_mutex* commit_gate;
   // Each refused commit gets a log line (otherwise they are only counted).
   bool log_conflicts;
   bool need_secret;
@@ -81,6 +94,9 @@ struct session_config {
   // them. Empty: answers are not counted.
   std::function<void(std::size_t)> charge;
 };
+
+// A serializable commit that read more pages than this runs alone.
+constexpr std::size_t big_read_set = 16384;
 
 class session {
  public:
@@ -120,7 +136,7 @@ class session {
   // record). `how` says why the version was expected.
   void expect_version(std::uint64_t page, std::uint64_t version, const char* how);
   // The locks and checks of a commit (see above).
-  void validate(const wire::commit_request& m);
+  void validate(const wire::commit_request& m, bool alone);
   // Refuses a metadata write no client may make: a record the server owns
   // (page and frame counters, page size, format, base) once the database
   // exists, one created with a value out of range, or an unknown key.
@@ -129,6 +145,17 @@ class session {
   // snapshot had them.
   void note_read(std::string_view key, const std::optional<std::string>& value);
   void note_scan(std::string_view prefix, const std::vector<std::pair<std::string, std::string>>& entries);
+  // Index calls in a transaction: they read its snapshot with its own
+  // updates laid over it (index_changes_); an update also goes to the write
+  // transaction, and one that finds the latest committed index disagreeing
+  // with the snapshot (another transaction inserted or erased the entry
+  // since) is a conflict.
+  bool index_insert(std::uint32_t index, std::string_view key, std::string_view value);
+  bool index_erase(std::uint32_t index, std::string_view key, std::string_view value_prefix);
+  // Calls f for the entries lo <= key <= hi of the transaction's view of
+  // `index`, in (key, value) order, until f returns false.
+  void scan_view(std::uint32_t index, std::string_view lo, std::string_view hi,
+                 const std::function<bool(std::string_view, std::string_view)>& f);
   // The transaction failed: its write transaction is aborted now, and its
   // commit and explicit calls answer `code`, `text`.
   void fail(wire::error_code code, const std::string& text);
@@ -158,6 +185,13 @@ class session {
   // prefixes it scanned (prefix -> the entries, encoded).
   std::map<std::string, std::optional<std::string>, std::less<>> meta_reads_;
   std::map<std::string, std::string, std::less<>> scan_reads_;
+  struct index_change {
+    std::uint32_t index;
+    std::string key;
+    std::string value;
+    bool insert;  // else erased
+  };
+  std::vector<index_change> index_changes_;
   std::vector<std::byte> scratch_;
   std::string mapping_;  // the mapping object sent with the last page
   std::uint32_t page_size_ = 0;

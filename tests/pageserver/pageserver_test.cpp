@@ -458,3 +458,59 @@ TEST_CASE("through the server: evictions, aborts, large objects, indexes, reloca
     tx.commit();
   }
 }
+
+TEST_CASE("a commit that read more pages than the lock table holds runs alone, and is still checked") {
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  s.start();
+  REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
+  using namespace qs::wire;
+  // 250,000 pages read (none of them has a record): more locks than
+  // Berkeley DB's lock table has (200,000), were each taken.
+  auto big = [](std::uint64_t first_version) {
+    commit_request c;
+    c.metas.push_back({meta_op_kind::put, "r:big", "1"});
+    c.reads.push_back({1'000'000, first_version});
+    for (std::uint64_t p = 1'000'001; p < 1'250'000; ++p) c.reads.push_back({p, 0});
+    return c;
+  };
+  wire_client c(s.port());
+  c.log_in(s.secret());
+  c.send(begin_request{});
+  REQUIRE(std::holds_alternative<begun_response>(c.receive()));
+  c.send(big(0));
+  response r = c.receive();
+  INFO((std::holds_alternative<error_response>(r) ? std::string(std::get<error_response>(r).text) : "") << s.log());
+  CHECK(std::holds_alternative<ok_response>(r));
+  // One of them said to have had a record: refused.
+  c.send(begin_request{});
+  REQUIRE(std::holds_alternative<begun_response>(c.receive()));
+  c.send(big(3));
+  r = c.receive();
+  REQUIRE(std::holds_alternative<error_response>(r));
+  CHECK(std::get<error_response>(r).code == error_code::conflict);
+  CHECK_THAT(std::string(std::get<error_response>(r).text),
+             Catch::Contains("page 1000000 read by this transaction changed since (version 3 in the snapshot"));
+  // Commits go on.
+  process b = worker(s, s.unix_url(), {"bump", "3"}, "bump");
+  CHECK(b.wait(20000) == 0);
+}
+
+TEST_CASE("an index read in a transaction is its snapshot with its own updates, not another's later commit") {
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  s.start();
+  REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
+  std::string sync = dir.sub("sync");
+  std::filesystem::create_directories(sync);
+  process a = worker(s, s.unix_url(), {"index-view", sync}, "view");
+  process b = worker(s, s.unix_url(), {"index-add", sync}, "add");
+  int sa = a.wait(30000), sb = b.wait(30000);
+  INFO(a.out() << a.err() << b.out() << b.err());
+  CHECK(sa == 0);
+  CHECK(sb == 0);
+  CHECK(a.out() == "before:\nafter another's commit:\nafter its own insert: 5\n");
+  process k = worker(s, s.unix_url(), {"index-keys", "view"}, "keys");
+  CHECK(k.wait(20000) == 0);
+  CHECK(k.out() == "keys: 5 7\n");
+}

@@ -43,6 +43,12 @@
 //                                               commit: exit 0, or 3 on qs::conflict (one
 //                                               attempt, printed)
 //   qs_ps_worker URL show N                     print counter N's value
+//   qs_ps_worker URL index-view DIR             in one transaction: print the keys of index
+//                                               "view", create DIR/began, wait for
+//                                               DIR/added, print them again, put key 5,
+//                                               print them again, commit
+//   qs_ps_worker URL index-add DIR              wait for DIR/began, put key 7 in index
+//                                               "view" and commit, create DIR/added
 // Every wait is bounded. Output on stdout, errors on stderr.
 #include "ps_types.hpp"
 
@@ -315,6 +321,36 @@ int index_restart(qs::database& db, const std::string& go, const std::string& di
   }
 }
 
+std::string keys_of(counter_index& ix) {
+  std::string keys;
+  ix.range(0, 1000, [&](int k, Counter* c) {
+    keys += " " + std::to_string(k) + (c->value >= 0 ? "" : "?");  // the object is there too
+    return true;
+  });
+  return keys;
+}
+
+int index_view(qs::database& db, const std::string& dir) {
+  counter_index ix(db, "view");
+  qs::transaction tx(db);
+  std::printf("before:%s\n", keys_of(ix).c_str());
+  touch_file(dir + "/began");
+  if (!wait_for_file(dir + "/added", 20000)) return 1;
+  std::printf("after another's commit:%s\n", keys_of(ix).c_str());
+  ix.insert(5, table(db)->c[5]);
+  std::printf("after its own insert:%s\n", keys_of(ix).c_str());
+  tx.commit();
+  return 0;
+}
+
+int index_add(qs::database& db, const std::string& dir) {
+  counter_index ix(db, "view");
+  if (!wait_for_file(dir + "/began", 20000)) return 1;
+  db.run([&] { ix.insert(7, table(db)->c[7]); });
+  touch_file(dir + "/added");
+  return 0;
+}
+
 int index_keys(qs::database& db, const std::string& name) {
   counter_index ix(db, name);
   std::string keys;
@@ -361,6 +397,8 @@ int main(int argc, char** argv) {
     if (mode == "index-keys") return index_keys(db, arg(3));
     if (mode == "skew") return skew(db, std::stoi(arg(3)), std::stoi(arg(4)), arg(5));
     if (mode == "show") return show(db, std::stoi(arg(3)));
+    if (mode == "index-view") return index_view(db, arg(3));
+    if (mode == "index-add") return index_add(db, arg(3));
     std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
     return 2;
   } catch (const std::exception& e) {

@@ -132,6 +132,8 @@ class bdb_env {
   bool index_erase(DbTxn* t, std::uint32_t index, std::string_view key, std::string_view value);
   void index_scan(DbTxn* t, std::uint32_t index, std::string_view lo, std::string_view hi,
                   const std::function<bool(std::string_view, std::string_view)>& f);
+  // Whether index `index` (an open one) is unique.
+  bool index_unique(std::uint32_t index) { return index_at(index).unique; }
 
   // Lock requests that wait longer than `lock_us`, and those of transactions
   // older than `txn_us`, fail with qs::deadlock (0: no limit), whose text adds
