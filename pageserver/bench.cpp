@@ -20,7 +20,9 @@
 //  * commits per second of N clients in db.run transactions (durable
 //    commits), on disjoint pages (each client increments its own counter)
 //    and on shared pages (each transaction reads a common page and
-//    increments one of 4 shared counters, chosen at random), with the
+//    increments one of 4 shared counters, chosen at random), and allocating
+//    (each transaction also allocates a small object, linked from the
+//    client's own counter: clients compete for free space), with the
 //    conflicts per commit: (attempts - commits) / commits, where an attempt
 //    is a run of the transaction's body.
 #include <qs/qs.hpp>
@@ -48,23 +50,42 @@ extern char** environ;
 
 namespace {
 
+// A small object of the allocating workload.
+struct Note {
+  QS_PERSISTENT(Note)
+  std::int64_t value;
+  Note* next;
+};
+
 struct Slab {
   QS_PERSISTENT(Slab)
   std::int64_t value;
   Slab* next;
-  std::int64_t pad[600];  // one Slab per 8 KiB page
+  Note* notes;
+  std::int64_t pad[599];  // one Slab per 8 KiB page
 };
-constexpr std::uint32_t slab_pointers[] = {8};
-const qs::type_descriptor slab_desc{"bench::Slab",
-                                    sizeof(Slab),
-                                    alignof(Slab),
-                                    slab_pointers,
+constexpr std::uint32_t slab_pointers[] = {8, 16};
+const qs::type_descriptor slab_desc{
+    "bench::Slab",
+    sizeof(Slab),
+    alignof(Slab),
+    slab_pointers,
+    2,
+    nullptr,
+    0,
+    "0 8 value long\n8 8 next bench::Slab*\n16 8 notes bench::Note*\n24 4792 pad long[599]\n"};
+constexpr std::uint32_t note_pointers[] = {8};
+const qs::type_descriptor note_desc{"bench::Note",
+                                    sizeof(Note),
+                                    alignof(Note),
+                                    note_pointers,
                                     1,
                                     nullptr,
                                     0,
-                                    "0 8 value long\n8 8 next bench::Slab*\n16 4800 pad long[600]\n"};
+                                    "0 8 value long\n8 8 next bench::Note*\n"};
 const bool registered = [] {
   qs::register_type<Slab>(slab_desc);
+  qs::register_type<Note>(note_desc);
   return true;
 }();
 
@@ -119,7 +140,7 @@ void build(qs::database& db, int pages) {
   for (int done = 0; done < pages;) {
     qs::transaction tx(db);
     auto& head = db.root<Slab*>("list");
-    for (int i = 0; i < 500 && done < pages; ++i, ++done) head = new (db) Slab{done, head, {}};
+    for (int i = 0; i < 500 && done < pages; ++i, ++done) head = new (db) Slab{done, head, nullptr, {}};
     tx.commit();
   }
 }
@@ -206,7 +227,8 @@ void create_counters(const std::string& url) {
 
 // A client process of the throughput measurement. For `seconds` it runs
 // transactions (db.run) that each increment a counter: with workload
-// "disjoint", its own counter `id`; with "shared", one of the shared
+// "disjoint", its own counter `id` (with "allocating", also linking a new
+// Note from it); with "shared", one of the shared
 // counters chosen at random, after reading the common page. It prints its
 // commits, its attempts (runs of the transaction's body, each retry after a
 // conflict included), the transactions that gave up (a qs::error out of
@@ -222,8 +244,8 @@ int client(const std::string& url, const std::string& workload, int id, double s
       o.durable = true;
       return o;
     }());
-    const bool shared = workload == "shared";
-    if (!shared && workload != "disjoint") throw qs::error("unknown workload " + workload);
+    const bool shared = workload == "shared", allocating = workload == "allocating";
+    if (!shared && !allocating && workload != "disjoint") throw qs::error("unknown workload " + workload);
     const std::string own = own_counter(id);
     std::vector<std::string> names;
     for (int k = 0; k < shared_counters; ++k) names.push_back(shared_counter(k));
@@ -249,6 +271,7 @@ int client(const std::string& url, const std::string& workload, int id, double s
         db.run([&] {
           ++attempts;
           if (shared) seen = common->value;
+          if (allocating) counter->notes = new (db) Note{counter->value, counter->notes};
           counter->value += 1;
         });
         ++commits;
@@ -431,6 +454,11 @@ int main(int argc, char** argv) {
         shared_counters);
     for (int clients : {1, 2, 4, max_clients})
       print_tally(clients, run_clients(self, url, dir, "shared", clients, seconds), seconds);
+    std::printf(
+        " allocating: each transaction allocates a 16-byte object and links it from the client's own counter "
+        "page\n");
+    for (int clients : {1, 2, 4, max_clients})
+      print_tally(clients, run_clients(self, url, dir, "allocating", clients, seconds), seconds);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qs_pageserver_bench: %s\n", e.what());
     rc = 1;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <utility>
 
 namespace qs::detail {
 
@@ -85,7 +86,8 @@ void* object_allocator::allocate_small(std::uint32_t type, std::uint32_t payload
   }
   // Pages with room, smallest room first that may fit; a few tries at most.
   auto need = static_cast<std::uint32_t>(payload + sizeof(object_header) + (align > 8 ? align : 0));
-  for (int tries = 0; tries < 4; ++tries) {
+  const bool listed = !std::exchange(fresh_after_abort_, false);
+  for (int tries = 0; listed && tries < 4; ++tries) {
     auto it = by_room_.lower_bound({need, 0});
     if (it == by_room_.end()) break;
     std::uint64_t page = it->second;
@@ -206,6 +208,7 @@ void object_allocator::commit() {
 void object_allocator::abort() {
   changed_.clear();
   current_page_ = 0;
+  fresh_after_abort_ = store_.shared();
   free_space_.clear();
   by_room_.clear();
   loaded_ = false;

@@ -5,7 +5,12 @@
 // page the last allocation used, then pages listed with room, then a new
 // page. Objects larger than a page take contiguous new pages and frames.
 // Freed space is listed persistently ("s:" records, keys.hpp) so later
-// transactions and runs reuse it.
+// transactions and runs reuse it. On a shared store the list is every
+// client's, and the page it offers first is the same for all of them: after
+// an abort (a conflict, most often over such a page), the next small object
+// that fits neither near its neighbour nor on the current page goes to a new
+// page, which no other client is given, and the objects after it follow it
+// there.
 //
 // Invariants:
 //  * The free-space list in memory is the stored one plus this
@@ -83,6 +88,7 @@ class object_allocator {
 
   std::uint64_t current_page_ = 0;  // where the last small object went
   bool loaded_ = false;             // free_space_ holds the stored list
+  bool fresh_after_abort_ = false;  // see above: the next listed page is skipped
   struct room_entry {
     std::uint64_t frame;
     std::uint32_t room;  // bytes available
