@@ -176,4 +176,10 @@ int run_worker(const server_process& s, const std::string& url, const std::vecto
   return p.wait(timeout_ms);
 }
 
+bool wait_for_file(const std::string& path) {
+  for (int i = 0; i < 2000 && !std::filesystem::exists(path); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return std::filesystem::exists(path);
+}
+
 }  // namespace qs_pstest

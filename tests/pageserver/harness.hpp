@@ -84,6 +84,8 @@ class server_process {
 };
 
 // Runs the client worker (qs_ps_worker URL args...) with QS_SECRET set.
+// Waits up to 20 s for a file a worker creates; whether it came.
+bool wait_for_file(const std::string& path);
 process worker(const server_process& s, const std::string& url, const std::vector<std::string>& args,
                const std::string& tag);
 // Runs a worker to the end (at most timeout_ms) and returns its status.

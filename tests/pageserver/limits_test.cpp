@@ -29,12 +29,6 @@ using namespace qs_pstest;
 
 namespace {
 
-bool wait_for_file(const std::string& path) {
-  for (int i = 0; i < 2000 && !std::filesystem::exists(path); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  return std::filesystem::exists(path);
-}
-
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
   for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;

@@ -514,3 +514,23 @@ TEST_CASE("an index read in a transaction is its snapshot with its own updates, 
   CHECK(k.wait(20000) == 0);
   CHECK(k.out() == "keys: 5 7\n");
 }
+
+TEST_CASE("a lost server met by a fault inside noexcept code ends the process, naming the error and the rule") {
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  s.start();
+  REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
+  std::string sync = dir.sub("sync");
+  std::filesystem::create_directories(sync);
+  process w = worker(s, s.unix_url(), {"noexcept-walk", sync}, "walk");
+  REQUIRE(wait_for_file(sync + "/ready"));
+  s.kill9();
+  { std::ofstream go(sync + "/go"); }
+  int st = w.wait(30000);
+  INFO(w.out() << w.err());
+  CHECK(st == -SIGABRT);
+  CHECK_THAT(w.err(), Catch::Contains("qs: the process ends: a page fault raised \"server " + s.unix_url()) &&
+                          Catch::Contains("inside code that cannot throw") &&
+                          Catch::Contains("README, \"Errors in faults\"") &&
+                          Catch::Contains("terminate called after throwing an instance of 'qs::connection_lost'"));
+}

@@ -43,6 +43,9 @@
 //                                               commit: exit 0, or 3 on qs::conflict (one
 //                                               attempt, printed)
 //   qs_ps_worker URL show N                     print counter N's value
+//   qs_ps_worker URL noexcept-walk DIR          in a transaction, read the table, create
+//                                               DIR/ready, wait for DIR/go, then sum every
+//                                               counter inside a noexcept function
 //   qs_ps_worker URL index-view DIR             in one transaction: print the keys of index
 //                                               "view", create DIR/began, wait for
 //                                               DIR/added, print them again, put key 5,
@@ -229,6 +232,22 @@ int skew(qs::database& db, int mine, int other, const std::string& dir) {
   }
 }
 
+// Code that cannot throw, as a std::map iterator's increment is.
+__attribute__((noinline)) std::int64_t sum_noexcept(Table* t) noexcept {
+  std::int64_t sum = 0;
+  for (int i = 0; i < counters; ++i) sum += t->c[i]->value;
+  return sum;
+}
+
+int noexcept_walk(qs::database& db, const std::string& dir) {
+  qs::transaction tx(db);
+  Table* t = table(db);
+  touch_file(dir + "/ready");
+  if (!wait_for_file(dir + "/go", 20000)) return 1;
+  std::printf("sum=%lld\n", static_cast<long long>(sum_noexcept(t)));
+  return 0;
+}
+
 int show(qs::database& db, int n) {
   std::int64_t v = 0;
   db.run([&] { v = table(db)->c[n]->value; });
@@ -397,6 +416,7 @@ int main(int argc, char** argv) {
     if (mode == "index-keys") return index_keys(db, arg(3));
     if (mode == "skew") return skew(db, std::stoi(arg(3)), std::stoi(arg(4)), arg(5));
     if (mode == "show") return show(db, std::stoi(arg(3)));
+    if (mode == "noexcept-walk") return noexcept_walk(db, arg(3));
     if (mode == "index-view") return index_view(db, arg(3));
     if (mode == "index-add") return index_add(db, arg(3));
     std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
