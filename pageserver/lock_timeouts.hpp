@@ -3,9 +3,9 @@
 //
 // A lock request that waits longer than the lock timeout, or any request of a
 // transaction older than the transaction timeout that has to wait, is
-// refused: the session gets qs::deadlock (bdb_env reports DB_LOCK_NOTGRANTED
-// so, with the limits and the options that change them in its text), aborts
-// the transaction, and the client's db.run retries it as after a deadlock. A
+// refused: the session gets qs::conflict (bdb_env reports DB_LOCK_NOTGRANTED
+// so, with the limits and the options that change them in its text), fails
+// the transaction, and the client's db.run retries it. A
 // transaction that holds locks without waiting is never refused (the idle
 // timeout, server.hpp, is for those).
 //

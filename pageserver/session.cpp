@@ -477,7 +477,6 @@ wire::response session::commit(const wire::commit_request& m) {
     failure f = std::move(*failed_);
     abort_quietly();
     state_ = state::idle;
-    if (f.code == wire::error_code::conflict) c_.counters->add(c_.counters->aborts);
     return error_reply(f.code, f.text);
   }
   if (m.pages.empty() && m.metas.empty() && !write_) {
@@ -504,8 +503,7 @@ wire::response session::commit(const wire::commit_request& m) {
       end_transaction(true, m.durable);
       break;
     } catch (const conflict& e) {
-      const bool ours = std::string_view(e.what()).starts_with("commit refused:");
-      if (!ours && !earlier && attempt < 5) {
+      if (dynamic_cast<const detail::deadlock_victim*>(&e) && !earlier && attempt < 5) {
         // Berkeley DB's deadlock detector chose this commit over B-tree page
         // locks: nothing of it stands; run it again.
         abort_writer();

@@ -25,7 +25,9 @@
 //    page written must still have the version its page op says the snapshot
 //    had, every metadata record written the snapshot's value; serializable
 //    commits also check the pages the client says it read, and the metadata
-//    records and prefixes this session read. Then it applies the writes,
+//    records and prefixes this session read (clients scan the schema's "t:",
+//    under its one lock object, and the free-space hints, which are not
+//    checked; another prefix is checked but not locked). Then it applies the writes,
 //    records the outcome and commits. A page or record that changed refuses
 //    the commit with a conflict (error_code::conflict, naming it). A
 //    Berkeley DB deadlock during the commit (B-tree page locks, not ours)

@@ -97,7 +97,8 @@ void bdb_env::check(int rc, const std::string& what) const {
   std::string msg = "database " + dir_ + ": " + what + ": " + db_strerror(rc);
   if (std::string said = take_messages(); !said.empty()) msg += " (Berkeley DB said: " + said + ")";
   if (rc == DB_LOCK_NOTGRANTED && !timeouts_.empty()) msg += " (" + timeouts_ + ")";
-  if (rc == DB_LOCK_DEADLOCK || rc == DB_LOCK_NOTGRANTED) throw deadlock(msg);
+  if (rc == DB_LOCK_DEADLOCK) throw deadlock_victim(msg);
+  if (rc == DB_LOCK_NOTGRANTED) throw conflict(msg);
   throw store_error(msg);
 }
 

@@ -34,13 +34,16 @@
 // or no mark, and then the next open recovers. An open that writes nothing
 // changes no file. Log files are 8 MiB and removed once checkpointed.
 //
-// Errors throw qs::store_error naming the directory (qs::deadlock when Berkeley
-// DB chose the transaction as a deadlock victim, or refused a lock that was
-// not granted within the lock or transaction timeout).
+// Errors throw qs::store_error naming the directory (deadlock_victim when
+// Berkeley DB chose the transaction as a deadlock victim, qs::conflict when
+// it refused a lock that was not granted within the lock or transaction
+// timeout).
 //
 // Thread-safety: every member may be called from any thread at once, each
 // transaction from one thread at a time.
 #pragma once
+
+#include <qs/error.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -57,6 +60,14 @@ class Db;
 class DbTxn;
 
 namespace qs::detail {
+
+// The transaction was chosen by Berkeley DB's deadlock detector
+// (DB_LOCK_DEADLOCK) and must abort; a qs::conflict, as a lock request
+// refused for a timeout is.
+class deadlock_victim : public conflict {
+ public:
+  using conflict::conflict;
+};
 
 struct bdb_options {
   std::uint32_t page_size;
