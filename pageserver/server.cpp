@@ -210,8 +210,8 @@ void server::serve(client* c) {
       std::string refusal;
       if (!held.add(n, std::chrono::milliseconds(0), refusal)) throw store_error(refusal);
     };
-    session s({env_.get(), numbers_.get(), outcomes_.get(), &counters_, &commit_gate_, o_.log_conflicts, c->tcp,
-               o_.secret, charge},
+    session s({env_.get(), numbers_.get(), outcomes_.get(), &counters_, &commit_gate_, &sending_ahead_,
+               o_.log_conflicts, c->tcp, o_.secret, charge},
               c->id);
     std::vector<std::byte> buf;
     std::string refusal;

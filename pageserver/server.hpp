@@ -104,6 +104,7 @@ class server {
   std::unique_ptr<lock_timeouts> timeouts_;
   commit_counters counters_;
   std::shared_mutex commit_gate_;  // session.hpp
+  std::atomic<int> sending_ahead_{0};
   connection_limits limits_;
   buffer_budget budget_;
   int unix_fd_ = -1, tcp_fd_ = -1, lock_fd_ = -1;

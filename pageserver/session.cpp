@@ -42,9 +42,15 @@ session::session(const session_config& c, std::uint64_t id) : c_(c), id_(id) {}
 
 session::~session() { abort_quietly(); }
 
+void session::forget_written_ahead() noexcept {
+  if (written_ahead_.empty()) return;
+  written_ahead_.clear();
+  c_.sending_ahead->fetch_sub(1);
+}
+
 void session::abort_writer() noexcept {
   locks_.clear();
-  written_ahead_.clear();
+  forget_written_ahead();
   if (!write_) return;
   DbTxn* t = write_;
   write_ = nullptr;
@@ -354,7 +360,7 @@ void session::end_transaction(bool commit, bool durable) {
   scan_reads_.clear();
   index_changes_.clear();
   locks_.clear();
-  written_ahead_.clear();
+  forget_written_ahead();
   DbTxn* w = write_;
   DbTxn* r = snap_;
   write_ = snap_ = nullptr;
@@ -452,6 +458,8 @@ wire::response session::write_ahead(const wire::write_request& m) {
   check_shapes(m.pages);
   // A failed transaction's writes go nowhere: its commit is refused.
   if (failed_) return wire::ok_response{};
+  // Not while a commit runs alone (it may be reading these pages).
+  std::shared_lock<std::shared_mutex> gate(*c_.commit_gate);
   try {
     // Locks out of the commit's order: taken without waiting, so that a
     // transaction sending pages ahead never closes a cycle of waits.
@@ -467,6 +475,7 @@ wire::response session::write_ahead(const wire::write_request& m) {
     if (c_.log_conflicts) log_line(id_, std::string("conflict: ") + e.what() + "; the transaction will abort");
     return wire::ok_response{};
   }
+  if (written_ahead_.empty() && !m.pages.empty()) c_.sending_ahead->fetch_add(1);
   for (const wire::page_op& op : m.pages) written_ahead_.insert(op.page);
   return wire::ok_response{};
 }
@@ -492,8 +501,20 @@ wire::response session::commit(const wire::commit_request& m) {
   const bool alone = m.serializable && m.reads.size() > big_read_set;
   std::shared_lock<std::shared_mutex> shared_gate(*c_.commit_gate, std::defer_lock);
   std::unique_lock<std::shared_mutex> sole_gate(*c_.commit_gate, std::defer_lock);
-  if (alone) sole_gate.lock();
-  else shared_gate.lock();
+  if (alone) {
+    sole_gate.lock();
+    if (c_.sending_ahead->load() > (written_ahead_.empty() ? 0 : 1)) {
+      // Their locks last until their commits, which wait for this one.
+      abort_quietly();
+      state_ = state::idle;
+      c_.counters->add(c_.counters->conflicts);
+      return error_reply(wire::error_code::conflict,
+                         "commit refused: it read " + std::to_string(m.reads.size()) +
+                             " pages, so it runs alone, and other transactions that sent pages ahead are open");
+    }
+  } else {
+    shared_gate.lock();
+  }
   for (int attempt = 1;; ++attempt) {
     try {
       validate(m, alone);

@@ -37,7 +37,9 @@
 //    locks (the lock table is shared by every session): such a commit waits
 //    until it is the only commit running and keeps the others out until it
 //    has ended, and locks only the pages it writes (no other commit can
-//    change what it read meanwhile).
+//    change what it read meanwhile). While another transaction holds pages
+//    it sent ahead (their locks last until its commit, which would wait for
+//    this one), such a commit is refused with a conflict instead.
 //  * Pages sent ahead (write) are locked without waiting and validated at
 //    once; a lock that is not free or a page that changed fails the
 //    transaction with a conflict, answered at its commit. A failed
@@ -67,6 +69,7 @@
 #include <bdb_env.hpp>
 #include <messages.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -87,6 +90,10 @@ struct session_config {
   // read set is too large to lock page by page (big_read_set) holds it
   // alone and locks only what it writes.
   std::shared_mutex* commit_gate;
+  // Sessions whose write transaction holds pages sent ahead: their locks
+  // (ours and Berkeley DB's) last until their commit, which a commit that
+  // runs alone would keep waiting; it is refused instead while any do.
+  std::atomic<int>* sending_ahead;
   // Each refused commit gets a log line (otherwise they are only counted).
   bool log_conflicts;
   bool need_secret;
@@ -162,6 +169,8 @@ class session {
   // commit and explicit calls answer `code`, `text`.
   void fail(wire::error_code code, const std::string& text);
   void abort_writer() noexcept;
+  // Empties written_ahead_, and counts the session out of sending_ahead.
+  void forget_written_ahead() noexcept;
   // Ends both Berkeley DB transactions: the write transaction committed
   // (durable or not) or aborted, then the snapshot.
   void end_transaction(bool commit, bool durable);

@@ -491,6 +491,31 @@ TEST_CASE("a commit that read more pages than the lock table holds runs alone, a
   CHECK(std::get<error_response>(r).code == error_code::conflict);
   CHECK_THAT(std::string(std::get<error_response>(r).text),
              Catch::Contains("page 1000000 read by this transaction changed since (version 3 in the snapshot"));
+  // While another transaction holds pages it sent ahead, whose locks would
+  // wait for this commit, it is refused at once; then it commits.
+  wire_client ahead(s.port());
+  ahead.log_in(s.secret());
+  ahead.send(begin_request{});
+  REQUIRE(std::holds_alternative<begun_response>(ahead.receive()));
+  write_request w;
+  std::string record(48 + 8192, '\0');
+  w.pages.push_back({page_op_kind::put, 2'000'000, record, {}, mapping_change::keep, {}, 0});
+  ahead.send(w);
+  REQUIRE(std::holds_alternative<ok_response>(ahead.receive()));
+  c.send(begin_request{});
+  REQUIRE(std::holds_alternative<begun_response>(c.receive()));
+  c.send(big(0));
+  r = c.receive();
+  REQUIRE(std::holds_alternative<error_response>(r));
+  CHECK(std::get<error_response>(r).code == error_code::conflict);
+  CHECK_THAT(std::string(std::get<error_response>(r).text),
+             Catch::Contains("runs alone, and other transactions that sent pages ahead are open"));
+  ahead.send(abort_request{});
+  REQUIRE(std::holds_alternative<ok_response>(ahead.receive()));
+  c.send(begin_request{});
+  REQUIRE(std::holds_alternative<begun_response>(c.receive()));
+  c.send(big(0));
+  CHECK(std::holds_alternative<ok_response>(c.receive()));
   // Commits go on.
   process b = worker(s, s.unix_url(), {"bump", "3"}, "bump");
   CHECK(b.wait(20000) == 0);
