@@ -8,7 +8,8 @@
 //
 //   hello         magic, version, secret               -> hello_ok | error
 //   begin                                              -> begun: the commit id
-//   write         page ops, meta ops (in the txn)      -> ok | error
+//   write         page ops, meta ops (in the txn)      -> ok (a conflict they meet is
+//                                                         answered at the commit) | error
 //   commit        durable, serializable, page ops,     -> ok | error: conflict,
 //                 meta ops, pages read and their          store, ... (txn ended)
 //                 versions
@@ -25,8 +26,8 @@
 //   scan          prefix                               -> entries
 //   allocate      n                                    -> pages: first page, first frame
 //   open_index    name, unique                         -> index: its number
-//   index_insert  index, key, value                    -> flag: inserted
-//   index_erase   index, key, value prefix             -> flag: erased
+//   index_insert  index, key, value                    -> flag: inserted | error: conflict
+//   index_erase   index, key, value prefix             -> flag: erased | error: conflict
 //   index_scan    index, lo, hi, [after key, value], limit  -> entries (+ more)
 //   log_position                                       -> position
 //   ping          payload, reply bytes                 -> pong (that many bytes): a bare round trip
