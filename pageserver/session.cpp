@@ -11,6 +11,7 @@
 
 #include <db_cxx.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace qs::server {
@@ -63,6 +64,7 @@ void session::abort_writer() noexcept {
 
 void session::abort_quietly() noexcept {
   abort_writer();
+  reserved_ = false;
   failed_.reset();
   meta_reads_.clear();
   scan_reads_.clear();
@@ -125,11 +127,13 @@ void session::expect_version(std::uint64_t page, std::uint64_t version, const ch
   if (version == wire::unchecked_version) return;
   detail::record_header h{};
   std::uint32_t n = c_.env->read_record(write_, page, &h, sizeof h, DB_READ_COMMITTED, true);
-  std::uint64_t now = n == 0 ? 0 : h.version;
+  std::uint64_t now = n == 0 ? wire::no_record : h.version;
   if (n != 0 && n != sizeof h)
     throw corrupt_page(page, "page " + std::to_string(page) + " has a record shorter than its header");
   if (now == version) return;
-  auto says = [](std::uint64_t v) { return v == 0 ? std::string("no record") : "version " + std::to_string(v); };
+  auto says = [](std::uint64_t v) {
+    return v == wire::no_record ? std::string("no record") : "version " + std::to_string(v);
+  };
   throw conflict("commit refused: page " + std::to_string(page) + " " + how + " changed since (" + says(version) +
                  " in the snapshot, " + says(now) + " now)");
 }
@@ -355,6 +359,7 @@ void session::check_meta(const wire::meta_op& op, bool exists) {
 
 void session::end_transaction(bool commit, bool durable) {
   state_ = state::idle;
+  reserved_ = false;
   failed_.reset();
   meta_reads_.clear();
   scan_reads_.clear();
@@ -496,7 +501,8 @@ wire::response session::commit(const wire::commit_request& m) {
     return wire::ok_response{};
   }
   // Writes made before the commit (index updates, pages sent ahead) are in
-  // the write transaction: a commit that loses it cannot run again here.
+  // the write transaction, and so are reserved pages' locks: a commit that
+  // loses it cannot run again here.
   const bool earlier = write_ != nullptr;
   const bool alone = m.serializable && m.reads.size() > big_read_set;
   std::shared_lock<std::shared_mutex> shared_gate(*c_.commit_gate, std::defer_lock);
@@ -584,11 +590,24 @@ wire::response session::dispatch(const wire::request& r) {
   return std::visit(
       overloaded{
           [&](const wire::hello_request&) -> wire::response { throw wire::protocol_error("a second hello"); },
-          [&](const wire::begin_request&) -> wire::response {
+          [&](const wire::begin_request& m) -> wire::response {
             if (state_ != state::idle) throw wire::protocol_error("begin inside a transaction");
-            snap_ = c_.env->begin(true);
             try {
+              // Reserved pages are locked first, in page order, and only
+              // then is the snapshot taken: nobody changes them in between,
+              // so the commit cannot be refused for them.
+              std::map<std::uint64_t, bool> reserve;  // page -> written
+              for (std::uint64_t page : m.reserve_read) reserve[page] = false;
+              for (std::uint64_t page : m.reserve) reserve[page] = true;
+              for (const auto& [page, written] : reserve) lock_page(page, written);
+              reserved_ = !reserve.empty();
+              snap_ = c_.env->begin(true);
               commit_id_ = c_.outcomes->claim(snap_);
+            } catch (const conflict& e) {
+              abort_quietly();
+              c_.counters->add(c_.counters->conflicts);
+              if (c_.log_conflicts) log_line(id_, std::string("conflict: reserving pages: ") + e.what());
+              return error_reply(wire::error_code::conflict, std::string("reserving pages: ") + e.what());
             } catch (...) {
               abort_quietly();
               throw;

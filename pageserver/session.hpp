@@ -50,6 +50,16 @@
 // A transaction that wrote nothing commits without validation: it saw one
 // consistent snapshot.
 //
+// Optimistic transactions give no transaction a turn: one that keeps
+// losing to others over the same pages could lose every time. A client
+// whose commits were refused three times in a row names, at its next begin,
+// the pages its last attempt wrote and read (at most wire::max_reserved):
+// the session locks them (exclusive, shared), in page order, in its write
+// transaction, and only then takes the snapshot. Nobody changes them until
+// it commits, so if it touches the same pages again it cannot be refused;
+// other commits that write them wait for it. A reservation that cannot be
+// had (a lock timeout, a deadlock victim) answers begin with a conflict.
+//
 // Each transaction has an identity (commit_outcomes.hpp), sent with the
 // answer to begin and recorded by its commit, by which a client whose
 // connection dropped during the commit asks (outcome, outside a
@@ -141,8 +151,8 @@ class session {
   // The writes of a write or commit request, in the write transaction, whose
   // locks are held.
   void apply(const std::vector<wire::page_op>& pages, const std::vector<wire::meta_op>& metas, bool commit);
-  // Throws a conflict unless page `page` has version `version` now (0: no
-  // record). `how` says why the version was expected.
+  // Throws a conflict unless page `page` has version `version` now
+  // (wire::no_record: no record). `how` says why the version was expected.
   void expect_version(std::uint64_t page, std::uint64_t version, const char* how);
   // The locks and checks of a commit (see above).
   void validate(const wire::commit_request& m, bool alone);
@@ -188,6 +198,7 @@ class session {
     std::string text;
   };
   std::optional<failure> failed_;
+  bool reserved_ = false;  // begin locked pages (see above)
   // Locks the write transaction holds: object -> exclusive.
   std::unordered_map<std::string, bool> locks_;
   // Pages sent ahead, in the write transaction: read from there.

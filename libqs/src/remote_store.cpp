@@ -93,10 +93,11 @@ void remote_store::lost() { conn_.reset(); }
   std::string msg = "server " + url_ + ": " + std::string(r.text);
   switch (r.code) {
     case wire::error_code::conflict:
-      // Only a commit and the index calls may meet a conflict: the others
-      // are reads and writes made from faults, where it must not be raised.
-      if (request == wire::msg::commit || request == wire::msg::index_insert || request == wire::msg::index_erase ||
-          request == wire::msg::index_scan)
+      // Only a begin (reserving pages), a commit and the index calls may
+      // meet a conflict: the others are reads and writes made from faults,
+      // where it must not be raised.
+      if (request == wire::msg::begin || request == wire::msg::commit || request == wire::msg::index_insert ||
+          request == wire::msg::index_erase || request == wire::msg::index_scan)
         throw conflict(msg);
       throw store_error(msg + " (a conflict answered to " + wire::name_of(request) + ", which cannot have one)");
     case wire::error_code::invalid: throw invalid_argument(msg);
@@ -152,7 +153,12 @@ void remote_store::begin() {
   if (in_txn_) throw store_error("server " + url_ + ": store transaction already open");
   clear_pending();
   // (Connects again first when the connection was lost.)
-  commit_id_ = call<wire::begun_response>(wire::begin_request{}).id;
+  wire::begin_request r;
+  if (refused_in_a_row_ >= 8) {
+    r.reserve = reserve_;
+    r.reserve_read = reserve_read_;
+  }
+  commit_id_ = call<wire::begun_response>(r).id;
   in_txn_ = true;
 }
 
@@ -213,8 +219,10 @@ void remote_store::clear_pending() {
 remote_store::pending_page& remote_store::pending(std::uint64_t page, const record_header* h) {
   auto [it, fresh] = pages_.try_emplace(page);
   if (!fresh) return it->second;
+  // Not read in this transaction: a page it created (the runtime writes a
+  // stored page only after reading it in the transaction).
   if (auto r = read_versions_.find(page); r != read_versions_.end()) it->second.base = r->second;
-  else if (h) it->second.base = h->version == 0 ? 0 : h->version - 1;
+  else if (h) it->second.base = wire::no_record;
   return it->second;
 }
 
@@ -235,6 +243,14 @@ void remote_store::commit(bool durable) {
     for (auto [page, version] : read_versions_)
       if (!pages_.contains(page)) r.reads.push_back({page, version});
   const bool wrote = wrote_;
+  // The pages to reserve should this commit be refused: those written that
+  // existed (new ones are numbered afresh next time), and those read.
+  std::vector<std::uint64_t> written, read;
+  for (const auto& [page, p] : pages_)
+    if (p.base != wire::no_record && p.base != wire::unchecked_version && written.size() < wire::max_reserved)
+      written.push_back(page);
+  for (const wire::page_version& pv : r.reads)
+    if (pv.version != wire::no_record && written.size() + read.size() < wire::max_reserved) read.push_back(pv.page);
   std::size_t bytes = pending_bytes_;
   for (auto& [k, v] : metas_) bytes += k.size() + (v ? v->size() : 0);
   // The transaction ends here whatever the outcome: the server commits it or
@@ -250,6 +266,12 @@ void remote_store::commit(bool durable) {
   }
   try {
     call<wire::ok_response>(std::move(r));
+  } catch (const conflict&) {
+    end();
+    ++refused_in_a_row_;
+    reserve_ = std::move(written);
+    reserve_read_ = std::move(read);
+    throw;
   } catch (const connection_lost& e) {
     // The commit went out, and perhaps its answer never came back.
     end();
@@ -263,6 +285,9 @@ void remote_store::commit(bool durable) {
   }
   end();
   shipped_ += bytes;
+  refused_in_a_row_ = 0;
+  reserve_.clear();
+  reserve_read_.clear();
 }
 
 void remote_store::settle_commit(const wire::commit_id& id, const std::string& lost) {
@@ -350,7 +375,7 @@ store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uin
   const auto& resp = call<wire::page_response>(r);
   switch (resp.status) {
     case wire::page_status::absent:
-      if (in_txn_) read_versions_[page] = 0;
+      if (in_txn_) read_versions_[page] = wire::no_record;
       return page_read::absent;
     case wire::page_status::unchanged:
       if (!r.known_version) throw store_error("server " + url_ + ": answered 'unchanged' to a plain read");

@@ -11,7 +11,9 @@
 // the pages read and their versions. The server checks them and refuses a
 // commit that met another's with qs::conflict, which only commit() and the
 // index calls throw: a read, or the writes a large transaction sends ahead,
-// never do (the server answers the latter's conflict at the commit).
+// never do (the server answers the latter's conflict at the commit). After
+// three commits in a row were refused, the next transaction's begin reserves
+// the pages the last one wrote and read, so that it cannot lose them again.
 //
 // Writes (pages and metadata) are buffered here and sent with the commit, so
 // that the server holds no B-tree write locks while the client computes; a
@@ -139,8 +141,8 @@ class remote_store final : public store {
   // The page and metadata operations of the buffered writes.
   std::vector<wire::page_op> page_ops();
   // The buffered write of `page`, made when the transaction first writes it:
-  // its base version is then the version read in the transaction, or the
-  // one before `h`'s (the runtime counts versions up by one; 0: new).
+  // its base version is then the version read in the transaction, or, for
+  // a put or patch of a page not read in it (one it created), no_record.
   pending_page& pending(std::uint64_t page, const record_header* h);
   std::vector<wire::meta_op> meta_ops() const;
   void clear_pending();
@@ -176,11 +178,15 @@ class remote_store final : public store {
   std::map<std::uint64_t, pending_page> pages_;
   std::map<std::string, std::optional<std::string>, std::less<>> metas_;
   std::size_t pending_bytes_ = 0;
-  // Pages the transaction read from the server, and their versions (0: no
-  // record).
+  // Pages the transaction read from the server, and their versions
+  // (wire::no_record: none).
   std::map<std::uint64_t, std::uint64_t> read_versions_;
   // The transaction wrote something (pages, metadata, index entries).
   bool wrote_ = false;
+  // Commits refused for a conflict in a row, and the pages the last of them
+  // wrote and read: after three, the next begin reserves them (session.hpp).
+  int refused_in_a_row_ = 0;
+  std::vector<std::uint64_t> reserve_, reserve_read_;
   std::uint64_t shipped_ = 0;
   std::vector<open_index_entry> indexes_;
 };

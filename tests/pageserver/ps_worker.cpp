@@ -43,6 +43,12 @@
 //                                               commit: exit 0, or 3 on qs::conflict (one
 //                                               attempt, printed)
 //   qs_ps_worker URL show N                     print counter N's value
+//   qs_ps_worker URL hammer N MS                add 1 to counter N in db.run transactions,
+//                                               one after another, for MS milliseconds
+//   qs_ps_worker URL slow N K ATTEMPTS          K transactions (db.run, ATTEMPTS attempts
+//                                               each) that read counter N, wait 50 ms and
+//                                               write it plus 1: exit 0 when all committed
+//                                               (printing the runs), 3 on a conflict
 //   qs_ps_worker URL noexcept-walk DIR          in a transaction, read the table, create
 //                                               DIR/ready, wait for DIR/go, then sum every
 //                                               counter inside a noexcept function
@@ -248,6 +254,38 @@ int noexcept_walk(qs::database& db, const std::string& dir) {
   return 0;
 }
 
+int hammer(qs::database& db, int n, int ms) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  long commits = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    db.run([&] { table(db)->c[n]->value += 1; });
+    ++commits;
+  }
+  std::printf("commits=%ld\n", commits);
+  return 0;
+}
+
+int slow(qs::database& db, int n, int k, int attempts) {
+  long runs = 0;
+  try {
+    for (int i = 0; i < k; ++i)
+      db.run(
+          [&] {
+            ++runs;
+            Counter* c = table(db)->c[n];
+            std::int64_t v = c->value;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            c->value = v + 1;
+          },
+          attempts);
+  } catch (const qs::conflict& e) {
+    std::printf("conflict after %ld runs: %s\n", runs, e.what());
+    return 3;
+  }
+  std::printf("committed=%d runs=%ld\n", k, runs);
+  return 0;
+}
+
 int show(qs::database& db, int n) {
   std::int64_t v = 0;
   db.run([&] { v = table(db)->c[n]->value; });
@@ -416,6 +454,8 @@ int main(int argc, char** argv) {
     if (mode == "index-keys") return index_keys(db, arg(3));
     if (mode == "skew") return skew(db, std::stoi(arg(3)), std::stoi(arg(4)), arg(5));
     if (mode == "show") return show(db, std::stoi(arg(3)));
+    if (mode == "hammer") return hammer(db, std::stoi(arg(3)), std::stoi(arg(4)));
+    if (mode == "slow") return slow(db, std::stoi(arg(3)), std::stoi(arg(4)), std::stoi(arg(5)));
     if (mode == "noexcept-walk") return noexcept_walk(db, arg(3));
     if (mode == "index-view") return index_view(db, arg(3));
     if (mode == "index-add") return index_add(db, arg(3));

@@ -7,7 +7,10 @@
 // at a time and the server answers each with one response:
 //
 //   hello         magic, version, secret               -> hello_ok | error
-//   begin                                              -> begun: the commit id
+//   begin         pages to reserve: to write, to read  -> begun: the commit id | error: conflict
+//                 (a client whose transactions keep being refused reserves
+//                 the pages the last one wrote and read: locked before the
+//                 snapshot is taken, until the commit)
 //   write         page ops, meta ops (in the txn)      -> ok (a conflict they meet is
 //                                                         answered at the commit) | error
 //   commit        durable, serializable, page ops,     -> ok | error: conflict,
@@ -81,6 +84,9 @@ constexpr std::uint32_t max_index_name = 256;
 constexpr std::uint64_t max_allocation = std::uint64_t{1} << 32;
 // A page op's base_version when the commit is not to check it.
 constexpr std::uint64_t unchecked_version = ~std::uint64_t{0};
+// The version of a page that has no record (a record's own version may be
+// 0: pages stored before they were first written).
+constexpr std::uint64_t no_record = ~std::uint64_t{0} - 1;
 
 // The first byte of every body: which message it is.
 enum class msg : std::uint8_t {
@@ -159,8 +165,8 @@ struct page_op {
   std::vector<part> parts;                           // patch: at least one
   mapping_change mapping_op = mapping_change::keep;  // put, patch
   std::string_view mapping;                          // set: the new mapping object
-  // The version of the record in the transaction's snapshot (0: it had
-  // none, a new page); unchecked_version: not checked.
+  // The version of the record in the transaction's snapshot (no_record: it
+  // had none, a new page); unchecked_version: not checked.
   std::uint64_t base_version = 0;
   template <class M, class W>
   static void fields(M& m, W& w) {
@@ -231,10 +237,22 @@ struct hello_request {
   }
 };
 
+// The most pages one begin reserves.
+constexpr std::uint32_t max_reserved = 1024;
+
 struct begin_request {
   static constexpr msg tag = msg::begin;
+  // Pages the transaction will write, and pages it will only read, locked
+  // (exclusive, shared) before its snapshot is taken (see session.hpp): at
+  // most max_reserved in all.
+  std::vector<std::uint64_t> reserve;
+  std::vector<std::uint64_t> reserve_read;
   template <class M, class W>
-  static void fields(M&, W&) {}
+  static void fields(M& m, W& w) {
+    w.list("reserve", m.reserve, 8, [&](auto& p) { w.u64("page", p); });
+    w.list("reserve_read", m.reserve_read, 8, [&](auto& p) { w.u64("page", p); });
+    w.check(m.reserve.size() + m.reserve_read.size() <= max_reserved, "more pages to reserve than a begin may");
+  }
 };
 
 // Writes of the open transaction, sent ahead of its commit.
@@ -248,7 +266,8 @@ struct write_request {
   }
 };
 
-// A page the transaction read, and the version its snapshot had (0: none).
+// A page the transaction read, and the version its snapshot had (no_record:
+// none).
 struct page_version {
   std::uint64_t page = 0;
   std::uint64_t version = 0;
