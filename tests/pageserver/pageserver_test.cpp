@@ -208,7 +208,9 @@ TEST_CASE("kill -9 of the server during a commit: recovery keeps it atomic; clie
   server_process s(dir.sub("s"));
   s.start();
   REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
-  REQUIRE(s.terminate() == 0);
+  int stopped = s.terminate();
+  INFO(s.log());
+  REQUIRE(stopped == 0);
   CHECK(s.log().find("stopped") != std::string::npos);
   // The second commit after this start stops with half of its 64 page
   // writes applied in its Berkeley DB transaction.

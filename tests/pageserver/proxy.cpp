@@ -118,6 +118,8 @@ void proxy::run() {
       throw std::runtime_error("poll");
     }
     if (fds[0].revents) break;
+    // The links fds describes: one accepted now has no entry in it yet.
+    const std::size_t polled = links.size();
     if (fds[1].revents) {
       int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (c >= 0) {
@@ -135,8 +137,9 @@ void proxy::run() {
         }
       }
     }
-    std::size_t i = 2;
+    std::size_t i = 2, k = 0;
     for (link& l : links) {
+      if (k++ == polled) break;
       short from_client = fds[i++].revents, from_server = fds[i++].revents;
       if (from_client) {
         if (!read_some(l.client, l.from_client)) l.close();
