@@ -7,8 +7,10 @@
 // consistent snapshot of the database and takes no lock until it commits.
 //  * Reads (pages, metadata) run in a Berkeley DB snapshot transaction
 //    (DB_TXN_SNAPSHOT on a DB_MULTIVERSION environment), begun with the
-//    client's transaction: they see the database as committed at that
-//    moment, never wait for a writer, and never fail for concurrency.
+//    client's transaction: they see the database as committed when the
+//    first of them ran (Berkeley DB fixes a snapshot transaction's read
+//    point at its first page read, one point for every database), never
+//    wait for a writer, and never fail for concurrency.
 //    Revalidation of a client's cached page compares its version with the
 //    snapshot's. The snapshot transaction holds one lock: the transaction's
 //    identity (commit_outcomes.hpp).

@@ -48,9 +48,9 @@ enum class relocation {
 
 // What a page server's commit checks, besides atomicity (the embedded store
 // has one client at a time: there, every transaction is serializable).
-// Either way a transaction reads one consistent snapshot of the database,
-// taken when it begins, never waits for another to read, and a conflict is
-// found only by its commit (qs::conflict; db.run retries it). A
+// Either way a transaction reads one consistent snapshot of the database
+// (as committed at its first read), never waits for another to read, and a
+// conflict is found only by its commit (qs::conflict; db.run retries it). A
 // transaction that wrote nothing always commits.
 enum class isolation {
   // The pages and records the transaction read or wrote must be as its
