@@ -49,12 +49,10 @@ void session::forget_written_ahead() noexcept {
   c_.sending_ahead->fetch_sub(1);
 }
 
-void session::abort_writer() noexcept {
-  locks_.clear();
-  forget_written_ahead();
-  if (!write_) return;
-  DbTxn* t = write_;
-  write_ = nullptr;
+void session::abort_txn(DbTxn*& txn) noexcept {
+  if (!txn) return;
+  DbTxn* t = txn;
+  txn = nullptr;
   try {
     c_.env->abort(t);
   } catch (const std::exception& e) {
@@ -62,21 +60,26 @@ void session::abort_writer() noexcept {
   }
 }
 
-void session::abort_quietly() noexcept {
-  abort_writer();
+void session::forget_transaction() noexcept {
   reserved_ = false;
   failed_.reset();
   meta_reads_.clear();
   scan_reads_.clear();
   index_changes_.clear();
-  if (!snap_) return;
-  DbTxn* t = snap_;
-  snap_ = nullptr;
-  try {
-    c_.env->abort(t);
-  } catch (const std::exception& e) {
-    log_line(id_, std::string("error: abort failed: ") + e.what());
-  }
+  locks_.clear();
+  forget_written_ahead();
+}
+
+void session::abort_writer() noexcept {
+  locks_.clear();
+  forget_written_ahead();
+  abort_txn(write_);
+}
+
+void session::abort_quietly() noexcept {
+  forget_transaction();
+  abort_txn(write_);
+  abort_txn(snap_);
 }
 
 void session::fail(wire::error_code code, const std::string& text) {
@@ -154,7 +157,6 @@ void session::check_shapes(const std::vector<wire::page_op>& pages) {
 }
 
 void session::apply(const std::vector<wire::page_op>& pages, const std::vector<wire::meta_op>& metas, bool commit) {
-  check_shapes(pages);
   DbTxn* t = writer();
   for (std::size_t i = 0; i < pages.size(); ++i) {
     const wire::page_op& op = pages[i];
@@ -359,13 +361,7 @@ void session::check_meta(const wire::meta_op& op, bool exists) {
 
 void session::end_transaction(bool commit, bool durable) {
   state_ = state::idle;
-  reserved_ = false;
-  failed_.reset();
-  meta_reads_.clear();
-  scan_reads_.clear();
-  index_changes_.clear();
-  locks_.clear();
-  forget_written_ahead();
+  forget_transaction();
   DbTxn* w = write_;
   DbTxn* r = snap_;
   write_ = snap_ = nullptr;

@@ -151,7 +151,7 @@ class session {
   // the database's records.
   void check_shapes(const std::vector<wire::page_op>& pages);
   // The writes of a write or commit request, in the write transaction, whose
-  // locks are held.
+  // locks are held; check_shapes has passed them.
   void apply(const std::vector<wire::page_op>& pages, const std::vector<wire::meta_op>& metas, bool commit);
   // Throws a conflict unless page `page` has version `version` now
   // (wire::no_record: no record). `how` says why the version was expected.
@@ -181,6 +181,11 @@ class session {
   // commit and explicit calls answer `code`, `text`.
   void fail(wire::error_code code, const std::string& text);
   void abort_writer() noexcept;
+  // Aborts txn, when open, and empties it; a failure is logged.
+  void abort_txn(DbTxn*& txn) noexcept;
+  // Empties what the session keeps of its transaction besides the Berkeley
+  // DB transactions (locks held, reads noted, failure, reservation).
+  void forget_transaction() noexcept;
   // Empties written_ahead_, and counts the session out of sending_ahead.
   void forget_written_ahead() noexcept;
   // Ends both Berkeley DB transactions: the write transaction committed

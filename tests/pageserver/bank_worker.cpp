@@ -19,6 +19,8 @@
 //                                            0..CLIENTS-1: exit 0 when every balance,
 //                                            name and counter is what they give, 1 if not
 // Every wait is bounded. Output on stdout, errors on stderr.
+#include "worker_options.hpp"
+
 #include <qs/qs.hpp>
 
 #include <chrono>
@@ -54,16 +56,9 @@ struct Bank {
 }  // namespace qs_psbank
 
 using namespace qs_psbank;
+using qs_pstest::client_options;
 
 namespace {
-
-qs::options client_options() {
-  qs::options o;
-  o.pool_pages = 256;
-  o.durable = true;
-  o.reservation_bytes = std::uint64_t{1} << 30;
-  return o;
-}
 
 std::string account_name(int i) {
   char b[64];

@@ -60,6 +60,7 @@
 //                                               "view" and commit, create DIR/added
 // Every wait is bounded. Output on stdout, errors on stderr.
 #include "ps_types.hpp"
+#include "worker_options.hpp"
 
 #include <unistd.h>
 
@@ -74,14 +75,6 @@
 using namespace qs_pstest;
 
 namespace {
-
-qs::options client_options() {
-  qs::options o;
-  o.pool_pages = 256;
-  o.durable = true;
-  o.reservation_bytes = std::uint64_t{1} << 30;
-  return o;
-}
 
 bool wait_for_file(const std::string& path, int ms) {
   for (int i = 0; i < ms / 10; ++i) {

@@ -215,20 +215,28 @@ TEST_CASE("relocator: a page whose target's frames are taken points to the targe
   store.abort();
 }
 
+namespace {
+
+// One process fills a page with 60 objects and frees every other one in a
+// later transaction: the page is listed with room. Returns it.
+std::uint64_t page_with_freed_space(qs_test::mem_store& store) {
+  std::vector<void*> objects;
+  rig r(store);
+  r.begin();
+  for (int i = 0; i < 60; ++i) objects.push_back(r.alloc->allocate(raw_descriptor(), 120, nullptr));
+  std::uint64_t page = r.access->page_of(objects[0])->page;
+  r.commit();
+  r.begin();
+  for (int i = 0; i < 60; i += 2) r.alloc->deallocate(objects[i]);
+  r.commit();
+  return page;
+}
+
+}  // namespace
+
 TEST_CASE("allocator: freed space is listed at commit and reused by the next process") {
   qs_test::mem_store store(store_options());
-  std::vector<void*> objects;
-  std::uint64_t page;
-  {
-    rig r(store);
-    r.begin();
-    for (int i = 0; i < 60; ++i) objects.push_back(r.alloc->allocate(raw_descriptor(), 120, nullptr));
-    page = r.access->page_of(objects[0])->page;
-    r.commit();
-    r.begin();
-    for (int i = 0; i < 60; i += 2) r.alloc->deallocate(objects[i]);
-    r.commit();
-  }
+  const std::uint64_t page = page_with_freed_space(store);
   rig r(store);
   r.begin();
   void* p = r.alloc->allocate(raw_descriptor(), 120, nullptr);
@@ -244,18 +252,7 @@ TEST_CASE("allocator: on a shared store, an abort sends the next small object to
   qs_test::mem_store_options o = store_options();
   o.shared = true;
   qs_test::mem_store store(o);
-  std::vector<void*> objects;
-  std::uint64_t listed;
-  {
-    rig r(store);
-    r.begin();
-    for (int i = 0; i < 60; ++i) objects.push_back(r.alloc->allocate(raw_descriptor(), 120, nullptr));
-    listed = r.access->page_of(objects[0])->page;
-    r.commit();
-    r.begin();
-    for (int i = 0; i < 60; i += 2) r.alloc->deallocate(objects[i]);
-    r.commit();
-  }
+  const std::uint64_t listed = page_with_freed_space(store);
   rig r(store);
   r.begin();
   void* first = r.alloc->allocate(raw_descriptor(), 120, nullptr);
