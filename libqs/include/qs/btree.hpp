@@ -1,0 +1,844 @@
+// qs/btree.hpp: ordered maps that live in the persistent heap, as B+-trees
+// of page-sized nodes, at the speed of pointer chasing.
+//
+//   struct Catalog {
+//     QS_PERSISTENT(Catalog)
+//     qs::btree_map<int, qs::ref<Part>> by_id;          // unique keys
+//     qs::btree_multimap<std::string, qs::ref<Part>> by_name;
+//   };
+//   Catalog* c = new (db) Catalog;                    // in a transaction
+//   c->by_id.insert({42, part});
+//   if (auto it = c->by_id.find(42); it != c->by_id.end()) use(it->second);
+//   for (auto [name, p] : std::as_const(c->by_name)) ...
+//
+// The interface is std::map's and std::multimap's where it can be: find,
+// lower_bound, upper_bound, equal_range, count, contains, bidirectional
+// iterators, insert, emplace, insert_or_assign, operator[], erase, size,
+// clear. Differences: an iterator's value is a pair of references
+// (`first` a const key reference, or a std::string_view for string keys;
+// `second` the value), so `auto& [k, v] = *it` is spelled `auto [k, v] = *it`;
+// and every insert or erase invalidates every iterator.
+//
+// Keys (qs/btree_keys.hpp): trivially copyable types ordered by Compare, and
+// strings (std::string, or qs::inline_string<N> to choose how many bytes stay
+// inline). Values: any trivially copyable type; a qs::ref<T> (T* in hardware
+// mode) to reach objects.
+//
+// Nodes (qs/btree_storage.hpp): by default (qs::in_database<>) persistent
+// objects of 8160 bytes, a page of 8 KiB each, allocated next to their parent
+// or sibling; inner
+// nodes hold keys and child links, leaves keys and values, and leaves are
+// linked both ways. Links are qs::ref: a raw pointer in hardware mode, where
+// a lookup is pointer chasing over resident pages, and a checked identifier
+// in software mode. qs::in_memory<> builds the same tree from new/delete.
+//
+// Transactions: an update is ordinary writes to persistent objects, logged
+// by the commit's page diffs and undone by abort like any other; splits and
+// merges allocate and free nodes through the persistent allocator. Updates
+// need an open transaction; a tree in the database is constructed in place,
+// as a member of a persistent object (its constructor allocates the tree's
+// header object next to it) or as a named root (db.root<qs::btree_map<...>>,
+// zeroed, which the first insert completes).
+//
+// Invariants, which check() verifies and which every lookup trusts only as
+// far as it checks them (a node whose level, size or mark is wrong raises
+// qs::corrupt_btree instead of being followed):
+//  * every leaf is at the same depth; a node is at least half full, except
+//    the root and the nodes on the right edge (a load in ascending order
+//    fills nodes instead of halving them), which hold a key at least;
+//  * keys ascend in every node (strictly unless a multimap), and the keys
+//    under an inner node's child i lie between its keys i-1 and i inclusive;
+//  * leaves are linked in key order both ways, from the header's first to
+//    its last; size is the number of entries.
+//
+// Thread-safety: a tree is an object like any other: one thread updates it,
+// or any number read it (hardware mode; software mode's references are used
+// by one thread at a time).
+#pragma once
+
+#include <qs/btree_keys.hpp>
+#include <qs/btree_storage.hpp>
+#include <qs/error.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace qs {
+
+// A tree's node is not what a node must be: a level, size or mark that is
+// wrong, found by a lookup or by check().
+class corrupt_btree : public error {
+ public:
+  using error::error;
+};
+
+namespace detail {
+
+inline constexpr std::uint32_t btree_leaf_mark = 0x6c656166;   // "leaf"
+inline constexpr std::uint32_t btree_inner_mark = 0x696e6e72;  // "innr"
+inline constexpr std::uint32_t btree_meta_mark = 0x62747265;   // "btre"
+
+struct btree_head {
+  std::uint16_t count;  // entries (leaf) or keys (inner node)
+  std::uint16_t level;  // 0: a leaf
+  std::uint32_t mark;
+};
+
+template <class Stored, class V, class Nodes, std::size_t Cap>
+struct btree_leaf : btree_head {
+  typename Nodes::template link<btree_leaf> prev, next;
+  Stored keys[Cap];
+  V vals[Cap];
+};
+
+template <class Stored, class Nodes, std::size_t Cap>
+struct btree_inner : btree_head {
+  Stored keys[Cap];
+  typename Nodes::template link<btree_head> kids[Cap + 1];
+};
+
+template <class Leaf, class Nodes>
+struct btree_meta {
+  typename Nodes::template link<btree_head> root;
+  typename Nodes::template link<Leaf> first, last;
+  std::uint64_t size;
+  std::uint32_t height;  // levels; 0 when empty
+  std::uint32_t mark;
+};
+
+// How many entries of `per` bytes fit beside `fixed` bytes in `bytes`,
+// leaving room for alignment.
+constexpr std::size_t btree_fit(std::size_t bytes, std::size_t fixed, std::size_t per) {
+  return bytes > fixed + 16 ? (bytes - fixed - 16) / per : 0;
+}
+
+template <class K, class V, class Compare, class Nodes, bool Multi>
+class basic_btree {
+  using traits = typename btree_key_select<K, Compare, Nodes>::type;
+  using stored = typename traits::stored;
+  using arg = typename traits::arg;
+  template <class N>
+  using link = typename Nodes::template link<N>;
+  static constexpr std::size_t link_bytes = sizeof(link<btree_head>);
+  static constexpr std::size_t leaf_cap =
+      btree_fit(Nodes::node_bytes, sizeof(btree_head) + 2 * link_bytes, sizeof(stored) + sizeof(V));
+  static constexpr std::size_t inner_cap =
+      btree_fit(Nodes::node_bytes, sizeof(btree_head) + link_bytes, sizeof(stored) + link_bytes);
+  static_assert(leaf_cap >= 4 && inner_cap >= 4, "qs::btree_map: a node must hold 4 entries; give more node bytes");
+  static_assert(leaf_cap < 65536 && inner_cap < 65536, "qs::btree_map: a node holds fewer than 65,536 entries");
+  static_assert(std::is_trivially_copyable_v<V>, "a qs::btree_map value is trivially copyable (qs::ref<T> included)");
+  using leaf = btree_leaf<stored, V, Nodes, leaf_cap>;
+  using inner = btree_inner<stored, Nodes, inner_cap>;
+  using meta = btree_meta<leaf, Nodes>;
+  static_assert(sizeof(leaf) <= Nodes::node_bytes && sizeof(inner) <= Nodes::node_bytes);
+  static constexpr unsigned leaf_min = leaf_cap / 2;
+  static constexpr unsigned inner_min = inner_cap / 2;
+  static constexpr unsigned max_height = 40;
+
+ public:
+  using key_type = typename traits::key_type;
+  using mapped_type = V;
+  using size_type = std::size_t;
+  using difference_type = std::ptrdiff_t;
+  using key_compare = Compare;
+  using key_view = typename traits::view;
+  static constexpr std::size_t leaf_capacity = leaf_cap;
+  static constexpr std::size_t inner_capacity = inner_cap;
+
+  template <bool Const>
+  class iter {
+   public:
+    struct reference {
+      key_view first;
+      std::conditional_t<Const, const V&, V&> second;
+    };
+    struct pointer {
+      reference r;
+      const reference* operator->() const noexcept { return &r; }
+    };
+    using value_type = std::pair<key_type, V>;
+    using difference_type = std::ptrdiff_t;
+    using iterator_category = std::bidirectional_iterator_tag;
+
+    iter() = default;
+    template <bool C = Const, class = std::enable_if_t<C>>
+    iter(const iter<false>& o) : t_(o.t_), l_(o.l_), i_(o.i_) {}
+
+    // In software mode, the non-const form records the leaf's before-image.
+    reference operator*() const {
+      leaf* p = Const ? Nodes::get(l_) : Nodes::write(l_);
+      return {traits::view_of(p->keys[i_]), p->vals[i_]};
+    }
+    pointer operator->() const { return {**this}; }
+    key_view key() const { return traits::view_of(Nodes::get(l_)->keys[i_]); }
+
+    iter& operator++() {
+      const leaf* p = Nodes::get(l_);
+      if (++i_ >= p->count) {
+        l_ = p->next;
+        i_ = 0;
+      }
+      return *this;
+    }
+    iter operator++(int) {
+      iter r = *this;
+      ++*this;
+      return r;
+    }
+    iter& operator--() {
+      if (!l_) {
+        l_ = t_->header()->last;
+        i_ = Nodes::get(l_)->count - 1u;
+      } else if (i_ == 0) {
+        l_ = Nodes::get(l_)->prev;
+        i_ = Nodes::get(l_)->count - 1u;
+      } else {
+        --i_;
+      }
+      return *this;
+    }
+    iter operator--(int) {
+      iter r = *this;
+      --*this;
+      return r;
+    }
+    friend bool operator==(const iter& a, const iter& b) { return a.l_ == b.l_ && a.i_ == b.i_; }
+
+   private:
+    friend class basic_btree;
+    friend class iter<!Const>;
+    iter(const basic_btree* t, link<leaf> l, unsigned i) : t_(t), l_(l), i_(i) {}
+    const basic_btree* t_ = nullptr;
+    link<leaf> l_{};
+    unsigned i_ = 0;
+  };
+  using iterator = iter<false>;
+  using const_iterator = iter<true>;
+
+  // In the database: allocates the tree's header object next to the tree
+  // (so the tree must be inside a persistent object, in a transaction).
+  basic_btree() {
+    if constexpr (Nodes::persistent) create_header();
+  }
+  basic_btree(const basic_btree&) = delete;
+  basic_btree& operator=(const basic_btree&) = delete;
+  // Frees every node (in the database: in the transaction that deletes the
+  // object holding the tree).
+  ~basic_btree() {
+    if (!header_) return;
+    clear();
+    Nodes::destroy(header_);
+  }
+
+  size_type size() const { return header_ ? Nodes::get(header_)->size : 0; }
+  bool empty() const { return size() == 0; }
+  // Levels of nodes (1: the root is a leaf; 0: empty).
+  unsigned height() const { return header_ ? Nodes::get(header_)->height : 0; }
+
+  iterator begin() { return iterator(this, first_leaf(), 0); }
+  iterator end() { return iterator(this, {}, 0); }
+  const_iterator begin() const { return const_iterator(this, first_leaf(), 0); }
+  const_iterator end() const { return const_iterator(this, {}, 0); }
+  const_iterator cbegin() const { return begin(); }
+  const_iterator cend() const { return end(); }
+
+  iterator lower_bound(arg k) { return make_iter<iterator>(descend<false>(k, nullptr)); }
+  const_iterator lower_bound(arg k) const { return make_iter<const_iterator>(descend<false>(k, nullptr)); }
+  iterator upper_bound(arg k) { return make_iter<iterator>(descend<true>(k, nullptr)); }
+  const_iterator upper_bound(arg k) const { return make_iter<const_iterator>(descend<true>(k, nullptr)); }
+  iterator find(arg k) { return find_impl<iterator>(k); }
+  const_iterator find(arg k) const { return find_impl<const_iterator>(k); }
+  bool contains(arg k) const { return find(k) != end(); }
+  size_type count(arg k) const {
+    size_type n = 0;
+    for (auto it = lower_bound(k); it != end() && !traits::after(Compare{}, key_at(it), k); ++it) ++n;
+    return n;
+  }
+  std::pair<iterator, iterator> equal_range(arg k) { return {lower_bound(k), upper_bound(k)}; }
+  std::pair<const_iterator, const_iterator> equal_range(arg k) const { return {lower_bound(k), upper_bound(k)}; }
+
+  // Inserts (k, v). A map refuses a key it has (the bool is false and the
+  // iterator names the entry); a multimap puts it after the equal keys.
+  std::pair<iterator, bool> insert(arg k, const V& v) { return insert_impl(k, v); }
+  std::pair<iterator, bool> insert(const std::pair<key_type, V>& kv) { return insert_impl(arg(kv.first), kv.second); }
+  template <class A, class B>
+  std::pair<iterator, bool> insert(const std::pair<A, B>& kv) {
+    return insert_impl(arg(kv.first), V(kv.second));
+  }
+  template <class... A>
+  std::pair<iterator, bool> emplace(arg k, A&&... a) {
+    return insert_impl(k, V(std::forward<A>(a)...));
+  }
+  // Maps only: sets k's value, inserting it when absent.
+  std::pair<iterator, bool> insert_or_assign(arg k, const V& v) {
+    static_assert(!Multi, "insert_or_assign is a map's");
+    auto r = insert_impl(k, v);
+    if (!r.second) (*r.first).second = v;
+    return r;
+  }
+  V& operator[](arg k) {
+    static_assert(!Multi, "operator[] is a map's");
+    return (*insert_impl(k, V{}).first).second;
+  }
+  const V& at(arg k) const {
+    auto it = find(k);
+    if (it == end()) throw std::out_of_range("qs::btree_map::at: no such key");
+    return (*it).second;
+  }
+  V& at(arg k) {
+    auto it = find(k);
+    if (it == end()) throw std::out_of_range("qs::btree_map::at: no such key");
+    return (*it).second;
+  }
+
+  // Removes the entry at `at`; returns the iterator to the entry after it.
+  iterator erase(const_iterator at) {
+    path p;
+    link<leaf> l = locate(at, p);
+    return erase_at(p, l, at.i_);
+  }
+  iterator erase(iterator at) { return erase(const_iterator(at)); }
+  // Removes every entry with key k; returns how many.
+  size_type erase(arg k) {
+    size_type n = 0;
+    for (auto it = find(k); it != end() && !traits::after(Compare{}, key_at(it), k); ++n) it = erase(it);
+    return n;
+  }
+  // Removes the first entry (k, v); false when there is none.
+  bool erase_value(arg k, const V& v) {
+    for (auto it = lower_bound(k); it != end(); ++it) {
+      if (traits::after(Compare{}, key_at(it), k)) return false;
+      if (value_at(it) == v) {
+        erase(it);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void clear() {
+    if (!header_) return;
+    const meta* m = Nodes::get(header_);
+    if (!m->root) return;
+    free_subtree(m->root, m->height - 1);
+    meta* w = Nodes::write(header_);
+    w->root = {};
+    w->first = w->last = {};
+    w->size = 0;
+    w->height = 0;
+  }
+
+  // Walks the whole tree and throws qs::corrupt_btree naming the first
+  // node that breaks an invariant (see above).
+  void check() const {
+    if (!header_) return;
+    const meta* m = Nodes::get(header_);
+    if (m->mark != btree_meta_mark) corrupt("the tree's header has no header mark");
+    if (!m->root) {
+      if (m->size != 0 || m->height != 0 || m->first || m->last) corrupt("an empty tree's header is not empty");
+      return;
+    }
+    if (m->height == 0 || m->height > max_height) corrupt("the tree's height " + std::to_string(m->height));
+    walk w;
+    check_node(m->root, m->height - 1, nullptr, nullptr, true, w);
+    if (w.entries != m->size)
+      corrupt("the header counts " + std::to_string(m->size) + " entries, the leaves " + std::to_string(w.entries));
+    if (!(w.last == m->last)) corrupt("the header's last leaf is not the last leaf");
+    if (Nodes::get(w.last)->next) corrupt("the last leaf links to a next one");
+    if (!(first_leaf() == w.first)) corrupt("the header's first leaf is not the first leaf");
+  }
+
+ private:
+  struct step {
+    link<btree_head> node;  // an inner node
+    unsigned idx;           // the child taken
+  };
+  struct path {
+    step s[max_height];
+    unsigned depth = 0;  // inner nodes above the leaf
+  };
+  struct slot {
+    link<leaf> l;
+    unsigned i;
+  };
+
+  [[noreturn]] static void corrupt(const std::string& what) { throw corrupt_btree("qs::btree_map: " + what); }
+  static std::string where(const void* p) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%p", p);
+    return b;
+  }
+  // A node to follow: its mark, level and size are what the tree expects.
+  static const btree_head* visit(const link<btree_head>& l, unsigned level) {
+    const btree_head* h = Nodes::get(l);
+    if (!h) corrupt("a null link to a node of level " + std::to_string(level));
+    bool is_leaf = level == 0;
+    if (h->level != level || h->mark != (is_leaf ? btree_leaf_mark : btree_inner_mark) ||
+        h->count > (is_leaf ? leaf_cap : inner_cap) || (!is_leaf && h->count == 0))
+      corrupt("the node at " + where(h) + " (level " + std::to_string(h->level) + ", " + std::to_string(h->count) +
+              " keys, mark " + std::to_string(h->mark) + ") is not a node of level " + std::to_string(level) +
+              " of this tree");
+    return h;
+  }
+
+  const meta* header() const { return Nodes::get(header_); }
+  link<leaf> first_leaf() const { return header_ ? Nodes::get(header_)->first : link<leaf>{}; }
+
+  void create_header() {
+    link<meta> h = Nodes::template make<meta>(this);
+    Nodes::write(h)->mark = btree_meta_mark;
+    header_ = h;
+  }
+
+  template <class It>
+  static const stored& key_at(const It& it) {
+    return Nodes::get(it.l_)->keys[it.i_];
+  }
+  static const V& value_at(const const_iterator& it) { return Nodes::get(it.l_)->vals[it.i_]; }
+
+  // The first entry at or after `p`'s slot.
+  template <class It>
+  It make_iter(slot p) const {
+    if (!p.l) return It(this, {}, 0);
+    const leaf* lf = Nodes::get(p.l);
+    if (p.i >= lf->count) return It(this, lf->next, 0);
+    return It(this, p.l, p.i);
+  }
+
+  template <class It>
+  It find_impl(arg k) const {
+    It it = make_iter<It>(descend<false>(k, nullptr));
+    if (it.l_ && !traits::after(Compare{}, Nodes::get(it.l_)->keys[it.i_], k)) return it;
+    return It(this, {}, 0);
+  }
+
+  template <bool Upper>
+  static unsigned search(const stored* keys, unsigned n, arg k) {
+    Compare c{};
+    unsigned lo = 0, hi = n;
+    while (lo < hi) {
+      unsigned mid = (lo + hi) / 2;
+      bool right = Upper ? !traits::after(c, keys[mid], k) : traits::before(c, keys[mid], k);
+      if (right) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  // The leaf and slot where the first key >= k (> k when Upper) is, or would
+  // go; the inner nodes on the way into *p.
+  template <bool Upper>
+  slot descend(arg k, path* p) const {
+    if (!header_) return {{}, 0};
+    const meta* m = Nodes::get(header_);
+    if (!m->root) return {{}, 0};
+    if (m->height == 0 || m->height > max_height) corrupt("the tree's height " + std::to_string(m->height));
+    link<btree_head> at = m->root;
+    unsigned level = m->height - 1;
+    if (p) p->depth = 0;
+    while (level > 0) {
+      const inner* n = static_cast<const inner*>(visit(at, level));
+      unsigned i = search<Upper>(n->keys, n->count, k);
+      if (p) p->s[p->depth++] = {at, i};
+      at = n->kids[i];
+      --level;
+    }
+    const leaf* lf = static_cast<const leaf*>(visit(at, 0));
+    return {Nodes::template cast<leaf>(at), search<Upper>(lf->keys, lf->count, k)};
+  }
+
+  // The path to the leaf of `it` (which must be in the tree).
+  link<leaf> locate(const const_iterator& it, path& p) const {
+    if (!it.l_) throw std::out_of_range("qs::btree_map::erase of end()");
+    const leaf* target = Nodes::get(it.l_);
+    slot at = descend<false>(traits::view_of(target->keys[it.i_]), &p);
+    for (unsigned hops = 0;; ++hops) {
+      if (at.l == it.l_) return at.l;
+      if (!next_leaf(p, at.l) || hops > size()) corrupt("an iterator's leaf is not on the path of its key");
+    }
+  }
+
+  // Moves the path to the leaf after `l`; false at the last leaf.
+  bool next_leaf(path& p, link<leaf>& l) const {
+    unsigned d = p.depth;
+    while (d > 0) {
+      const inner* n = static_cast<const inner*>(Nodes::get(p.s[d - 1].node));
+      if (p.s[d - 1].idx < n->count) break;
+      --d;
+    }
+    if (d == 0) return false;
+    ++p.s[d - 1].idx;
+    link<btree_head> at = static_cast<const inner*>(Nodes::get(p.s[d - 1].node))->kids[p.s[d - 1].idx];
+    for (; d < p.depth; ++d) {
+      p.s[d] = {at, 0};
+      at = static_cast<const inner*>(Nodes::get(at))->kids[0];
+    }
+    l = Nodes::template cast<leaf>(at);
+    return true;
+  }
+
+  meta* writable_header() {
+    if (!header_) create_header();
+    return Nodes::write(header_);
+  }
+
+  std::pair<iterator, bool> insert_impl(arg k, const V& v) {
+    if (!header_ || !Nodes::get(header_)->root) {
+      meta* m = writable_header();
+      link<leaf> l = Nodes::template make<leaf>(m);
+      Nodes::write(l)->mark = btree_leaf_mark;
+      m->root = l;
+      m->first = m->last = l;
+      m->height = 1;
+    }
+    path p;
+    slot at = Multi ? descend<true>(k, &p) : descend<false>(k, &p);
+    if constexpr (!Multi) {
+      iterator it = make_iter<iterator>(at);
+      if (it.l_ && !traits::after(Compare{}, Nodes::get(it.l_)->keys[it.i_], k)) return {it, false};
+    }
+    meta* m = writable_header();
+    ++m->size;
+    leaf* lf = Nodes::write(at.l);
+    if (lf->count < leaf_cap) {
+      put_entry(lf, at.i, traits::make(k, lf), v);
+      return {iterator(this, at.l, at.i), true};
+    }
+    // Split: the left leaf keeps half, the right one (new, next to it) the
+    // rest, and the new entry goes where it belongs; but an entry appended
+    // after the last key of the last leaf (ascending keys, the common load)
+    // leaves the left leaf full and starts the right one, so that a tree
+    // loaded in order has full nodes, not half-full ones.
+    constexpr unsigned n = leaf_cap;
+    const bool append = !lf->next && at.i == n;
+    const unsigned lm = append ? n : (n + 1) / 2;
+    link<leaf> rl = Nodes::template make<leaf>(lf);
+    leaf* r = Nodes::write(rl);
+    r->mark = btree_leaf_mark;
+    slot result;
+    if (at.i < lm) {
+      move_entries(r, 0, lf, lm - 1, n - (lm - 1));
+      lf->count = static_cast<std::uint16_t>(lm - 1);
+      r->count = static_cast<std::uint16_t>(n - (lm - 1));
+      put_entry(lf, at.i, traits::make(k, lf), v);
+      result = {at.l, at.i};
+    } else {
+      move_entries(r, 0, lf, lm, n - lm);
+      lf->count = static_cast<std::uint16_t>(lm);
+      r->count = static_cast<std::uint16_t>(n - lm);
+      put_entry(r, at.i - lm, traits::make(k, r), v);
+      result = {rl, at.i - lm};
+    }
+    r->next = lf->next;
+    r->prev = at.l;
+    if (lf->next) Nodes::write(lf->next)->prev = rl;
+    else m->last = rl;
+    lf->next = rl;
+    const void* near = p.depth ? static_cast<const void*>(Nodes::get(p.s[p.depth - 1].node)) : lf;
+    insert_up(p, m, traits::copy(lf->keys[lf->count - 1], near), rl, append);
+    return {iterator(this, result.l, result.i), true};
+  }
+
+  static void put_entry(leaf* lf, unsigned i, const stored& k, const V& v) {
+    for (unsigned j = lf->count; j > i; --j) {
+      lf->keys[j] = lf->keys[j - 1];
+      lf->vals[j] = lf->vals[j - 1];
+    }
+    lf->keys[i] = k;
+    lf->vals[i] = v;
+    ++lf->count;
+  }
+  static void move_entries(leaf* to, unsigned at, const leaf* from, unsigned first, unsigned n) {
+    for (unsigned j = 0; j < n; ++j) {
+      to->keys[at + j] = from->keys[first + j];
+      to->vals[at + j] = from->vals[first + j];
+    }
+  }
+
+  // Puts separator `sep` and the new right sibling `right` into the parents
+  // on the path, splitting full ones, and a new root on top if the root split.
+  // `append`: the split was of the last leaf, at its end; the inner nodes on
+  // the right edge then split leaving their left part full too.
+  void insert_up(path& p, meta* m, stored sep, link<btree_head> right, bool append) {
+    unsigned d = p.depth;
+    while (d > 0) {
+      --d;
+      link<btree_head> pl = p.s[d].node;
+      inner* n = static_cast<inner*>(Nodes::write(pl));
+      unsigned i = p.s[d].idx;
+      if (n->count < inner_cap) {
+        for (unsigned j = n->count; j > i; --j) {
+          n->keys[j] = n->keys[j - 1];
+          n->kids[j + 1] = n->kids[j];
+        }
+        n->keys[i] = sep;
+        n->kids[i + 1] = right;
+        ++n->count;
+        return;
+      }
+      // Split: of the cap + 1 keys, the left node keeps lk, the next goes
+      // up, the right node (new, next to it) takes the rest.
+      stored keys[inner_cap + 1];
+      link<btree_head> kids[inner_cap + 2];
+      for (unsigned j = 0, o = 0; j <= inner_cap; ++j) {
+        if (j == i) keys[o++] = sep;
+        if (j < inner_cap) keys[o++] = n->keys[j];
+      }
+      for (unsigned j = 0, o = 0; j <= inner_cap; ++j) {
+        kids[o++] = n->kids[j];
+        if (j == i) kids[o++] = right;
+      }
+      const unsigned lk = append && i == inner_cap ? inner_cap - 1 : (inner_cap + 1) / 2;
+      link<inner> rl = Nodes::template make<inner>(n);
+      inner* r = Nodes::write(rl);
+      r->mark = btree_inner_mark;
+      r->level = n->level;
+      for (unsigned j = 0; j < lk; ++j) n->keys[j] = keys[j];
+      for (unsigned j = 0; j <= lk; ++j) n->kids[j] = kids[j];
+      n->count = static_cast<std::uint16_t>(lk);
+      unsigned rk = inner_cap - lk;
+      for (unsigned j = 0; j < rk; ++j) r->keys[j] = keys[lk + 1 + j];
+      for (unsigned j = 0; j <= rk; ++j) r->kids[j] = kids[lk + 1 + j];
+      r->count = static_cast<std::uint16_t>(rk);
+      sep = keys[lk];
+      right = rl;
+    }
+    link<inner> rootl = Nodes::template make<inner>(Nodes::get(m->root));
+    inner* root = Nodes::write(rootl);
+    root->mark = btree_inner_mark;
+    root->level = static_cast<std::uint16_t>(m->height);
+    root->count = 1;
+    root->keys[0] = sep;
+    root->kids[0] = m->root;
+    root->kids[1] = right;
+    m->root = rootl;
+    ++m->height;
+  }
+
+  // Removes entry i of leaf l (reached by p) and rebalances; returns the
+  // iterator to the entry that followed it.
+  iterator erase_at(path& p, link<leaf> l, unsigned i) {
+    meta* m = Nodes::write(header_);
+    leaf* lf = Nodes::write(l);
+    traits::release(lf->keys[i]);
+    for (unsigned j = i + 1; j < lf->count; ++j) {
+      lf->keys[j - 1] = lf->keys[j];
+      lf->vals[j - 1] = lf->vals[j];
+    }
+    --lf->count;
+    --m->size;
+    slot cursor{l, i};
+    if (p.depth == 0) {
+      if (lf->count == 0) {
+        Nodes::destroy(l);
+        m->root = {};
+        m->first = m->last = {};
+        m->height = 0;
+        return end();
+      }
+      return make_iter<iterator>(cursor);
+    }
+    if (lf->count >= leaf_min) return make_iter<iterator>(cursor);
+    if (rebalance_leaf(p, m, lf, cursor)) rebalance_inner(p, m);
+    return make_iter<iterator>(cursor);
+  }
+
+  // A leaf below half: borrow from a sibling, or merge with one. True when
+  // the parent lost a key.
+  bool rebalance_leaf(path& p, meta* m, leaf* lf, slot& cursor) {
+    step& up = p.s[p.depth - 1];
+    inner* parent = static_cast<inner*>(Nodes::write(up.node));
+    unsigned i = up.idx;
+    if (i > 0) {
+      link<leaf> sl = Nodes::template cast<leaf>(parent->kids[i - 1]);
+      if (Nodes::get(sl)->count > leaf_min) {
+        leaf* s = Nodes::write(sl);
+        put_entry(lf, 0, s->keys[s->count - 1], s->vals[s->count - 1]);
+        --s->count;
+        traits::release(parent->keys[i - 1]);
+        parent->keys[i - 1] = traits::copy(s->keys[s->count - 1], parent);
+        ++cursor.i;
+        return false;
+      }
+    }
+    if (i < parent->count) {
+      link<leaf> sl = Nodes::template cast<leaf>(parent->kids[i + 1]);
+      if (Nodes::get(sl)->count > leaf_min) {
+        leaf* s = Nodes::write(sl);
+        move_entries(lf, lf->count, s, 0, 1);
+        ++lf->count;
+        for (unsigned j = 1; j < s->count; ++j) {
+          s->keys[j - 1] = s->keys[j];
+          s->vals[j - 1] = s->vals[j];
+        }
+        --s->count;
+        traits::release(parent->keys[i]);
+        parent->keys[i] = traits::copy(lf->keys[lf->count - 1], parent);
+        return false;
+      }
+    }
+    // Merge the right one of the pair into the left one.
+    unsigned li = i > 0 ? i - 1 : i;
+    link<leaf> left_l = Nodes::template cast<leaf>(parent->kids[li]);
+    link<leaf> right_l = Nodes::template cast<leaf>(parent->kids[li + 1]);
+    leaf* left = Nodes::write(left_l);
+    leaf* right = Nodes::write(right_l);
+    if (cursor.l == right_l) cursor = {left_l, left->count + cursor.i};
+    move_entries(left, left->count, right, 0, right->count);
+    left->count = static_cast<std::uint16_t>(left->count + right->count);
+    left->next = right->next;
+    if (right->next) Nodes::write(right->next)->prev = left_l;
+    else m->last = left_l;
+    Nodes::destroy(right_l);
+    remove_key(parent, li, true);
+    return true;
+  }
+
+  // Removes key k and the child after it from an inner node.
+  static void remove_key(inner* n, unsigned k, bool release) {
+    if (release) traits::release(n->keys[k]);
+    for (unsigned j = k + 1; j < n->count; ++j) n->keys[j - 1] = n->keys[j];
+    for (unsigned j = k + 2; j <= n->count; ++j) n->kids[j - 1] = n->kids[j];
+    --n->count;
+  }
+
+  // Inner nodes on the path that fell below half, from the leaf's parent up.
+  void rebalance_inner(path& p, meta* m) {
+    for (unsigned d = p.depth; d-- > 0;) {
+      link<btree_head> nl = p.s[d].node;
+      inner* n = static_cast<inner*>(Nodes::write(nl));
+      if (d == 0) {
+        if (n->count == 0) {  // the root has one child left: it becomes the root
+          m->root = n->kids[0];
+          --m->height;
+          Nodes::destroy(Nodes::template cast<inner>(nl));
+        }
+        return;
+      }
+      if (n->count >= inner_min) return;
+      inner* parent = static_cast<inner*>(Nodes::write(p.s[d - 1].node));
+      unsigned i = p.s[d - 1].idx;
+      if (i > 0) {
+        link<btree_head> sl = parent->kids[i - 1];
+        if (Nodes::get(sl)->count > inner_min) {  // rotate right through the parent
+          inner* s = static_cast<inner*>(Nodes::write(sl));
+          for (unsigned j = n->count; j > 0; --j) n->keys[j] = n->keys[j - 1];
+          for (unsigned j = n->count + 1; j > 0; --j) n->kids[j] = n->kids[j - 1];
+          n->keys[0] = parent->keys[i - 1];
+          n->kids[0] = s->kids[s->count];
+          ++n->count;
+          parent->keys[i - 1] = s->keys[s->count - 1];
+          --s->count;
+          return;
+        }
+      }
+      if (i < parent->count) {
+        link<btree_head> sl = parent->kids[i + 1];
+        if (Nodes::get(sl)->count > inner_min) {  // rotate left through the parent
+          inner* s = static_cast<inner*>(Nodes::write(sl));
+          n->keys[n->count] = parent->keys[i];
+          n->kids[n->count + 1] = s->kids[0];
+          ++n->count;
+          parent->keys[i] = s->keys[0];
+          for (unsigned j = 1; j < s->count; ++j) s->keys[j - 1] = s->keys[j];
+          for (unsigned j = 1; j <= s->count; ++j) s->kids[j - 1] = s->kids[j];
+          --s->count;
+          return;
+        }
+      }
+      unsigned li = i > 0 ? i - 1 : i;
+      link<btree_head> left_l = parent->kids[li], right_l = parent->kids[li + 1];
+      inner* left = static_cast<inner*>(Nodes::write(left_l));
+      inner* right = static_cast<inner*>(Nodes::write(right_l));
+      unsigned c = left->count;
+      left->keys[c] = parent->keys[li];
+      for (unsigned j = 0; j < right->count; ++j) left->keys[c + 1 + j] = right->keys[j];
+      for (unsigned j = 0; j <= right->count; ++j) left->kids[c + 1 + j] = right->kids[j];
+      left->count = static_cast<std::uint16_t>(c + 1 + right->count);
+      Nodes::destroy(Nodes::template cast<inner>(right_l));
+      remove_key(parent, li, false);
+    }
+  }
+
+  void free_subtree(link<btree_head> at, unsigned level) {
+    if (level == 0) {
+      link<leaf> l = Nodes::template cast<leaf>(at);
+      leaf* lf = Nodes::write(l);
+      for (unsigned j = 0; j < lf->count; ++j) traits::release(lf->keys[j]);
+      Nodes::destroy(l);
+      return;
+    }
+    link<inner> nl = Nodes::template cast<inner>(at);
+    inner* n = static_cast<inner*>(Nodes::write(nl));
+    for (unsigned j = 0; j < n->count; ++j) traits::release(n->keys[j]);
+    for (unsigned j = 0; j <= n->count; ++j) free_subtree(n->kids[j], level - 1);
+    Nodes::destroy(nl);
+  }
+
+  struct walk {
+    link<leaf> first{}, last{};
+    std::uint64_t entries = 0;
+    const stored* prev_key = nullptr;
+  };
+  // Checks the subtree at `at` (of `level`) whose keys lie in [lo, hi]
+  // (null: unbounded).
+  void check_node(link<btree_head> at, unsigned level, const stored* lo, const stored* hi, bool right_edge,
+                  walk& w) const {
+    Compare c{};
+    const btree_head* h = visit(at, level);
+    std::string here = "the node at " + where(h) + " (level " + std::to_string(level) + ")";
+    unsigned minimum = right_edge ? 1 : level == 0 ? leaf_min : inner_min;
+    if (h->count < minimum)
+      corrupt(here + " holds " + std::to_string(h->count) + " keys, fewer than " + std::to_string(minimum));
+    const stored* keys = level == 0 ? static_cast<const leaf*>(h)->keys : static_cast<const inner*>(h)->keys;
+    for (unsigned j = 0; j < h->count; ++j) {
+      if (lo && traits::less(c, keys[j], *lo)) corrupt(here + ": key " + std::to_string(j) + " is below its bound");
+      if (hi && traits::less(c, *hi, keys[j])) corrupt(here + ": key " + std::to_string(j) + " is above its bound");
+      if (j > 0 && traits::less(c, keys[j], keys[j - 1]))
+        corrupt(here + ": keys " + std::to_string(j - 1) + " and " + std::to_string(j) + " are out of order");
+    }
+    if (level == 0) {
+      const leaf* lf = static_cast<const leaf*>(h);
+      link<leaf> l = Nodes::template cast<leaf>(at);
+      for (unsigned j = 0; j < lf->count; ++j) {
+        const stored* before = j > 0 ? &lf->keys[j - 1] : w.prev_key;
+        if (before && !Multi && !traits::less(c, *before, lf->keys[j]))
+          corrupt(here + ": key " + std::to_string(j) + " repeats a key of a map");
+      }
+      if (!(lf->prev == w.last)) corrupt(here + ": its previous-leaf link is not the leaf before it");
+      if (w.last) {
+        if (!(Nodes::get(w.last)->next == l)) corrupt(here + ": the leaf before it does not link to it");
+      } else {
+        w.first = l;
+      }
+      w.last = l;
+      w.entries += lf->count;
+      if (lf->count) w.prev_key = &lf->keys[lf->count - 1];
+      return;
+    }
+    const inner* n = static_cast<const inner*>(h);
+    for (unsigned j = 0; j <= n->count; ++j)
+      check_node(n->kids[j], level - 1, j > 0 ? &n->keys[j - 1] : lo, j < n->count ? &n->keys[j] : hi,
+                 right_edge && j == n->count, w);
+  }
+
+  link<meta> header_{};
+};
+
+}  // namespace detail
+
+// An ordered map with unique keys (std::map's interface, see above).
+template <class K, class V, class Compare = std::less<K>, class Nodes = in_database<>>
+using btree_map = detail::basic_btree<K, V, Compare, Nodes, false>;
+// An ordered map whose keys may repeat, in insertion order among equals.
+template <class K, class V, class Compare = std::less<K>, class Nodes = in_database<>>
+using btree_multimap = detail::basic_btree<K, V, Compare, Nodes, true>;
+
+}  // namespace qs
