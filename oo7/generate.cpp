@@ -122,14 +122,21 @@ Config config_named(const std::string& what) {
   return c;
 }
 
-Indexes::Indexes(store& s)
-    : atomicPartIdx(s, "AtomicPartIdx", unique),
-      buildDateIndex(s, "BuildDateIndex", duplicates),
-      documentIdx(s, "DocumentIdx", unique),
-      documentIdIdx(s, "DocumentIdIdx", unique),
-      compPartIdx(s, "CompPartIdx", unique),
-      baseAssemblyIdx(s, "BaseAssemblyIdx", unique),
-      moduleIdx(s, "ModuleIdx", unique) {}
+Indexes::Indexes(store& s, const ref<Root>& root, bool bdb)
+    : atomicPartIdx(s, root, &Root::atomicPartIdx, "AtomicPartIdx", unique, bdb),
+      buildDateIndex(s, root, &Root::buildDateIndex, "BuildDateIndex", duplicates, bdb),
+      documentIdx(s, root, &Root::documentIdx, "DocumentIdx", unique, bdb),
+      documentIdIdx(s, root, &Root::documentIdIdx, "DocumentIdIdx", unique, bdb),
+      compPartIdx(s, root, &Root::compPartIdx, "CompPartIdx", unique, bdb),
+      baseAssemblyIdx(s, root, &Root::baseAssemblyIdx, "BaseAssemblyIdx", unique, bdb),
+      moduleIdx(s, root, &Root::moduleIdx, "ModuleIdx", unique, bdb) {}
+
+bool bdb_indexes_requested() {
+  const char* v = std::getenv("OO7_INDEX");
+  if (!v || !*v || std::strcmp(v, "btree") == 0) return false;
+  if (std::strcmp(v, "bdb") == 0) return true;
+  throw error(std::string("OO7_INDEX=") + v + ": say btree (qs::btree, the default) or bdb (Berkeley DB's B-trees)");
+}
 
 std::string module_name(std::int32_t id) {
   char b[32];
@@ -146,7 +153,12 @@ void Db::attach() {
   ref<Root>& cell = root_ref<Root>(st, "oo7");
   if (!cell) throw error("the store holds no OO7 database (no root 'oo7'); generate one first");
   root = cell;
-  if (!ix) ix = std::make_unique<Indexes>(st);
+  bool bdb = root->bdbIndexes != 0;
+  if (std::getenv("OO7_INDEX") && bdb_indexes_requested() != bdb)
+    throw error(std::string("this database was generated with ") + (bdb ? "OO7_INDEX=bdb" : "qs::btree indexes") +
+                ", but OO7_INDEX=" + std::getenv("OO7_INDEX") + " asks for the other kind; generate it again");
+  bdbIndexes = bdb;
+  if (!ix) ix = std::make_unique<Indexes>(st, root, bdb);
   cfg = root->cfg;
   nextCompositeId = cfg.totalCompParts() + 1;
   nextAtomicId = cfg.totalAtomicParts() + 1;
@@ -398,10 +410,13 @@ void generate(Db& db, const Config& cfg, bool quiet) {
   ref<Root>& cell = root_ref<Root>(db.st, "oo7");
   if (cell) throw error("the store already holds an OO7 database");
   db.root = make<Root>(db.st);
+  bool bdb = bdb_indexes_requested();
   write(db.root)->cfg = cfg;
+  write(db.root)->bdbIndexes = bdb;
   cell = db.root;
   db.cfg = cfg;
-  db.ix = std::make_unique<Indexes>(db.st);
+  db.bdbIndexes = bdb;
+  db.ix = std::make_unique<Indexes>(db.st, db.root, bdb);
   db.nextCompositeId = 1;
   db.nextAtomicId = 1;
   db.nextBaseAssemblyId = 1;

@@ -144,8 +144,8 @@ int cmd_gen(const std::string& size, const std::string& dir, const Options& o) {
   if (!o.quiet)
     std::printf("Database size on disk: %.2f MB of data files (%.2f MB with the log)\n",
                 static_cast<double>(dir_bytes(dir, true)) / 1e6, static_cast<double>(dir_bytes(dir, false)) / 1e6);
-  std::printf("DBSIZE mode=%s size=%s data_bytes=%" PRIu64 " %s\n", oo7::mode_name, size.c_str(), dir_bytes(dir, true),
-              pool.c_str());
+  std::printf("DBSIZE mode=%s size=%s indexes=%s data_bytes=%" PRIu64 " %s\n", oo7::mode_name, size.c_str(),
+              oo7::bdb_indexes_requested() ? "bdb" : "btree", dir_bytes(dir, true), pool.c_str());
 #else
   (void)dir;
   oo7::generate(db, cfg, o.quiet);
@@ -230,13 +230,13 @@ int cmd_bench(const std::string& size, const std::string& dir, int count, const 
   pool = pool_fields(h);
 #endif
   std::printf(
-      "RESULT mode=%s op=%s count=%d xacts=%s result=%ld cold_ms=%.3f hot_ms=%.4f last_ms=%.3f "
+      "RESULT mode=%s op=%s indexes=%s count=%d xacts=%s result=%ld cold_ms=%.3f hot_ms=%.4f last_ms=%.3f "
       "cold_read_faults=%" PRIu64 " cold_write_faults=%" PRIu64 " cold_pages_fetched=%" PRIu64 " read_faults=%" PRIu64
       " write_faults=%" PRIu64 " pages_fetched=%" PRIu64 " pages_written=%" PRIu64 " evictions=%" PRIu64
       " log_bytes=%" PRIu64 " commit_ms=%.3f diff_bytes=%" PRIu64 " cold_fault_ns=%" PRIu64 " cold_fetch_ns=%" PRIu64
       " cold_mapping_ns=%" PRIu64 " cold_swizzle_ns=%" PRIu64 " cold_protect_ns=%" PRIu64 " detect_ns=%.0f %s\n",
-      oo7::mode_name, op.c_str(), count, many ? "many" : "one", result, cold_ms, hot_ms, last_ms,
-      cold_end.read_faults - s0.read_faults, cold_end.write_faults - s0.write_faults,
+      oo7::mode_name, op.c_str(), db.bdbIndexes ? "bdb" : "btree", count, many ? "many" : "one", result, cold_ms,
+      hot_ms, last_ms, cold_end.read_faults - s0.read_faults, cold_end.write_faults - s0.write_faults,
       cold_end.pages_fetched - s0.pages_fetched, s1.read_faults - s0.read_faults, s1.write_faults - s0.write_faults,
       s1.pages_fetched - s0.pages_fetched, s1.pages_written - s0.pages_written, s1.evictions - s0.evictions,
       s1.log_bytes - s0.log_bytes, static_cast<double>(s1.commit_ns - s0.commit_ns) / 1e6,

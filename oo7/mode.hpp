@@ -4,14 +4,15 @@
 //
 //   OO7_MODE_QS      persistent objects in a qs database (hardware mode, linked
 //                    with qs-hardware): `new (db) T`, `new (qs::near(p)) T`,
-//                    qs::index B-trees, ACID transactions. oo7::ref<T> is T*.
+//                    qs::btree indexes, ACID transactions. oo7::ref<T> is T*.
 //   OO7_MODE_SW      the same on qs-software: oo7::ref<T> is qs::ref<T>, a
 //                    16-byte object identifier checked on every dereference.
 //   OO7_MODE_QS_BIG  hardware mode with every object as large as in software
 //                    mode (the paper's QS-B): references are a pointer and 8
 //                    bytes of padding, and each persistent class gains 8
 //                    bytes, as software mode's object headers do.
-//   OO7_MODE_MEM     the floor: plain new/delete, std::multimap indexes,
+//   OO7_MODE_MEM     the floor: plain new/delete, qs::btree indexes on
+//                    new/delete (std::multimap with OO7_INDEX=bdb),
 //                    transactions that do nothing, no database at all.
 //
 // OO7_ON_QS is defined for the first three.
@@ -24,7 +25,9 @@
 //  * OO7_PERSISTENT(T) as a persistent class's first line;
 //  * oo7::make<T>(store, ...) to start a cluster, oo7::make_near<T>(r, ...)
 //    to place an object on r's page(s), oo7::destroy(r), oo7::make_text;
-//  * oo7::index<Key, T>, oo7::txn, oo7::root_ref<T>, oo7::stats_now.
+//  * oo7::index<Key, T> (a qs::btree_multimap in the root object, in the
+//    database or in memory; Berkeley DB's B-trees with OO7_INDEX=bdb),
+//    oo7::txn, oo7::root_ref<T>, oo7::stats_now.
 //
 // Invariants:
 //  * Exactly one mode is defined.
@@ -65,8 +68,16 @@
 #ifdef OO7_ON_QS
 #include <qs/qs.hpp>
 #endif
+#include <qs/btree.hpp>
 
 namespace oo7 {
+
+struct Root;
+
+// Whether OO7_INDEX asks for the paper's indexes: "bdb" (Berkeley DB's
+// B-trees in the qs modes, a std::multimap in mem) or "btree" (qs::btree,
+// the default). Throws oo7::error for any other value.
+bool bdb_indexes_requested();
 
 // An error of the benchmark itself (bad configuration, a missing object).
 class error : public std::runtime_error {
@@ -224,22 +235,57 @@ inline double fault_detection_ns() { return qs::software_swizzling ? 0 : qs::mea
 
 enum index_kind { unique = qs::unique, duplicates = qs::duplicates };
 
-// A B-tree index from Key (an integer or std::string) to objects of T.
+// The B-tree an OO7 index is: a qs::btree_multimap in the database, a member
+// of the root object.
+template <class Key, class T>
+using index_tree = qs::btree_multimap<Key, ref<T>>;
+
+// An index from Key (an integer or std::string) to objects of T: the tree
+// `member` of the root object, or (a database generated with OO7_INDEX=bdb,
+// the paper's configuration) the Berkeley DB B-tree of that name.
 template <class Key, class T>
 class index {
  public:
-  index(store& s, const std::string& name, index_kind kind) : ix_(*s.db, name, static_cast<qs::index_kind>(kind)) {}
-  void insert(const Key& k, const ref<T>& r) { ix_.insert(k, to_qs(r)); }
-  bool erase(const Key& k, const ref<T>& r) { return ix_.erase(k, to_qs(r)); }
-  ref<T> find(const Key& k) { return ref<T>(ix_.find(k)); }
+  using tree = index_tree<Key, T>;
+  index(store& s, const ref<Root>& root, tree Root::*member, const std::string& name, index_kind kind, bool bdb)
+      : root_(&root), member_(member), name_(name), unique_(kind == unique) {
+    if (bdb) bdb_.emplace(*s.db, name, static_cast<qs::index_kind>(kind));
+  }
+  void insert(const Key& k, const ref<T>& r) {
+    if (bdb_) return bdb_->insert(k, to_qs(r));
+    tree& t = get();
+    if (unique_ && t.contains(k)) throw error("index " + name_ + ": duplicate key");
+    t.insert(k, r);
+  }
+  bool erase(const Key& k, const ref<T>& r) {
+    if (bdb_) return bdb_->erase(k, to_qs(r));
+    return get().erase_value(k, r);
+  }
+  ref<T> find(const Key& k) {
+    if (bdb_) return ref<T>(bdb_->find(k));
+    const tree& t = get();
+    auto it = t.find(k);
+    return it == t.end() ? ref<T>(nullptr) : (*it).second;
+  }
   // f(key, ref) for lo <= key <= hi in key order, until f returns false.
   template <class F>
   void range(const Key& lo, const Key& hi, F f) {
-    ix_.range(lo, hi, [&](const Key& k, qs::ref<T> p) { return f(k, ref<T>(p)); });
+    if (bdb_) return bdb_->range(lo, hi, [&](const Key& k, qs::ref<T> p) { return f(k, ref<T>(p)); });
+    const tree& t = get();
+    for (auto it = t.lower_bound(lo), e = t.end(); it != e; ++it) {
+      auto kv = *it;
+      if (hi < kv.first) break;
+      if (!f(Key(kv.first), kv.second)) break;
+    }
   }
 
  private:
-  qs::index<Key, T> ix_;
+  tree& get() const { return raw(*root_)->*member_; }
+  const ref<Root>* root_;
+  tree Root::*member_;
+  std::string name_;
+  bool unique_;
+  std::optional<qs::index<Key, T>> bdb_;
 };
 
 #else  // OO7_MODE_MEM
@@ -336,22 +382,37 @@ inline stats_t stats_now(const store&) { return {}; }
 
 enum index_kind { unique, duplicates };
 
-// The entries live in a pool of their own, as a B-tree's would: interleaved
-// with the objects in the malloc heap they would spread the objects out and
-// make the floor slower than it is.
+// The same B-tree as in the qs modes, its nodes from new/delete.
+template <class Key, class T>
+using index_tree = qs::btree_multimap<Key, T*, std::less<Key>, qs::in_memory<>>;
+
+// An index: the tree `member` of the root object, or (OO7_INDEX=bdb, the
+// floor the paper's configuration is measured against) a std::multimap whose
+// entries live in a pool of their own, as a B-tree's would: interleaved with
+// the objects in the malloc heap they would spread the objects out and make
+// the floor slower than it is.
 template <class Key, class T>
 class index {
  public:
-  index(store&, const std::string& name, index_kind kind) : name_(name), unique_(kind == unique) {}
+  using tree = index_tree<Key, T>;
+  index(store&, const ref<Root>& root, tree Root::*member, const std::string& name, index_kind kind, bool bdb)
+      : root_(&root), member_(member), name_(name), unique_(kind == unique), map_(bdb) {}
   index(const index&) = delete;
   void insert(const Key& k, ref<T> r) {
-    auto [lo, hi] = m_.equal_range(k);
-    if (unique_ && lo != hi) throw error("index " + name_ + ": duplicate key");
-    for (auto it = lo; it != hi; ++it)
-      if (it->second == r) return;
-    m_.emplace(k, r);
+    if (map_) {
+      auto [lo, hi] = m_.equal_range(k);
+      if (unique_ && lo != hi) throw error("index " + name_ + ": duplicate key");
+      for (auto it = lo; it != hi; ++it)
+        if (it->second == r) return;
+      m_.emplace(k, r);
+      return;
+    }
+    tree& t = get();
+    if (unique_ && t.contains(k)) throw error("index " + name_ + ": duplicate key");
+    t.insert(k, r);
   }
   bool erase(const Key& k, ref<T> r) {
+    if (!map_) return get().erase_value(k, r);
     auto [lo, hi] = m_.equal_range(k);
     for (auto it = lo; it != hi; ++it)
       if (it->second == r) {
@@ -361,18 +422,36 @@ class index {
     return false;
   }
   ref<T> find(const Key& k) {
-    auto it = m_.find(k);
-    return it == m_.end() ? nullptr : it->second;
+    if (map_) {
+      auto it = m_.find(k);
+      return it == m_.end() ? nullptr : it->second;
+    }
+    const tree& t = get();
+    auto it = t.find(k);
+    return it == t.end() ? nullptr : (*it).second;
   }
   template <class F>
   void range(const Key& lo, const Key& hi, F f) {
-    for (auto it = m_.lower_bound(lo); it != m_.end() && !(hi < it->first); ++it)
-      if (!f(it->first, it->second)) break;
+    if (map_) {
+      for (auto it = m_.lower_bound(lo); it != m_.end() && !(hi < it->first); ++it)
+        if (!f(it->first, it->second)) break;
+      return;
+    }
+    const tree& t = get();
+    for (auto it = t.lower_bound(lo), e = t.end(); it != e; ++it) {
+      auto kv = *it;
+      if (hi < kv.first) break;
+      if (!f(Key(kv.first), kv.second)) break;
+    }
   }
 
  private:
+  tree& get() const { return (*root_)->*member_; }
+  const ref<Root>* root_;
+  tree Root::*member_;
   std::string name_;
   bool unique_;
+  bool map_;
   std::pmr::unsynchronized_pool_resource pool_;
   std::pmr::multimap<Key, ref<T>> m_{&pool_};
 };

@@ -33,8 +33,10 @@ void reseed(unsigned seed);
 // of a config file in the format of OO7-SPEC 2.1.
 Config config_named(const std::string& name_or_file);
 
+// The indexes of the database whose root is `root` (a Db's member, which
+// must outlive them); Berkeley DB's when `bdb`.
 struct Indexes {
-  explicit Indexes(store& s);
+  Indexes(store& s, const ref<Root>& root, bool bdb);
   index<std::int32_t, AtomicPart> atomicPartIdx;
   index<std::int32_t, AtomicPart> buildDateIndex;
   index<std::string, Document> documentIdx;
@@ -51,8 +53,9 @@ struct Db {
   Config cfg;
   // Driver state (OO7-SPEC 4.3), not persistent.
   std::int32_t nextCompositeId = 0, nextAtomicId = 0, nextBaseAssemblyId = 0;
-  int workAmount = 0;  // gettimeofday calls per DoNothing in T1WW
-  bool quiet = false;  // no per-module lines
+  int workAmount = 0;       // gettimeofday calls per DoNothing in T1WW
+  bool bdbIndexes = false;  // the indexes are Berkeley DB's (OO7_INDEX=bdb), not qs::btree
+  bool quiet = false;       // no per-module lines
 
   // Opens the indexes and finds the root; in a transaction. Sets cfg and the
   // next ids. Throws oo7::error when the store holds no OO7 database.

@@ -146,6 +146,7 @@ bool replace_prefix(ref<Text> t, const char* from, const char* to) {
   if (len < lf || std::memcmp(t->data, from, static_cast<std::size_t>(lf)) != 0) return false;
   if (len - lf + lt + 1 > t->cap) throw error("text too small for the replacement");
   auto w = write(t);
+  if (!w) throw error("a null text");  // (software mode's write of a null ref is null)
   std::memmove(w->data + lt, w->data + lf, static_cast<std::size_t>(len - lf + 1));
   std::memcpy(w->data, to, static_cast<std::size_t>(lt));
   w->len = len - lf + lt;

@@ -159,15 +159,24 @@ struct Config {
   std::int32_t complexPerModule() const;
 };
 
-// The database's named root ("oo7"): the configuration and the extents.
-// The atomic-part extent of OO7-SPEC 1.5 is allCompParts (in id order) with
-// each composite part's `parts` bag (in creation order): the same parts in
-// the same order, on the pages of the composite clusters.
+// The database's named root ("oo7"): the configuration, the extents and the
+// seven indexes of OO7-SPEC 1.5 (oo7::index, mode.hpp). The atomic-part
+// extent is allCompParts (in id order) with each composite part's `parts`
+// bag (in creation order): the same parts in the same order, on the pages of
+// the composite clusters.
 struct Root {
   OO7_PERSISTENT(Root)
   Config cfg;
   bag<Module, 1, 8> allModules;
   bag<CompositePart, 1, 64> allCompParts;
+  std::int32_t bdbIndexes = 0;  // 1: generated with OO7_INDEX=bdb; the trees stay empty
+  index_tree<std::int32_t, AtomicPart> atomicPartIdx;
+  index_tree<std::int32_t, AtomicPart> buildDateIndex;
+  index_tree<std::string, Document> documentIdx;
+  index_tree<std::int32_t, Document> documentIdIdx;
+  index_tree<std::int32_t, CompositePart> compPartIdx;
+  index_tree<std::int32_t, BaseAssembly> baseAssemblyIdx;
+  index_tree<std::string, Module> moduleIdx;
 };
 
 }  // namespace oo7

@@ -51,6 +51,7 @@ class Results:
     def __init__(self, path):
         self.size = None
         self.count = None
+        self.indexes = {}  # mode -> "btree" (qs::btree) or "bdb" (Berkeley DB, OO7_INDEX=bdb)
         self.database_bytes = {}
         self.pools = {}  # mode -> the DBSIZE line's pool fields (generation)
         self.runs = {}
@@ -63,6 +64,8 @@ class Results:
                 mode = fields.get("mode")
                 if mode is None:
                     continue
+                if "indexes" in fields:
+                    self.indexes[mode] = fields["indexes"]
                 if tokens[0] == "DBSIZE":
                     self.size = self.size or fields.get("size")
                     self.database_bytes[mode] = parse_number(fields.get("data_bytes", ""))
@@ -500,6 +503,9 @@ def main(argv):
 
     print(f"OO7 comparison: database {res.size or '?'}, count={res.count} "
           f"(iterations per operation, one transaction), modes: {' '.join(res.modes)}")
+    kinds = {"btree": "qs::btree_multimap", "bdb": "Berkeley DB B-trees (OO7_INDEX=bdb; mem: std::multimap)"}
+    if res.indexes:
+        print("indexes: " + ", ".join(f"{m} {kinds.get(k, k)}" for m, k in sorted(res.indexes.items())))
     missing = [m for m in MODES if m not in res.modes]
     if missing:
         print(f"(no results for mode {', '.join(missing)}: shown as -)")
@@ -534,6 +540,7 @@ def main(argv):
         json.dump({
             "size": res.size,
             "count": res.count,
+            "indexes": res.indexes,
             "modes": res.modes,
             "operations": res.runs,
             "database_bytes": res.database_bytes,
