@@ -50,8 +50,12 @@ std::uint32_t heap_allocate(std::byte* image, std::uint32_t page_size, std::uint
           oh->size += hs + at(image, next)->size;
         std::uint32_t total = hs + oh->size;
         std::uint32_t pad = pad_for(off, align);
-        if (pad + hs + payload <= total) {
-          std::uint32_t rest = total - pad - hs - payload;  // 0 or at least a header
+        // The block is taken when the object fills it or leaves room for a
+        // free block's header after it: in software mode a header is 16
+        // bytes, so 8 bytes left over would be a header that overruns.
+        const std::uint32_t need = pad + hs + payload;
+        if (need == total || need + hs <= total) {
+          std::uint32_t rest = total - need;  // 0 or at least a header
           std::uint32_t p = place(image, off, pad, type, payload);
           if (rest) *at(image, off + pad + hs + payload) = make_header(free_type, rest - hs);
           ph->free_bytes -= hs + payload;

@@ -356,3 +356,27 @@ TEST_CASE("software mode: references that cannot be followed say why") {
     t.commit();
   }
 }
+
+TEST_CASE("software mode: a freed block reused by an object 8 bytes smaller leaves the page's objects whole") {
+  // An object header is 16 bytes here: 8 bytes left over from a free block
+  // cannot hold a free block's header, so the block is not split that way.
+  qs_test::test_dir dir;
+  auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+  qs::transaction t(db);
+  qs::ref<Node> first = new (db) Node;
+  auto bytes = [&](std::size_t n) {
+    return qs::ref<char>(
+        static_cast<char*>(qs::detail::allocate_near(first.get(), qs::detail::descriptor_of<char>(), n)));
+  };
+  qs::ref<char> a = bytes(16), b = bytes(16);
+  qs::detail::release(a.get());
+  qs::ref<char> c = bytes(8);
+  qs::ref<char> d = bytes(8);
+  CHECK(c.page() == first.page());
+  CHECK(d.page() == first.page());
+  CHECK(*b.get() == 0);
+  CHECK(first->value == 0);
+  qs::destroy(d.get());
+  qs::destroy(c.get());
+  t.commit();
+}
