@@ -377,6 +377,21 @@ TEST_CASE("btree: nodes changed behind the tree's back raise qs::corrupt_btree",
         std::int64_t key = k.what == change::leaf_mark ? n - 1 : 0;
         CHECK_THROWS_AS(t.find(key), qs::corrupt_btree);
         CHECK_THROWS_AS(t.lower_bound(key), qs::error);
+        // So must a walk along the leaf links, in either direction.
+        auto walk_forward = [&] {
+          std::int64_t seen = 0;
+          for (auto it = t.begin(); it != t.end(); ++it) ++seen;
+          return seen;
+        };
+        auto walk_backward = [&] {
+          std::int64_t seen = 0;
+          for (auto it = t.end(); it != t.begin(); --it) ++seen;
+          return seen;
+        };
+        if (k.what != change::inner_level) {
+          CHECK_THROWS_AS(walk_forward(), qs::corrupt_btree);
+          CHECK_THROWS_AS(walk_backward(), qs::corrupt_btree);
+        }
       } else {
         CHECK(t.find(n / 2) != t.end());  // the lookup trusts what it cannot check
       }
@@ -408,6 +423,8 @@ TEST_CASE("btree: a database tree outside the database is refused", "[btree][lif
   INFO("a local tree, outside any transaction: " << out_of_tx);
   CHECK(in_tx.find("not persistent") != std::string::npos);
   CHECK(out_of_tx.find("not persistent") != std::string::npos);
+  CHECK(in_tx.find("lives in a persistent object or a named root") != std::string::npos);
+  CHECK(out_of_tx.find("qs::in_memory makes a transient tree") != std::string::npos);
   // A tree of in_memory nodes is the transient one.
   qs::btree_multimap<std::int64_t, std::int64_t, std::less<std::int64_t>, qs::in_memory<512>> mem;
   for (std::int64_t i = 0; i < 5000; ++i) mem.insert(i % 1000, i);

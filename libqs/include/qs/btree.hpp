@@ -25,12 +25,12 @@
 // mode) to reach objects.
 //
 // Nodes (qs/btree_storage.hpp): by default (qs::in_database<>) persistent
-// objects of 8160 bytes, a page of 8 KiB each, allocated next to their parent
-// or sibling; inner
-// nodes hold keys and child links, leaves keys and values, and leaves are
-// linked both ways. Links are qs::ref: a raw pointer in hardware mode, where
-// a lookup is pointer chasing over resident pages, and a checked identifier
-// in software mode. qs::in_memory<> builds the same tree from new/delete.
+// objects of 8160 bytes, a page of 8 KiB each (smaller nodes are placed on
+// their sibling's or parent's page when it has room); inner nodes hold keys
+// and child links, leaves keys and values, and leaves are linked both ways.
+// Links are qs::ref: a raw pointer in hardware mode, where a lookup is
+// pointer chasing over resident pages, and a checked identifier in software
+// mode. qs::in_memory<> builds the same tree from new/delete.
 //
 // Transactions: an update is ordinary writes to persistent objects, logged
 // by the commit's page diffs and undone by abort like any other; splits and
@@ -182,7 +182,7 @@ class basic_btree {
     iter& operator++() {
       const leaf* p = Nodes::get(l_);
       if (++i_ >= p->count) {
-        l_ = p->next;
+        l_ = follow(p->next);
         i_ = 0;
       }
       return *this;
@@ -194,10 +194,10 @@ class basic_btree {
     }
     iter& operator--() {
       if (!l_) {
-        l_ = t_->header()->last;
+        l_ = follow(t_->header()->last);
         i_ = Nodes::get(l_)->count - 1u;
       } else if (i_ == 0) {
-        l_ = Nodes::get(l_)->prev;
+        l_ = follow(Nodes::get(l_)->prev);
         i_ = Nodes::get(l_)->count - 1u;
       } else {
         --i_;
@@ -242,9 +242,9 @@ class basic_btree {
   // Levels of nodes (1: the root is a leaf; 0: empty).
   unsigned height() const { return header_ ? Nodes::get(header_)->height : 0; }
 
-  iterator begin() { return iterator(this, first_leaf(), 0); }
+  iterator begin() { return iterator(this, follow(first_leaf()), 0); }
   iterator end() { return iterator(this, {}, 0); }
-  const_iterator begin() const { return const_iterator(this, first_leaf(), 0); }
+  const_iterator begin() const { return const_iterator(this, follow(first_leaf()), 0); }
   const_iterator end() const { return const_iterator(this, {}, 0); }
   const_iterator cbegin() const { return begin(); }
   const_iterator cend() const { return end(); }
@@ -389,10 +389,25 @@ class basic_btree {
   }
 
   const meta* header() const { return Nodes::get(header_); }
+  // A leaf an iterator moves to along the leaf links (null: the end): its
+  // mark, level and size are checked like those of a node a lookup follows,
+  // and it holds an entry.
+  static link<leaf> follow(const link<leaf>& l) {
+    if (l && visit(l, 0)->count == 0) corrupt("the leaf at " + where(Nodes::get(l)) + " linked from another is empty");
+    return l;
+  }
   link<leaf> first_leaf() const { return header_ ? Nodes::get(header_)->first : link<leaf>{}; }
 
   void create_header() {
-    link<meta> h = Nodes::template make<meta>(this);
+    link<meta> h;
+    try {
+      h = Nodes::template make<meta>(this);
+    } catch (const invalid_argument& e) {
+      throw invalid_argument("qs::btree_map at " + where(this) +
+                             ": a tree whose nodes are in the database (qs::in_database) lives in a persistent object "
+                             "or a named root, not in transient memory; qs::in_memory makes a transient tree (" +
+                             e.what() + ")");
+    }
     Nodes::write(h)->mark = btree_meta_mark;
     header_ = h;
   }
@@ -408,7 +423,7 @@ class basic_btree {
   It make_iter(slot p) const {
     if (!p.l) return It(this, {}, 0);
     const leaf* lf = Nodes::get(p.l);
-    if (p.i >= lf->count) return It(this, lf->next, 0);
+    if (p.i >= lf->count) return It(this, follow(lf->next), 0);
     return It(this, p.l, p.i);
   }
 
@@ -456,7 +471,7 @@ class basic_btree {
 
   // The path to the leaf of `it` (which must be in the tree).
   link<leaf> locate(const const_iterator& it, path& p) const {
-    if (!it.l_) throw std::out_of_range("qs::btree_map::erase of end()");
+    if (!it.l_) throw invalid_argument("qs::btree_map: erase of end()");
     const leaf* target = Nodes::get(it.l_);
     slot at = descend<false>(traits::view_of(target->keys[it.i_]), &p);
     for (unsigned hops = 0;; ++hops) {
