@@ -1,7 +1,9 @@
 // The bank: four client processes transfer money between the accounts of a
-// std::map in persistent memory (qs_ps_bank, bank_worker.cpp) while an
-// auditor process sums every balance in read-only transactions; then a check
-// replays the clients' transfers. Every process must exit normally with 0:
+// std::map in persistent memory (qs_ps_bank, bank_worker.cpp), and the same
+// balances in a qs::btree_map, journaling each transfer in a
+// qs::btree_multimap they all append to, while an auditor process sums every
+// balance both ways in read-only transactions; then a check replays the
+// clients' transfers and checks both trees' invariants. Every process must exit normally with 0:
 // no total the auditor sees may be wrong, none of its transactions may abort,
 // and nothing may be lost or applied twice.
 #include <catch2/catch.hpp>

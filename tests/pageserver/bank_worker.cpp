@@ -1,7 +1,10 @@
 // qs_ps_bank: a client process of the page-server bank test (bank_test.cpp).
 // A Bank holds a std::map of accounts (int key, an Account with a long
-// qs::allocator string name and a balance), allocated with qs::allocator;
-// each transfer client has a root counter of its committed transfers.
+// qs::allocator string name and a balance), allocated with qs::allocator,
+// the same balances in a qs::btree_map (the ledger), and a qs::btree_multimap
+// journal of every transfer (key: the transfer's number times the clients
+// plus the client, so that the clients append to the same last leaf); each
+// transfer client has a root counter of its committed transfers.
 // Usage:
 //   qs_ps_bank URL setup                     create the bank: accounts 0..99 of
 //                                            1000 each, counters 0..3 at 0
@@ -21,6 +24,7 @@
 // Every wait is bounded. Output on stdout, errors on stderr.
 #include "worker_options.hpp"
 
+#include <qs/btree.hpp>
 #include <qs/qs.hpp>
 
 #include <chrono>
@@ -51,6 +55,8 @@ using account_map = std::map<int, Account, std::less<int>, qs::allocator<std::pa
 struct Bank {
   QS_PERSISTENT(Bank)
   account_map accounts;
+  qs::btree_map<int, std::int64_t> ledger;
+  qs::btree_multimap<std::int64_t, std::int64_t> journal;  // transfer key -> amount
 };
 
 }  // namespace qs_psbank
@@ -103,6 +109,7 @@ int setup(qs::database& db) {
       Account& a = b->accounts[i];
       a.name = account_name(i).c_str();
       a.balance = initial_balance;
+      b->ledger.insert(i, initial_balance);
     }
     for (int c = 0; c < max_clients; ++c) db.root<std::int64_t>(counter_root(c)) = 0;
     root = b;
@@ -129,6 +136,9 @@ int transfer(qs::database& db, int client, int n) {
       Account& to = account(t.to);
       from.balance -= t.amount;
       to.balance += t.amount;
+      b->ledger[t.from] -= t.amount;
+      b->ledger[t.to] += t.amount;
+      b->journal.insert(std::int64_t{k} * max_clients + client, t.amount);
       ++db.root<std::int64_t>(counter_root(client));
     });
   }
@@ -151,12 +161,14 @@ int audit(qs::database& db, const std::string& done) {
       db.run([&] {
         ++runs;
         std::string note = "audit " + std::to_string(completed);
-        std::int64_t total = 0;
+        std::int64_t total = 0, ledger_total = 0;
         int n = 0;
         for (const auto& [id, account] : bank(db)->accounts) {
           total += account.balance;
           ++n;
         }
+        for (auto [id, balance] : std::as_const(bank(db)->ledger)) ledger_total += balance;
+        if (ledger_total != total) total = -1;  // the two copies disagree: wrong
         if (total != expected || n != accounts) {
           ++wrong;
           if (wrong <= 10)
@@ -215,6 +227,28 @@ int check(qs::database& db, int clients, int n) {
       if (a.balance != expected[i])
         report("account " + std::to_string(i) + " has " + std::to_string(a.balance) + ", expected " +
                std::to_string(expected[i]));
+    }
+    const auto& ledger = std::as_const(b->ledger);
+    const auto& journal = std::as_const(b->journal);
+    try {
+      ledger.check();
+      journal.check();
+    } catch (const qs::corrupt_btree& e) {
+      report(e.what());
+    }
+    for (int i = 0; i < accounts; ++i)
+      if (!ledger.contains(i) || ledger.at(i) != expected[i])
+        report("the ledger's account " + std::to_string(i) + " is not " + std::to_string(expected[i]));
+    if (journal.size() != static_cast<std::size_t>(clients) * static_cast<std::size_t>(n))
+      report("the journal has " + std::to_string(journal.size()) + " transfers");
+    for (int c = 0; c < clients; ++c) {
+      std::vector<transfer_step> steps = sequence(c, n);
+      for (int k = 0; k < n; ++k) {
+        auto it = journal.find(std::int64_t{k} * max_clients + c);
+        if (it == journal.end() || it->second != steps[static_cast<std::size_t>(k)].amount ||
+            journal.count(std::int64_t{k} * max_clients + c) != 1)
+          report("the journal's transfer " + std::to_string(k) + " of client " + std::to_string(c) + " is wrong");
+      }
     }
     for (int c = 0; c < clients; ++c) {
       std::int64_t v = db.root<std::int64_t>(counter_root(c));
