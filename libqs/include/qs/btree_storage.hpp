@@ -57,8 +57,11 @@ struct in_database {
 
   template <class N>
   static N* get(const link<N>& l) {
-    if constexpr (software_swizzling) return l.get();
-    else return l;
+#if QS_SOFTWARE_SWIZZLE
+    return l.get();
+#else
+    return l;
+#endif
   }
   template <class N>
   static N* write(const link<N>& l) {

@@ -5,6 +5,7 @@
 // process, under ACID transactions. See README.md for a tour.
 #pragma once
 
+#include <qs/btree.hpp>
 #include <qs/database.hpp>
 #include <qs/error.hpp>
 #include <qs/index.hpp>
