@@ -4,22 +4,16 @@
 // first insert aborted, a database tree that is not in the database).
 #include "btree_support.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <random>
-#include <stdexcept>
 #include <string>
 #include <vector>
-
-extern char** environ;
 
 using namespace btree_test;
 using namespace qs_test;
@@ -149,42 +143,7 @@ qs::options crash_options() {
 }
 
 child spawn_btree_worker(const std::vector<std::string>& args, const std::string& pause_at = "") {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "QS_PAUSE_", 9) != 0) env_strings.push_back(*e);
-  constexpr int pause_fd = 100;  // the worker reports that it paused there
-  if (!pause_at.empty()) {
-    env_strings.push_back("QS_PAUSE_AT=" + pause_at);
-    env_strings.push_back("QS_PAUSE_FD=" + std::to_string(pause_fd));
-  }
-  std::vector<char*> envp, argv;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::string prog = QS_BTREE_WORKER;
-  argv.push_back(prog.data());
-  std::vector<std::string> copy(args);
-  for (auto& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], pause_fd);
-  child c;
-  int rc = posix_spawn(&c.pid, prog.c_str(), &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    throw std::runtime_error("cannot start " + prog);
-  }
-  if (!pause_at.empty()) {
-    char b;
-    ssize_t got = ::read(fds[0], &b, 1);  // returns when the worker pauses, or 0 when it exits
-    (void)got;
-  }
-  ::close(fds[0]);
-  return c;
+  return spawn_program(QS_BTREE_WORKER, args, pause_at);
 }
 
 constexpr int crash_keys = 1500;  // per transaction: with 512-byte nodes, splits in every leaf

@@ -81,6 +81,11 @@ std::string read_file(const std::string& path) {
 }
 
 child spawn_worker(const std::vector<std::string>& args, const std::string& pause_at, const std::string& stderr_path) {
+  return spawn_program(QS_CRASH_WORKER, args, pause_at, stderr_path);
+}
+
+child spawn_program(const std::string& program, const std::vector<std::string>& args, const std::string& pause_at,
+                    const std::string& stderr_path) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   std::vector<std::string> env_strings;
@@ -95,7 +100,7 @@ child spawn_worker(const std::vector<std::string>& args, const std::string& paus
   std::vector<char*> envp, argv;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::string prog = QS_CRASH_WORKER;
+  std::string prog = program;
   argv.push_back(prog.data());
   std::vector<std::string> copy(args);
   for (auto& a : copy) argv.push_back(a.data());
@@ -106,10 +111,13 @@ child spawn_worker(const std::vector<std::string>& args, const std::string& paus
   if (!stderr_path.empty())
     posix_spawn_file_actions_addopen(&fa, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   child c;
-  if (posix_spawn(&c.pid, prog.c_str(), &fa, nullptr, argv.data(), envp.data()) != 0)
-    throw std::runtime_error("cannot start " + prog);
+  int rc = posix_spawn(&c.pid, prog.c_str(), &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    throw std::runtime_error("cannot start " + prog);
+  }
   if (!pause_at.empty()) {
     char b;
     ssize_t n = ::read(fds[0], &b, 1);  // returns when the worker pauses, or 0 when it exits

@@ -49,6 +49,9 @@ struct child {
 // With `stderr_path` set, the worker's standard error goes to that file.
 child spawn_worker(const std::vector<std::string>& args, const std::string& pause_at = "",
                    const std::string& stderr_path = "");
+// The same for another worker program (a test's own).
+child spawn_program(const std::string& program, const std::vector<std::string>& args, const std::string& pause_at = "",
+                    const std::string& stderr_path = "");
 std::string read_file(const std::string& path);
 
 // Sets an environment variable for its lifetime, then puts back what was
