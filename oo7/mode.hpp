@@ -85,6 +85,47 @@ class error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The part of an index that is a qs::btree_multimap in the root object, the
+// same in every mode (Tree is index_tree<Key, T>, RootRef ref<Root>).
+template <class Key, class Tree, class RootRef>
+class tree_index {
+ public:
+  using value = typename Tree::mapped_type;
+  tree_index(const RootRef& root, Tree Root::*member, const std::string& name, bool unique)
+      : root_(&root), member_(member), name_(name), unique_(unique) {}
+  const std::string& name() const { return name_; }
+  bool unique() const { return unique_; }
+
+  void insert(const Key& k, const value& r) {
+    Tree& t = get();
+    if (unique_ && t.contains(k)) throw error("index " + name_ + ": duplicate key");
+    t.insert(k, r);
+  }
+  bool erase(const Key& k, const value& r) { return get().erase_value(k, r); }
+  value find(const Key& k) const {
+    const Tree& t = get();
+    auto it = t.find(k);
+    return it == t.end() ? value{} : (*it).second;
+  }
+  // f(key, ref) for lo <= key <= hi in key order, until f returns false.
+  template <class F>
+  void range(const Key& lo, const Key& hi, F f) const {
+    const Tree& t = get();
+    for (auto it = t.lower_bound(lo), e = t.end(); it != e; ++it) {
+      auto kv = *it;
+      if (hi < kv.first) break;
+      if (!f(Key(kv.first), kv.second)) break;
+    }
+  }
+
+ private:
+  Tree& get() const { return (**root_).*member_; }
+  const RootRef* root_;
+  Tree Root::*member_;
+  std::string name_;
+  bool unique_;
+};
+
 #ifdef OO7_ON_QS
 
 #if defined(OO7_MODE_QS_BIG)
@@ -248,43 +289,30 @@ class index {
  public:
   using tree = index_tree<Key, T>;
   index(store& s, const ref<Root>& root, tree Root::*member, const std::string& name, index_kind kind, bool bdb)
-      : root_(&root), member_(member), name_(name), unique_(kind == unique) {
+      : tree_(root, member, name, kind == unique) {
     if (bdb) bdb_.emplace(*s.db, name, static_cast<qs::index_kind>(kind));
   }
   void insert(const Key& k, const ref<T>& r) {
     if (bdb_) return bdb_->insert(k, to_qs(r));
-    tree& t = get();
-    if (unique_ && t.contains(k)) throw error("index " + name_ + ": duplicate key");
-    t.insert(k, r);
+    tree_.insert(k, r);
   }
   bool erase(const Key& k, const ref<T>& r) {
     if (bdb_) return bdb_->erase(k, to_qs(r));
-    return get().erase_value(k, r);
+    return tree_.erase(k, r);
   }
   ref<T> find(const Key& k) {
     if (bdb_) return ref<T>(bdb_->find(k));
-    const tree& t = get();
-    auto it = t.find(k);
-    return it == t.end() ? ref<T>(nullptr) : (*it).second;
+    return tree_.find(k);
   }
   // f(key, ref) for lo <= key <= hi in key order, until f returns false.
   template <class F>
   void range(const Key& lo, const Key& hi, F f) {
     if (bdb_) return bdb_->range(lo, hi, [&](const Key& k, qs::ref<T> p) { return f(k, ref<T>(p)); });
-    const tree& t = get();
-    for (auto it = t.lower_bound(lo), e = t.end(); it != e; ++it) {
-      auto kv = *it;
-      if (hi < kv.first) break;
-      if (!f(Key(kv.first), kv.second)) break;
-    }
+    tree_.range(lo, hi, f);
   }
 
  private:
-  tree& get() const { return raw(*root_)->*member_; }
-  const ref<Root>* root_;
-  tree Root::*member_;
-  std::string name_;
-  bool unique_;
+  tree_index<Key, tree, ref<Root>> tree_;
   std::optional<qs::index<Key, T>> bdb_;
 };
 
@@ -396,23 +424,18 @@ class index {
  public:
   using tree = index_tree<Key, T>;
   index(store&, const ref<Root>& root, tree Root::*member, const std::string& name, index_kind kind, bool bdb)
-      : root_(&root), member_(member), name_(name), unique_(kind == unique), map_(bdb) {}
+      : tree_(root, member, name, kind == unique), map_(bdb) {}
   index(const index&) = delete;
   void insert(const Key& k, ref<T> r) {
-    if (map_) {
-      auto [lo, hi] = m_.equal_range(k);
-      if (unique_ && lo != hi) throw error("index " + name_ + ": duplicate key");
-      for (auto it = lo; it != hi; ++it)
-        if (it->second == r) return;
-      m_.emplace(k, r);
-      return;
-    }
-    tree& t = get();
-    if (unique_ && t.contains(k)) throw error("index " + name_ + ": duplicate key");
-    t.insert(k, r);
+    if (!map_) return tree_.insert(k, r);
+    auto [lo, hi] = m_.equal_range(k);
+    if (tree_.unique() && lo != hi) throw error("index " + tree_.name() + ": duplicate key");
+    for (auto it = lo; it != hi; ++it)
+      if (it->second == r) return;
+    m_.emplace(k, r);
   }
   bool erase(const Key& k, ref<T> r) {
-    if (!map_) return get().erase_value(k, r);
+    if (!map_) return tree_.erase(k, r);
     auto [lo, hi] = m_.equal_range(k);
     for (auto it = lo; it != hi; ++it)
       if (it->second == r) {
@@ -422,35 +445,19 @@ class index {
     return false;
   }
   ref<T> find(const Key& k) {
-    if (map_) {
-      auto it = m_.find(k);
-      return it == m_.end() ? nullptr : it->second;
-    }
-    const tree& t = get();
-    auto it = t.find(k);
-    return it == t.end() ? nullptr : (*it).second;
+    if (!map_) return tree_.find(k);
+    auto it = m_.find(k);
+    return it == m_.end() ? nullptr : it->second;
   }
   template <class F>
   void range(const Key& lo, const Key& hi, F f) {
-    if (map_) {
-      for (auto it = m_.lower_bound(lo); it != m_.end() && !(hi < it->first); ++it)
-        if (!f(it->first, it->second)) break;
-      return;
-    }
-    const tree& t = get();
-    for (auto it = t.lower_bound(lo), e = t.end(); it != e; ++it) {
-      auto kv = *it;
-      if (hi < kv.first) break;
-      if (!f(Key(kv.first), kv.second)) break;
-    }
+    if (!map_) return tree_.range(lo, hi, f);
+    for (auto it = m_.lower_bound(lo); it != m_.end() && !(hi < it->first); ++it)
+      if (!f(it->first, it->second)) break;
   }
 
  private:
-  tree& get() const { return (*root_)->*member_; }
-  const ref<Root>* root_;
-  tree Root::*member_;
-  std::string name_;
-  bool unique_;
+  tree_index<Key, tree, ref<Root>> tree_;
   bool map_;
   std::pmr::unsynchronized_pool_resource pool_;
   std::pmr::multimap<Key, ref<T>> m_{&pool_};
