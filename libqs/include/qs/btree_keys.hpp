@@ -57,7 +57,6 @@ struct btree_key_traits {
   using stored = K;
   using arg = const K&;   // what lookups take
   using view = const K&;  // what iterators show
-  static constexpr bool strings = false;
 
   static view view_of(const stored& s) noexcept { return s; }
   static bool before(const Compare& c, const stored& s, arg k) { return c(s, k); }
@@ -77,7 +76,6 @@ struct btree_string_traits {
   using stored = btree_string<N, Nodes>;
   using arg = std::string_view;
   using view = std::string_view;
-  static constexpr bool strings = true;
 
   static view view_of(const stored& s) {
     return s.len <= N ? std::string_view(s.head, s.len) : std::string_view(Nodes::get(s.whole), s.len);
