@@ -392,6 +392,9 @@ TEST_CASE("btree: a database tree outside the database is refused", "[btree][lif
   CHECK(mem.count(7) == 5);
   CHECK(mem.erase(7) == 5);
   mem.check();
+  // Erasing at end() is an error of the program, said as a qs::error.
+  CHECK_THROWS_AS(mem.erase(mem.end()), qs::invalid_argument);
+  CHECK(mem.size() == 4995);
 }
 
 TEST_CASE("btree: a named root's first insert, aborted, leaves an empty tree", "[btree][lifecycle]") {
