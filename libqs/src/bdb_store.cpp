@@ -8,6 +8,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -217,6 +218,19 @@ std::uint32_t bdb_store::open_index(const std::string& name, bool unique) {
   // unusable for the rest of the process if that transaction aborted.
   return env_->open_index(nullptr, name, unique);
 }
+std::vector<std::string> bdb_store::index_names() {
+  // Each index is the file "index.NAME.db" (bdb_env::open_index).
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
+    std::string f = e.path().filename().string();
+    if (f.size() > 9 && f.starts_with("index.") && f.ends_with(".db")) names.push_back(f.substr(6, f.size() - 9));
+  }
+  if (ec) throw store_error("database " + dir_ + ": cannot list its indexes: " + ec.message());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 bool bdb_store::index_insert(std::uint32_t index, std::string_view k, std::string_view v) {
   return env_->index_insert(write_txn(), index, k, v);
 }

@@ -57,6 +57,7 @@ class bdb_store final : public store {
   void index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
                   const std::function<bool(std::string_view, std::string_view)>& f) override;
 
+  std::vector<std::string> index_names() override;
   std::uint64_t log_position() override;
   const std::string& name() const override { return dir_; }
 

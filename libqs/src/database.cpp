@@ -3,6 +3,7 @@
 #include "bdb_store.hpp"
 #include "database_impl.hpp"
 #include "open_databases.hpp"
+#include "schema_evolution.hpp"
 #include "os/machine.hpp"
 #include "remote_store.hpp"
 
@@ -51,7 +52,9 @@ database database::open(const std::string& path, const options& given) {
         path, detail::remote_options{opts.server_secret, opts.reconnect_budget_ms,
                                      opts.isolation_level == isolation::serializable});  // a qs-pageserver
   else s = std::make_unique<detail::bdb_store>(path, detail::bdb_options{opts.page_size, opts.store_cache_bytes});
-  return database(std::make_unique<detail::database_impl>(std::move(s), opts));
+  auto impl = std::make_unique<detail::database_impl>(std::move(s), opts);
+  if (opts.evolve) detail::evolve_database(*impl, opts);
+  return database(std::move(impl));
 }
 
 database::database(std::unique_ptr<detail::database_impl> impl) : impl_(std::move(impl)) {}

@@ -76,6 +76,7 @@ database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
   refs_ = make_references(*pager_, *relocator_, *access_, table_, log_, stats_, n);
   roots_ = std::make_unique<roots>(*store_, *refs_, *allocator_, log_, n);
   indexes_ = std::make_unique<indexes>(*store_, *refs_, n);
+  schema_.set_evolving(opts.evolve);
   schema_.load();
   // The allocator reads its free-space list at the first allocation: a
   // program that only reads opens in the same time whatever the database's

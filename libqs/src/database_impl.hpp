@@ -49,6 +49,7 @@
 #include <qs/index.hpp>
 
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -97,6 +98,33 @@ class database_impl final : public fault_target {
       QS_EXCLUDES(mutex_);
   bool has_root(std::string_view name) QS_EXCLUDES(mutex_);
 
+  // Schema evolution's entry points (schema_evolution.hpp). The pass runs
+  // like a program, in a transaction, touching objects through their frames;
+  // these list what is on a page and rewrite what lives outside pages.
+  struct object_span {
+    std::byte* address;
+    std::uint32_t type;
+    std::uint64_t bytes;
+  };
+  // Why this database cannot be converted here, or empty.
+  std::string evolution_refused() QS_EXCLUDES(mutex_);
+  std::vector<schema_registry::pending_change> pending_changes() QS_EXCLUDES(mutex_);
+  type_layout stored_layout(std::uint32_t index) QS_EXCLUDES(mutex_);
+  // The program's layout of a type by name, or the stored one, or empty.
+  std::string members_of(const std::string& type) QS_EXCLUDES(mutex_);
+  std::uint32_t adopt_type(const schema_registry::pending_change& p) QS_EXCLUDES(mutex_);
+  // One more than the highest page number handed out.
+  std::uint64_t page_limit() QS_EXCLUDES(mutex_);
+  // Brings page `page` in and lists its objects (a large object on its first
+  // page only), or the addresses of its pointer words (not vptrs). False
+  // when the database has no such page.
+  bool objects_on_page(std::uint64_t page, std::vector<object_span>& out) QS_EXCLUDES(mutex_);
+  bool pointer_words_on_page(std::uint64_t page, std::vector<std::byte*>& out) QS_EXCLUDES(mutex_);
+  // Rewrites named roots and qs::index entries that locate an object that
+  // `forward` moves; returns how many changed.
+  std::uint64_t move_roots(const std::function<void*(void*)>& forward) QS_EXCLUDES(mutex_);
+  std::uint64_t move_index_entries(const std::function<void*(void*)>& forward) QS_EXCLUDES(mutex_);
+
   // Software mode's entry points of qs/ref.hpp.
   void* resolve_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag, bool for_write)
       QS_EXCLUDES(mutex_);
@@ -124,6 +152,9 @@ class database_impl final : public fault_target {
   // Between transactions, when the reservation runs short: forget every
   // frame assignment (the pool is emptied).
   void reset_frames() QS_REQUIRES(mutex_);
+  // The page's descriptor, given frames now when it has none; nullptr when
+  // the database has no such page.
+  page_desc* desc_of_page(std::uint64_t page) QS_REQUIRES(mutex_);
 
   mutable mutex mutex_;
   std::unique_ptr<store> store_ QS_PT_GUARDED_BY(mutex_);

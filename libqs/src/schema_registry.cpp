@@ -163,12 +163,58 @@ void schema_registry::load() {
     layouts_[index] = std::move(l);
     by_name_[name] = index;
   });
+  // Earlier layouts of evolved types: their indexes stay taken.
+  store_.scan("h:", [&](std::string_view key, std::string_view value) {
+    std::string_view rest = key.substr(2);
+    std::string name(rest.substr(0, rest.rfind('@')));
+    std::uint32_t index = 0;
+    type_layout l = parse(db_name_, std::string(value), index, name);
+    if (index < layouts_.size() && !layouts_[index].name.empty())
+      throw corrupt_page(0, "database " + db_name_ + ": an earlier layout of type " + name + " claims type index " +
+                                std::to_string(index) + ", which type " + layouts_[index].name + " has");
+    if (layouts_.size() <= index) layouts_.resize(index + 1);
+    layouts_[index] = std::move(l);
+  });
   std::vector<const type_descriptor*> mine;
   {
     std::lock_guard<std::mutex> g(program_types_mutex);
     mine = program_types();
   }
-  for (const type_descriptor* d : mine) bind_stored(d);
+  pending_.clear();
+  for (const type_descriptor* d : mine) {
+    if (evolving_) {
+      auto n = by_name_.find(d->name);
+      if (n != by_name_.end() && by_desc_.find(d) == by_desc_.end()) {
+        try {
+          check(layouts_[n->second], d);
+        } catch (const schema_mismatch&) {
+          pending_.push_back({n->second, d});
+          continue;
+        }
+      }
+    }
+    bind_stored(d);
+  }
+}
+
+std::uint32_t schema_registry::adopt(const pending_change& p) {
+  if (!store_.in_transaction()) throw no_transaction(std::string("converting type ") + p.program->name);
+  const std::string name = p.program->name;
+  const type_layout& old = layouts_.at(p.index);
+  store_.put("h:" + name + "@" + std::to_string(p.index), serialize(old, p.index));
+  std::uint32_t index = static_cast<std::uint32_t>(std::max<std::size_t>(layouts_.size(), first_stored_type));
+  if (index >= max_type_index)
+    throw schema_error("database " + db_name_ + ": no type index is left for type " + name + " (" +
+                       std::to_string(max_type_index) + " at most)");
+  type_layout l = layout_of(p.program);
+  store_.put("t:" + name, serialize(l, index));
+  layouts_.resize(index + 1);
+  layouts_[index] = std::move(l);
+  by_name_[name] = index;
+  by_desc_[p.program] = index;
+  added_.push_back(index);
+  replaced_.emplace_back(name, p.index);
+  return index;
 }
 
 void schema_registry::check(const type_layout& stored, const type_descriptor* d) const {
@@ -189,6 +235,7 @@ void schema_registry::check(const type_layout& stored, const type_descriptor* d)
     msg += "; size " + std::to_string(stored.size) + " stored, " + std::to_string(now.size) + " in the program";
   else if (stored.pointers != now.pointers)
     msg += "; pointer offsets [" + join(stored.pointers) + "] stored, [" + join(now.pointers) + "] in the program";
+  msg += " (open the database with qs::options::evolve set to convert its objects to the program's layout)";
   throw schema_mismatch(msg);
 }
 
@@ -239,6 +286,8 @@ void schema_registry::abort() {
       it = it->second == index ? by_desc_.erase(it) : std::next(it);
     layouts_[index] = type_layout{};
   }
+  for (auto& [name, index] : replaced_) by_name_[name] = index;
+  replaced_.clear();
   while (layouts_.size() > first_stored_type && layouts_.back().name.empty()) layouts_.pop_back();
   added_.clear();
 }

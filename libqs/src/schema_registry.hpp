@@ -13,6 +13,9 @@
 //    qs::schema_mismatch naming the type and its first differing member,
 //    when the database opens and again when the type is first used.
 //  * Types added by a transaction that aborts are forgotten.
+//  * A type's earlier layouts stay in the database ("h:" + name + "@" +
+//    index) after schema evolution replaced them, and their indexes are
+//    never reused.
 #pragma once
 
 #include "store.hpp"
@@ -45,8 +48,23 @@ class schema_registry {
  public:
   schema_registry(store& s, const std::string& db_name);
 
-  // Reads the stored types and checks the program's registered ones.
+  // Reads the stored types and checks the program's registered ones. With
+  // changes allowed (set_evolving), a program type whose stored layout
+  // differs is listed in pending() instead of refused.
   void load();
+  void set_evolving(bool allowed) { evolving_ = allowed; }
+  // A program type whose stored layout (at `index`) differs from its own.
+  struct pending_change {
+    std::uint32_t index;
+    const type_descriptor* program;
+  };
+  const std::vector<pending_change>& pending() const { return pending_; }
+  // Inside a transaction: gives the pending type a new index with the
+  // program's layout, keeping the stored one as history ("h:" records), and
+  // returns the new index. New objects of the type take it from now on.
+  std::uint32_t adopt(const pending_change& p);
+  // Every type, current or historical, whose layout the database has.
+  std::size_t index_limit() const { return layouts_.size(); }
   // The index of d's type, adding it to the database when new.
   std::uint32_t index_of(const type_descriptor* d);
   // The layout of a type index, or nullptr when the database has none.
@@ -54,7 +72,10 @@ class schema_registry {
     return index < layouts_.size() && !layouts_[index].name.empty() ? &layouts_[index] : nullptr;
   }
 
-  void commit() { added_.clear(); }
+  void commit() {
+    added_.clear();
+    replaced_.clear();
+  }
   void abort();
 
  private:
@@ -70,6 +91,10 @@ class schema_registry {
   std::unordered_map<std::string, std::uint32_t> by_name_;
   std::unordered_map<const type_descriptor*, std::uint32_t> by_desc_;
   std::vector<std::uint32_t> added_;
+  bool evolving_ = false;
+  std::vector<pending_change> pending_;
+  // Types adopt() replaced in this transaction: (name, stored index).
+  std::vector<std::pair<std::string, std::uint32_t>> replaced_;
 };
 
 type_layout layout_of(const type_descriptor* d);

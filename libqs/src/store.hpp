@@ -36,6 +36,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace qs::detail {
 
@@ -124,6 +125,9 @@ class store {
   virtual void index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
                           const std::function<bool(std::string_view, std::string_view)>& f) = 0;
 
+  // The names of the store's indexes (schema evolution rewrites their
+  // entries); a store that cannot list them returns none.
+  virtual std::vector<std::string> index_names() { return {}; }
   // Position of the end of the store's log, in bytes: the difference between
   // two calls is what was logged in between.
   virtual std::uint64_t log_position() = 0;

@@ -17,11 +17,13 @@
 #pragma once
 
 #include <qs/error.hpp>
+#include <qs/evolve.hpp>
 #include <qs/schema.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -113,6 +115,16 @@ struct options {
   std::uint32_t reconnect_budget_ms = 30000;
   // qs-pageserver: what a commit checks (see qs::isolation).
   isolation isolation_level = isolation::serializable;
+  // Schema evolution (qs/evolve.hpp): when the database stores a type whose
+  // layout differs from the program's, convert its objects when the
+  // database opens instead of refusing it with qs::schema_mismatch. The
+  // conversion is one transaction over the whole database (its log holds
+  // every page once; its pages pass through the buffer pool) and reports
+  // on standard error what it did.
+  bool evolve = false;
+  // Conversions written by the program, by type name as the member list
+  // spells it ("Part", "geo::Shape"): for changes qs cannot make by name.
+  std::map<std::string, converter> converters;
 };
 
 // Counters, cumulative since the database was opened.

@@ -1,0 +1,192 @@
+// Schema evolution: the pass over the database.
+#include "schema_evolution.hpp"
+
+#include "evolution_plan.hpp"
+#include "stopwatch.hpp"
+
+#include <qs/pause_point.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <vector>
+
+namespace qs::detail {
+namespace {
+
+// 1234567 -> "1,234,567".
+std::string grouped(std::uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+struct moved_object {
+  std::uintptr_t old_address;
+  std::uint64_t old_bytes;
+  std::uintptr_t new_address;
+  std::uint64_t new_bytes;
+  const type_change* change;
+};
+
+// Where pointers into moved objects go.
+class forwarding {
+ public:
+  void add(const moved_object& m) { moves_.push_back(m); }
+  void seal() {
+    std::sort(moves_.begin(), moves_.end(),
+              [](const moved_object& a, const moved_object& b) { return a.old_address < b.old_address; });
+  }
+  std::size_t size() const { return moves_.size(); }
+  const std::vector<moved_object>& moves() const { return moves_; }
+
+  // The new value of a pointer; `p` itself when it points into no moved
+  // object. One past a moved object's end maps to one past its new end.
+  std::uintptr_t forward(std::uintptr_t p) const {
+    auto it = std::upper_bound(moves_.begin(), moves_.end(), p,
+                               [](std::uintptr_t v, const moved_object& m) { return v < m.old_address; });
+    if (it == moves_.begin()) return p;
+    const moved_object& m = *std::prev(it);
+    std::uint64_t off = p - m.old_address;
+    if (off > m.old_bytes) return p;
+    if (off == m.old_bytes) return m.new_address + m.new_bytes;
+    const type_change& c = *m.change;
+    std::uint64_t element = off / c.old_size;
+    auto in = static_cast<std::uint32_t>(off % c.old_size);
+    // The start of an element is the element (a pointer to the object, not
+    // to whichever member was first).
+    if (in == 0) return m.new_address + element * c.program->size;
+    auto to = map_offset(c, in);
+    if (!to)
+      throw schema_error("schema evolution: a pointer points " + std::to_string(in) + " bytes into a stored " +
+                         c.name + ", into a member the program dropped or changed; nothing was converted");
+    return m.new_address + element * c.program->size + *to;
+  }
+
+ private:
+  std::vector<moved_object> moves_;
+};
+
+}  // namespace
+
+void evolve_database(database_impl& db, const options& opts) {
+  std::vector<schema_registry::pending_change> pending = db.pending_changes();
+  if (pending.empty()) return;
+  const std::string& name = db.name();
+  if (std::string why = db.evolution_refused(); !why.empty())
+    throw schema_mismatch("database " + name + " stores type " + pending.front().program->name +
+                          " with a layout that differs from the program's, and cannot be converted here: " + why);
+  auto t0 = std::chrono::steady_clock::now();
+
+  // 1. Every plan first: a refusal writes nothing.
+  std::vector<type_change> changes;
+  changes.reserve(pending.size());
+  auto related = [&](const std::string& from, const std::string& to) {
+    return lists_base(from, db.members_of(to)) || lists_base(to, db.members_of(from));
+  };
+  for (const auto& p : pending) {
+    auto conv = opts.converters.find(p.program->name);
+    changes.push_back(plan_change(name, db.stored_layout(p.index), p.index, p.program,
+                                  conv == opts.converters.end() ? nullptr : &conv->second, related));
+  }
+  for (const type_change& c : changes)
+    std::fprintf(stderr, "qs: database %s: converting %s: %s\n", name.c_str(), c.name.c_str(), c.summary.c_str());
+
+  std::map<std::uint32_t, const type_change*> by_old_index;
+  for (const type_change& c : changes) by_old_index[c.old_index] = &c;
+  std::vector<std::uint64_t> per_type(changes.size());
+
+  db.begin();
+  try {
+    // 2. New indexes for the program's layouts.
+    for (const auto& p : pending) db.adopt_type(p);
+
+    // 3. Copy every object of a changed type into its new layout.
+    const std::uint64_t pages = db.page_limit();
+    forwarding fw;
+    std::vector<database_impl::object_span> objects;
+    std::vector<std::byte> old_bytes, new_bytes;
+    for (std::uint64_t page = 0; page < pages; ++page) {
+      if (!db.objects_on_page(page, objects)) continue;
+      for (const auto& o : objects) {
+        auto it = by_old_index.find(o.type);
+        if (it == by_old_index.end()) continue;
+        const type_change& c = *it->second;
+        if (o.bytes % c.old_size)
+          throw corrupt_page(page, "database " + name + ": page " + std::to_string(page) + " holds a " + c.name +
+                                       " of " + std::to_string(o.bytes) + " bytes, not a multiple of its " +
+                                       std::to_string(c.old_size));
+        std::uint64_t count = o.bytes / c.old_size;
+        old_bytes.assign(o.address, o.address + o.bytes);  // read through the frame
+        new_bytes.assign(count * c.program->size, std::byte{0});
+        for (std::uint64_t e = 0; e < count; ++e) {
+          std::byte* fresh = new_bytes.data() + e * c.program->size;
+          convert_element(c, old_bytes.data() + e * c.old_size, fresh);
+          for (std::uint32_t v = 0; v < c.program->vptr_count; ++v) {
+            const vptr_entry& ve = c.program->vptrs[v];
+            auto point = reinterpret_cast<std::uintptr_t>(static_cast<const char*>(ve.vtable) + ve.address_point);
+            std::memcpy(fresh + ve.offset, &point, sizeof point);
+          }
+        }
+        void* now = db.allocate(c.program, new_bytes.size(), o.address);
+        std::memcpy(now, new_bytes.data(), new_bytes.size());  // written through the frame
+        fw.add({reinterpret_cast<std::uintptr_t>(o.address), o.bytes, reinterpret_cast<std::uintptr_t>(now),
+                new_bytes.size(), &c});
+        ++per_type[static_cast<std::size_t>(&c - changes.data())];
+      }
+    }
+    // 4. The old objects go, once every one has its new place.
+    for (const moved_object& m : fw.moves()) db.deallocate(reinterpret_cast<void*>(m.old_address));
+    fw.seal();
+    pause_point("evolve.converted");
+
+    // 5. Every pointer word, once.
+    const std::uint64_t pages_now = db.page_limit();
+    std::vector<std::byte*> words;
+    std::uint64_t rewritten = 0, examined = 0;
+    for (std::uint64_t page = 0; page < pages_now; ++page) {
+      if (!db.pointer_words_on_page(page, words)) continue;
+      for (std::byte* w : words) {
+        std::uintptr_t v;
+        std::memcpy(&v, w, sizeof v);
+        ++examined;
+        if (!v) continue;
+        std::uintptr_t now = fw.forward(v);
+        if (now == v) continue;
+        std::memcpy(w, &now, sizeof now);
+        ++rewritten;
+      }
+    }
+    // 6. References kept outside pages.
+    auto forward = [&](void* p) {
+      return reinterpret_cast<void*>(fw.forward(reinterpret_cast<std::uintptr_t>(p)));
+    };
+    std::uint64_t roots = db.move_roots(forward);
+    std::uint64_t entries = db.move_index_entries(forward);
+    pause_point("evolve.rewritten");
+
+    // 7.
+    db.commit();
+    double seconds = static_cast<double>(ns_since(t0)) / 1e9;
+    for (std::size_t i = 0; i < changes.size(); ++i)
+      std::fprintf(stderr, "qs: database %s: %s: %s objects converted\n", name.c_str(), changes[i].name.c_str(),
+                   grouped(per_type[i]).c_str());
+    std::fprintf(stderr,
+                 "qs: database %s: evolved in %.2f s: %s objects moved, %s pointers rewritten (of %s examined), %s "
+                 "roots and %s index entries updated; %.0f objects/s, %.0f pointers/s\n",
+                 name.c_str(), seconds, grouped(fw.size()).c_str(), grouped(rewritten).c_str(),
+                 grouped(examined).c_str(), grouped(roots).c_str(), grouped(entries).c_str(),
+                 seconds > 0 ? static_cast<double>(fw.size()) / seconds : 0.0,
+                 seconds > 0 ? static_cast<double>(examined) / seconds : 0.0);
+  } catch (...) {
+    db.abort();
+    throw;
+  }
+}
+
+}  // namespace qs::detail
