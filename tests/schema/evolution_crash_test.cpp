@@ -1,0 +1,84 @@
+// Schema evolution killed: release 2 of tests/schema/evolution.cpp converts
+// release 1's database and is killed with SIGKILL at chosen points of the
+// conversion and of its commit, and at random moments. After each kill the
+// database is either release 1's, whole (release 1 walks and checks all of
+// it), or release 2's, whole (release 2 does): never a mix.
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+#include <signal.h>
+#include <time.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace qs_test;
+
+namespace {
+
+int run(const char* program, const std::string& db, const char* mode, const std::string& log) {
+  child c = spawn_program(program, {db, mode}, "", log);
+  return c.wait();
+}
+
+// "old" or "new": which database the kill left, each checked whole.
+std::string which(const std::string& db, const std::string& log) {
+  int old_rc = run(QS_EVOLUTION_V1, db, "check", log);
+  if (old_rc == 0) return "old";
+  INFO("release 1's check exited " << old_rc << ": " << read_file(log));
+  REQUIRE(old_rc == 3);  // refused: the types are release 2's
+  int new_rc = run(QS_EVOLUTION_V2, db, "check", log);
+  INFO("release 2's check: " << read_file(log));
+  REQUIRE(new_rc == 0);
+  return "new";
+}
+
+}  // namespace
+
+TEST_CASE("schema evolution: kill -9 at chosen points leaves the old database or the new one", "[evolution][crash]") {
+  struct point {
+    const char* name;
+    const char* expect;
+  };
+  for (point p : {point{"evolve.converted", "old"}, point{"evolve.rewritten", "old"},
+                  point{"commit.half_written", "old"}, point{"commit.before_store_commit", "old"},
+                  point{"commit.after_store_commit", "new"}}) {
+    SECTION(p.name) {
+      test_dir dir;
+      std::string db = dir.sub("db"), log = dir.sub("log");
+      REQUIRE(run(QS_EVOLUTION_V1, db, "create", log) == 0);
+      child c = spawn_program(QS_EVOLUTION_V2, {db, "evolve"}, p.name, log);
+      c.kill9();
+      REQUIRE(c.wait() == -SIGKILL);
+      CHECK(which(db, log) == p.expect);
+      // Whatever was left converts (again or not at all) and checks whole.
+      REQUIRE(run(QS_EVOLUTION_V2, db, "evolve", log) == 0);
+      REQUIRE(run(QS_EVOLUTION_V2, db, "check", log) == 0);
+    }
+  }
+}
+
+TEST_CASE("schema evolution: kill -9 at random moments", "[evolution][crash]") {
+  std::random_device seed_source;
+  const unsigned seed = seed_source();
+  INFO("seed " << seed);
+  std::mt19937 rng(seed);
+  for (int round = 0; round < 6; ++round) {
+    test_dir dir;
+    std::string db = dir.sub("db"), log = dir.sub("log");
+    REQUIRE(run(QS_EVOLUTION_V1, db, "create", log) == 0);
+    child c = spawn_program(QS_EVOLUTION_V2, {db, "evolve"}, "", log);
+    long delay_us = static_cast<long>(rng() % 60000);
+    INFO("round " << round << ", killed after " << delay_us << " us");
+    timespec ts{0, delay_us * 1000};
+    ::nanosleep(&ts, nullptr);
+    c.kill9();
+    int st = c.wait();
+    CHECK((st == -SIGKILL || st == 0));
+    std::string left = which(db, log);
+    CHECK((left == "old" || left == "new"));
+    REQUIRE(run(QS_EVOLUTION_V2, db, "evolve", log) == 0);
+    REQUIRE(run(QS_EVOLUTION_V2, db, "check", log) == 0);
+  }
+}
