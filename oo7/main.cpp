@@ -47,7 +47,9 @@ using clk = std::chrono::steady_clock;
       "       oo7-%s ops\n"
       "SIZE: tiny little small medium large, or a config file (OO7-SPEC 2.1)\n"
       "options: --work N  --pool PAGES|BYTES  --no-durable  --warm-os  --quiet  --relocate PERCENT  --one-time\n"
-      "  --pool: the qs buffer pool, in pages (1536) or bytes with a unit (64M, 2G); default qs's\n",
+      "         --evolve\n"
+      "  --pool: the qs buffer pool, in pages (1536) or bytes with a unit (64M, 2G); default qs's\n"
+      "  --evolve: convert a database whose types changed (qs::options::evolve)\n",
       oo7::mode_name, oo7::mode_name, oo7::mode_name);
   std::exit(2);
 }
@@ -55,7 +57,7 @@ using clk = std::chrono::steady_clock;
 struct Options {
   int work = 0;
   std::uint64_t pool_pages = 0, pool_bytes = 0;  // 0 and 0: qs's default
-  bool durable = true, warm_os = false, quiet = false, one_time = false;
+  bool durable = true, warm_os = false, quiet = false, one_time = false, evolve = false;
   unsigned relocate = 0;
 };
 
@@ -113,6 +115,7 @@ qs::options store_options(const Options& o) {
   q.durable = o.durable;
   q.force_relocation_percent = o.relocate;
   q.relocation_policy = o.one_time ? qs::relocation::one_time : qs::relocation::continual;
+  q.evolve = o.evolve;
   return q;
 }
 // What the pool and the kernel's mappings were, for the report.
@@ -276,6 +279,7 @@ int main(int argc, char** argv) {
     else if (a == "--quiet") o.quiet = true;
     else if (a == "--relocate") o.relocate = static_cast<unsigned>(std::min(value(), 100L));
     else if (a == "--one-time") o.one_time = true;
+    else if (a == "--evolve") o.evolve = true;
     else if (a.rfind("--", 0) == 0) usage();
     else args.push_back(a);
   }

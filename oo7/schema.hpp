@@ -61,6 +61,11 @@ struct AtomicPart : DesignObj {
   OO7_PERSISTENT(AtomicPart)
   std::int32_t x = 0, y = 0;
   std::int32_t docId = 0;
+#ifdef OO7_EVOLVED
+  // A later release of the schema: a member added to AtomicPart, for the
+  // schema evolution test and measurement (oo7-qs-evolved).
+  double mass = 0;
+#endif
   bag<Connection, 3, 6> to;    // outgoing: exactly K (3) in every shipped size
   bag<Connection, 3, 6> from;  // incoming: at least one
   ref<CompositePart> partOf = nullptr;
