@@ -3,9 +3,9 @@
 #include "bdb_store.hpp"
 #include "database_impl.hpp"
 #include "open_databases.hpp"
-#include "schema_evolution.hpp"
 #include "os/machine.hpp"
 #include "remote_store.hpp"
+#include "schema_evolution.hpp"
 
 #include <qs/database.hpp>
 #include <qs/index.hpp>

@@ -15,8 +15,8 @@ namespace {
 
 std::string strip_qualifiers(std::string t) {
   for (const char* q : {"const ", "volatile "})
-    for (std::size_t at; (at = t.find(q)) != std::string::npos && (at == 0 || t[at - 1] == ' ' || t[at - 1] == '<' ||
-                                                                    t[at - 1] == '(' || t[at - 1] == ',');)
+    for (std::size_t at; (at = t.find(q)) != std::string::npos &&
+                         (at == 0 || t[at - 1] == ' ' || t[at - 1] == '<' || t[at - 1] == '(' || t[at - 1] == ',');)
       t.erase(at, std::strlen(q));
   for (const char* q : {" const", " volatile"})
     for (std::size_t at; (at = t.find(q)) != std::string::npos;) t.erase(at, std::strlen(q));
@@ -207,8 +207,8 @@ class stored_view final : public stored_object {
         throw schema_error("stored " + c_.name + "::" + m.path + " is a " + m.type + ", not a number");
       n = read(old_ + m.offset, k, m.size);
     }
-    number_kind want = boolean ? number_kind::boolean
-                       : floating ? number_kind::floating
+    number_kind want = boolean     ? number_kind::boolean
+                       : floating  ? number_kind::floating
                        : is_signed ? number_kind::sint
                                    : number_kind::uint;
     if (!write(n, static_cast<std::byte*>(out), want, static_cast<std::uint32_t>(size)))
@@ -351,8 +351,7 @@ type_change plan_change(const std::string& db, const type_layout& stored, std::u
   c.new_members = parse_members(program->members ? program->members : "", stored.name);
   auto refuse = [&](const std::string& member, const std::string& why) {
     return schema_mismatch("schema evolution of database " + db + ": type " + c.name + ", member " + member + ": " +
-                           why +
-                           "; qs cannot convert it by name (give a converter for " + c.name +
+                           why + "; qs cannot convert it by name (give a converter for " + c.name +
                            " in qs::options::converters)");
   };
   if (program->vptr_count)
@@ -398,7 +397,8 @@ type_change plan_change(const std::string& db, const type_layout& stored, std::u
         ok = false;
         why = "an array and a non-array (" + from.type + " to " + to.type + ")";
       } else if (from.element.back() == '*' || to.element.back() == '*') {
-        std::string a = from.element.substr(0, from.element.size() - 1), b = to.element.substr(0, to.element.size() - 1);
+        std::string a = from.element.substr(0, from.element.size() - 1),
+                    b = to.element.substr(0, to.element.size() - 1);
         ok = from.element.back() == to.element.back() && (a == b || related(a, b));
         why = "an array of " + from.element + " that became an array of " + to.element;
       } else if (from.element != to.element || from.element_size != to.element_size) {
@@ -416,8 +416,8 @@ type_change plan_change(const std::string& db, const type_layout& stored, std::u
     c.steps.emplace_back(it->second, j);
     if (from.type != to.type) item(changed, "~ " + to.path + " (" + from.type + " -> " + to.type + ")");
     else if (from.offset != to.offset && to.k != K::vptr)
-      item(changed, "moved " + to.path + " (offset " + std::to_string(from.offset) + " -> " +
-                        std::to_string(to.offset) + ")");
+      item(changed,
+           "moved " + to.path + " (offset " + std::to_string(from.offset) + " -> " + std::to_string(to.offset) + ")");
   }
   for (std::size_t i = 0; i < c.old_members.size(); ++i)
     if (!matched[i] && c.old_members[i].k != K::vptr)

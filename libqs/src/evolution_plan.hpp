@@ -39,13 +39,13 @@ struct member_info {
   std::uint32_t offset = 0;
   std::uint32_t size = 0;
   std::string path;
-  std::string type;     // as the member list spells it, const and volatile dropped
+  std::string type;  // as the member list spells it, const and volatile dropped
   kind k = kind::opaque;
-  std::string element;  // a pointer's pointee, an array's element type
-  std::uint32_t count = 1;         // an array's elements
-  std::uint32_t element_size = 0;  // an array's element size (a member's size otherwise)
+  std::string element;                     // a pointer's pointee, an array's element type
+  std::uint32_t count = 1;                 // an array's elements
+  std::uint32_t element_size = 0;          // an array's element size (a member's size otherwise)
   number_kind number = number_kind::none;  // of a number, or of an array's elements
-  std::uint32_t first_bit = 0;  // bit-fields: from the start of the object
+  std::uint32_t first_bit = 0;             // bit-fields: from the start of the object
   std::uint32_t bit_count = 0;
 };
 

@@ -63,8 +63,8 @@ class forwarding {
     if (in == 0) return m.new_address + element * c.program->size;
     auto to = map_offset(c, in);
     if (!to)
-      throw schema_error("schema evolution: a pointer points " + std::to_string(in) + " bytes into a stored " +
-                         c.name + ", into a member the program dropped or changed; nothing was converted");
+      throw schema_error("schema evolution: a pointer points " + std::to_string(in) + " bytes into a stored " + c.name +
+                         ", into a member the program dropped or changed; nothing was converted");
     return m.new_address + element * c.program->size + *to;
   }
 
@@ -163,9 +163,7 @@ void evolve_database(database_impl& db, const options& opts) {
       }
     }
     // 6. References kept outside pages.
-    auto forward = [&](void* p) {
-      return reinterpret_cast<void*>(fw.forward(reinterpret_cast<std::uintptr_t>(p)));
-    };
+    auto forward = [&](void* p) { return reinterpret_cast<void*>(fw.forward(reinterpret_cast<std::uintptr_t>(p))); };
     std::uint64_t roots = db.move_roots(forward);
     std::uint64_t entries = db.move_index_entries(forward);
     pause_point("evolve.rewritten");

@@ -137,11 +137,11 @@ constexpr int parts = 300;
 }
 
 int failures = 0;
-#define EXPECT(cond)                                              \
-  do {                                                            \
-    if (!(cond)) {                                                \
+#define EXPECT(cond)                                                              \
+  do {                                                                            \
+    if (!(cond)) {                                                                \
       if (failures++ < 10) std::printf("wrong: %s (line %d)\n", #cond, __LINE__); \
-    }                                                             \
+    }                                                                             \
   } while (0)
 
 [[maybe_unused]] void expect_part(const Part& p, long id) {

@@ -5,9 +5,9 @@
 // it), or release 2's, whole (release 2 does): never a mix.
 #include "support.hpp"
 
-#include <catch2/catch.hpp>
 #include <signal.h>
 #include <time.h>
+#include <catch2/catch.hpp>
 
 #include <random>
 #include <string>
@@ -41,9 +41,9 @@ TEST_CASE("schema evolution: kill -9 at chosen points leaves the old database or
     const char* name;
     const char* expect;
   };
-  for (point p : {point{"evolve.converted", "old"}, point{"evolve.rewritten", "old"},
-                  point{"commit.half_written", "old"}, point{"commit.before_store_commit", "old"},
-                  point{"commit.after_store_commit", "new"}}) {
+  for (point p :
+       {point{"evolve.converted", "old"}, point{"evolve.rewritten", "old"}, point{"commit.half_written", "old"},
+        point{"commit.before_store_commit", "old"}, point{"commit.after_store_commit", "new"}}) {
     SECTION(p.name) {
       test_dir dir;
       std::string db = dir.sub("db"), log = dir.sub("log");
