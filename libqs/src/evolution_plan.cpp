@@ -239,14 +239,21 @@ void copy_bits(const member_info& from, const member_info& to, const std::byte* 
   }
 }
 
-bool overlaps(const std::vector<member_info>& ms) {
+// The members that overlap another (a union's alternatives), by index.
+std::vector<bool> overlapping(const std::vector<member_info>& ms) {
+  std::vector<bool> out(ms.size());
   std::uint64_t end = 0;
-  for (const member_info& m : ms) {
+  std::size_t last = 0;
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    const member_info& m = ms[i];
     if (m.k == member_info::kind::bits || m.size == 0) continue;
-    if (m.offset < end) return true;
-    end = std::max<std::uint64_t>(end, std::uint64_t{m.offset} + m.size);
+    if (m.offset < end) out[i] = out[last] = true;
+    if (std::uint64_t{m.offset} + m.size > end) {
+      end = std::uint64_t{m.offset} + m.size;
+      last = i;
+    }
   }
-  return false;
+  return out;
 }
 
 // The start of every part (nested struct, array element, base class) of a
@@ -267,6 +274,22 @@ std::map<std::string, std::uint32_t> part_starts_of(const std::vector<member_inf
     }
   }
   return starts;
+}
+
+// Every member inside the type's `size` bytes, a pointer or vptr a whole
+// aligned word: a layout from the database is checked before any byte is
+// copied by it.
+void check_bounds(const std::vector<member_info>& ms, std::uint32_t size, const std::string& what) {
+  for (const member_info& m : ms) {
+    bool inside = m.k == member_info::kind::bits ? std::uint64_t{m.first_bit} + m.bit_count <= std::uint64_t{size} * 8
+                                                 : std::uint64_t{m.offset} + m.size <= size;
+    bool word =
+        (m.k != member_info::kind::pointer && m.k != member_info::kind::vptr) || (m.size == 8 && m.offset % 8 == 0);
+    if (!inside || !word)
+      throw schema_error(what + ": member " + m.path + " (" + std::to_string(m.size) + " bytes at offset " +
+                         std::to_string(m.offset) + ") does not lie inside its " + std::to_string(size) +
+                         " bytes as a " + m.type);
+  }
 }
 
 }  // namespace
@@ -347,8 +370,14 @@ type_change plan_change(const std::string& db, const type_layout& stored, std::u
   c.old_size = stored.size;
   c.program = program;
   c.user = user;
-  c.old_members = parse_members(stored.members, stored.name);
   c.new_members = parse_members(program->members ? program->members : "", stored.name);
+  try {
+    c.old_members = parse_members(stored.members, stored.name);
+    check_bounds(c.old_members, stored.size, "the stored layout of type " + c.name);
+  } catch (const schema_error& e) {
+    throw corrupt_page(0, "database " + db + ": " + e.what() + "; the layout is damaged");
+  }
+  check_bounds(c.new_members, program->size, "the program's layout of type " + c.name);
   auto refuse = [&](const std::string& member, const std::string& why) {
     return schema_mismatch("schema evolution of database " + db + ": type " + c.name + ", member " + member + ": " +
                            why + "; qs cannot convert it by name (give a converter for " + c.name +
@@ -360,13 +389,39 @@ type_change plan_change(const std::string& db, const type_layout& stored, std::u
         throw schema_mismatch("schema evolution of database " + db + ": type " + c.name +
                               " has virtual functions but this program has no vtable for it (it never makes one): "
                               "qs cannot make its objects");
-  c.has_union = overlaps(c.old_members) || overlaps(c.new_members);
-  if (c.has_union && !user)
-    throw refuse(c.old_members.empty() ? std::string("(none)") : c.old_members.front().path,
-                 "the type holds a union (members overlap)");
-
   std::map<std::string, std::size_t> old_by_path;
   for (std::size_t i = 0; i < c.old_members.size(); ++i) old_by_path[c.old_members[i].path] = i;
+  // A union converts only when it is unchanged: each alternative in both
+  // layouts, with the same type, all moved by the same distance (a
+  // std::string's buffer, say, in a struct that changed around it).
+  {
+    std::vector<bool> in_old = overlapping(c.old_members), in_new = overlapping(c.new_members);
+    std::map<std::string, std::size_t> new_by_path;
+    for (std::size_t j = 0; j < c.new_members.size(); ++j) new_by_path[c.new_members[j].path] = j;
+    std::map<std::string, std::int64_t> shift;  // of each union, by its first alternative's path prefix
+    auto same_union = [&](std::size_t i, std::size_t j) {
+      const member_info& a = c.old_members[i];
+      const member_info& b = c.new_members[j];
+      if (a.type != b.type || a.size != b.size || in_old[i] != in_new[j]) return false;
+      std::string scope = a.path.substr(0, a.path.rfind('.') == std::string::npos ? 0 : a.path.rfind('.'));
+      auto [it, fresh] = shift.emplace(scope, std::int64_t{b.offset} - std::int64_t{a.offset});
+      return fresh || it->second == std::int64_t{b.offset} - std::int64_t{a.offset};
+    };
+    auto changed_union = [&](const member_info& m) {
+      c.has_union = true;
+      if (!user) throw refuse(m.path, "a union (members that overlap) changed");
+    };
+    for (std::size_t i = 0; i < c.old_members.size(); ++i) {
+      if (!in_old[i]) continue;
+      auto n = new_by_path.find(c.old_members[i].path);
+      if (n == new_by_path.end() || !same_union(i, n->second)) changed_union(c.old_members[i]);
+    }
+    for (std::size_t j = 0; j < c.new_members.size(); ++j) {
+      if (!in_new[j]) continue;
+      auto o = old_by_path.find(c.new_members[j].path);
+      if (o == old_by_path.end() || !in_old[o->second]) changed_union(c.new_members[j]);
+    }
+  }
   std::vector<bool> matched(c.old_members.size());
   std::string added, removed, changed;
   auto item = [](std::string& list, const std::string& s) { list += (list.empty() ? "" : ", ") + s; };

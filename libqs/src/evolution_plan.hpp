@@ -70,7 +70,7 @@ struct type_change {
   // have starts: (stored offset, program offset), outermost first. A pointer
   // to such a start points to the part, not to its first member.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> part_starts;
-  // Stored members a union makes ambiguous: left to the converter.
+  // A union changed: its members are left to the converter.
   bool has_union = false;
   const converter* user = nullptr;
   // "+ weight (double), - mass (int)": what changed, for the report.

@@ -11,7 +11,9 @@
 //           Note root cell;
 // and the standard containers of Parts (a std::vector's buffer, a
 // std::map's nodes) change with it. Release 3 retargets Part::next to an
-// unrelated type, a change qs must refuse.
+// unrelated type, a change qs must refuse; release 4 narrows Part::mass to
+// a signed char, which most stored values do not fit: the conversion must
+// stop at the first and leave the database as it was.
 //
 //   qs_schema_evolutionN DIR create   (release 1) stores the graph
 //   qs_schema_evolutionN DIR check    opens without evolve and walks the
@@ -40,6 +42,7 @@
 
 template <class T>
 using pvector = std::vector<T, qs::allocator<T>>;
+using pstring = std::basic_string<char, std::char_traits<char>, qs::allocator<char>>;
 template <class K, class V>
 using pmap = std::map<K, V, std::less<K>, qs::allocator<std::pair<const K, V>>>;
 
@@ -64,7 +67,11 @@ struct Part {
 struct Part {
   QS_PERSISTENT(Part)
   int id;
+#if QS_SCHEMA_RELEASE == 4
+  signed char mass;
+#else
   int mass;
+#endif
   short grade;
   float ratio;
 #if QS_SCHEMA_RELEASE == 3
@@ -120,6 +127,9 @@ struct Holder {
   pmap<int, Part> by_id;
   Shape* shape = nullptr;
   Note* note = nullptr;
+  // libstdc++ strings point into themselves (a short one) or to a buffer.
+  pstring label_short;
+  pstring label_long;
 };
 
 namespace {
@@ -128,7 +138,7 @@ constexpr int parts = 300;
 
 [[maybe_unused]] void fill(Part& p, int id) {
   p.id = id;
-#if QS_SCHEMA_RELEASE != 2
+#if QS_SCHEMA_RELEASE == 1 || QS_SCHEMA_RELEASE == 3
   p.mass = id * 3;
 #endif
   p.grade = static_cast<short>(id % 50);
@@ -197,10 +207,12 @@ void create(qs::database& db) {
   note.c = 33;
   note.self = &note;
   holder->note = &note;
+  holder->label_short = "short";
+  holder->label_long = "a label longer than fifteen characters";
 }
 #endif
 
-#if QS_SCHEMA_RELEASE != 3
+#if QS_SCHEMA_RELEASE <= 2
 void check(qs::database& db) {
   Holder* holder = db.root<Holder*>("holder");
   EXPECT(holder != nullptr);
@@ -243,6 +255,8 @@ void check(qs::database& db) {
   EXPECT(a->peer->corners() == 4);
   EXPECT(a->tag == 0);  // added members are value-initialized
 #endif
+  EXPECT(holder->label_short == "short");
+  EXPECT(holder->label_long == "a label longer than fifteen characters");
   Note& note = db.root<Note>("note");
   EXPECT(holder->note == &note);
   EXPECT(note.self == &note);
