@@ -477,6 +477,46 @@ type_change plan_change(const std::string& db, const type_layout& stored, std::u
   for (std::size_t i = 0; i < c.old_members.size(); ++i)
     if (!matched[i] && c.old_members[i].k != K::vptr)
       item(removed, "- " + c.old_members[i].path + " (" + c.old_members[i].type + ")");
+  // A standard container's node whose key changed: its tree order or its
+  // hash may no longer hold for the converted keys, and no conversion of
+  // one node can mend that.
+  const bool ordered = c.name.starts_with("std::_Rb_tree_node<");
+  const bool hashed = c.name.starts_with("std::__detail::_Hash_node<");
+  if (ordered || hashed) {
+    const bool pair = c.name.find("<std::pair<") != std::string::npos;
+    const std::string key = pair ? "_M_storage.first" : "_M_storage";
+    auto in_key = [&](const member_info& m) {
+      auto at = m.path.find(key);
+      return at != std::string::npos &&
+             (at + key.size() == m.path.size() || m.path[at + key.size()] == '.' || m.path[at + key.size()] == '[');
+    };
+    std::vector<bool> kept(c.new_members.size());
+    for (auto [i, j] : c.steps) {
+      const member_info& from = c.old_members[i];
+      const member_info& to = c.new_members[j];
+      kept[j] = true;
+      if (!in_key(from)) continue;
+      // Exact conversions of numbers keep their order; a hash sees bytes.
+      bool same = from.type == to.type && from.size == to.size;
+      if (!same && (hashed || as_number(from) == number_kind::none || as_number(to) == number_kind::none))
+        throw schema_mismatch("schema evolution of database " + db + ": the key of " +
+                              (hashed ? "a hashed" : "an ordered") + " standard container's node changed (" + c.name +
+                              ", member " + to.path + ": " + from.type + " -> " + to.type + "): the container's " +
+                              (hashed ? "hashing" : "order") + " would not hold; qs refuses to convert it");
+    }
+    for (std::size_t i = 0; i < c.old_members.size(); ++i)
+      if (in_key(c.old_members[i]) &&
+          std::none_of(c.steps.begin(), c.steps.end(), [&](auto s) { return s.first == i; }))
+        throw schema_mismatch("schema evolution of database " + db + ": the key of a standard container's node lost " +
+                              "member " + c.old_members[i].path + " (" + c.name +
+                              "): the container's order or hashing would not hold; qs refuses to convert it");
+    for (std::size_t j = 0; j < c.new_members.size(); ++j)
+      if (in_key(c.new_members[j]) && !kept[j])
+        throw schema_mismatch("schema evolution of database " + db +
+                              ": the key of a standard container's node gained " + "member " + c.new_members[j].path +
+                              " (" + c.name +
+                              "): the container's order or hashing would not hold; qs refuses to convert it");
+  }
   auto old_parts = part_starts_of(c.old_members), new_parts = part_starts_of(c.new_members);
   std::vector<std::pair<std::size_t, std::pair<std::uint32_t, std::uint32_t>>> parts;
   for (const auto& [prefix, at] : old_parts)

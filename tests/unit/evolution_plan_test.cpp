@@ -110,8 +110,9 @@ TEST_CASE("evolution plan: narrowing converts values that fit and refuses the fi
 }
 
 TEST_CASE("evolution plan: nested parts, arrays and enums", "[unit][evolution]") {
-  type_layout old = stored("H", 40, "0 4 pair[0].id int\n8 8 pair[0].next P*\n16 4 pair[1].id int\n24 8 pair[1].next P*\n"
-                                    "32 8 v int[2]\n");
+  type_layout old = stored("H", 40,
+                           "0 4 pair[0].id int\n8 8 pair[0].next P*\n16 4 pair[1].id int\n24 8 pair[1].next P*\n"
+                           "32 8 v int[2]\n");
   type_descriptor now = program("H", 64,
                                 "0 8 pair[0].next P*\n8 8 pair[0].id long int\n16 8 pair[1].next P*\n"
                                 "24 8 pair[1].id long int\n32 24 v long int[3]\n56 4 kind Color\n");
@@ -160,20 +161,51 @@ TEST_CASE("evolution plan: changes qs cannot make are refused, naming type and m
 
 TEST_CASE("evolution plan: an unchanged union moves whole, a changed one is refused", "[unit][evolution]") {
   // A std::string's members, behind a member that grew.
-  type_layout old = stored("S", 40, "0 4 n int\n8 8 s._M_p char*\n16 8 s._M_len long unsigned int\n"
-                                    "24 16 s._M_buf char[16]\n24 8 s._M_cap long unsigned int\n");
-  type_descriptor now = program("S", 48, "0 8 n long int\n16 8 s._M_p char*\n24 8 s._M_len long unsigned int\n"
-                                         "32 16 s._M_buf char[16]\n32 8 s._M_cap long unsigned int\n");
+  type_layout old = stored("S", 40,
+                           "0 4 n int\n8 8 s._M_p char*\n16 8 s._M_len long unsigned int\n"
+                           "24 16 s._M_buf char[16]\n24 8 s._M_cap long unsigned int\n");
+  type_descriptor now = program("S", 48,
+                                "0 8 n long int\n16 8 s._M_p char*\n24 8 s._M_len long unsigned int\n"
+                                "32 16 s._M_buf char[16]\n32 8 s._M_cap long unsigned int\n");
   type_change c = plan_change("db", old, 20, &now, nullptr, unrelated);
   std::vector<std::byte> a(40), b(48);
   std::memcpy(a.data() + 24, "fifteen letters", 16);
   convert_element(c, a.data(), b.data());
   CHECK(std::memcmp(b.data() + 32, "fifteen letters", 16) == 0);
   CHECK(map_offset(c, 24) == 32u);  // the string's pointer to its own buffer
-  type_descriptor changed = program("S", 48, "0 8 n long int\n16 8 s._M_p char*\n24 8 s._M_len long unsigned int\n"
-                                             "32 16 s._M_buf char[16]\n32 4 s._M_cap unsigned int\n");
+  type_descriptor changed = program("S", 48,
+                                    "0 8 n long int\n16 8 s._M_p char*\n24 8 s._M_len long unsigned int\n"
+                                    "32 16 s._M_buf char[16]\n32 4 s._M_cap unsigned int\n");
   CHECK_THROWS_WITH(plan_change("db", old, 20, &changed, nullptr, unrelated),
                     Catch::Contains("member s._M_cap: a union (members that overlap) changed"));
+}
+
+TEST_CASE("evolution plan: a standard container's node converts unless its key changed", "[unit][evolution]") {
+  const char* map_node = "std::_Rb_tree_node<std::pair<int const, Part> >";
+  type_layout old = stored(map_node, 48,
+                           "0 8 _Rb_tree_node_base::_M_parent std::_Rb_tree_node_base*\n"
+                           "8 4 _M_storage.first const int\n12 4 _M_storage.second.id int\n"
+                           "16 8 _M_storage.second.next Part*\n");
+  // The value changed, the key widened: order holds.
+  type_descriptor value = program(map_node, 40,
+                                  "0 8 _Rb_tree_node_base::_M_parent std::_Rb_tree_node_base*\n"
+                                  "8 8 _M_storage.first const long int\n16 8 _M_storage.second.id long int\n"
+                                  "24 8 _M_storage.second.next Part*\n32 8 _M_storage.second.w double\n");
+  CHECK_NOTHROW(plan_change("db", old, 20, &value, nullptr, unrelated));
+  type_descriptor rekeyed = program(map_node, 40,
+                                    "0 8 _Rb_tree_node_base::_M_parent std::_Rb_tree_node_base*\n"
+                                    "8 8 _M_storage.first Part*\n16 8 _M_storage.second.id long int\n"
+                                    "24 8 _M_storage.second.next Part*\n");
+  CHECK_THROWS_AS(plan_change("db", old, 20, &rekeyed, nullptr, unrelated), qs::schema_mismatch);
+  const char* hash_node = "std::__detail::_Hash_node<std::pair<int const, Part>, false>";
+  type_layout hold = stored(hash_node, 16,
+                            "0 8 _Hash_node_base::_M_nxt std::__detail::_Hash_node_base*\n"
+                            "8 4 _M_storage.first const int\n12 4 _M_storage.second.id int\n");
+  type_descriptor hnow = program(hash_node, 24,
+                                 "0 8 _Hash_node_base::_M_nxt std::__detail::_Hash_node_base*\n"
+                                 "8 8 _M_storage.first const long int\n16 4 _M_storage.second.id int\n");
+  CHECK_THROWS_WITH(plan_change("db", hold, 20, &hnow, nullptr, unrelated),
+                    Catch::Contains("hashing would not hold") && Catch::Contains("_M_storage.first"));
 }
 
 TEST_CASE("evolution plan: a damaged stored layout is refused before it is used", "[unit][evolution]") {
