@@ -144,6 +144,7 @@ void evolve_database(database_impl& db, const options& opts) {
     for (const moved_object& m : fw.moves()) db.deallocate(reinterpret_cast<void*>(m.old_address));
     fw.seal();
     pause_point("evolve.converted");
+    const double copy_s = static_cast<double>(ns_since(t0)) / 1e9;
 
     // 5. Every pointer word, once.
     const std::uint64_t pages_now = db.page_limit();
@@ -167,20 +168,23 @@ void evolve_database(database_impl& db, const options& opts) {
     std::uint64_t roots = db.move_roots(forward);
     std::uint64_t entries = db.move_index_entries(forward);
     pause_point("evolve.rewritten");
+    const double rewrite_s = static_cast<double>(ns_since(t0)) / 1e9 - copy_s;
 
     // 7.
     db.commit();
     double seconds = static_cast<double>(ns_since(t0)) / 1e9;
+    const double commit_s = seconds - copy_s - rewrite_s;
     for (std::size_t i = 0; i < changes.size(); ++i)
       std::fprintf(stderr, "qs: database %s: %s: %s objects converted\n", name.c_str(), changes[i].name.c_str(),
                    grouped(per_type[i]).c_str());
     std::fprintf(stderr,
                  "qs: database %s: evolved in %.2f s: %s objects moved, %s pointers rewritten (of %s examined), %s "
-                 "roots and %s index entries updated; %.0f objects/s, %.0f pointers/s\n",
+                 "roots and %s index entries updated; %.0f objects/s, %.0f pointers/s (planning and copying %.2f s, "
+                 "pointers %.2f s, commit %.2f s)\n",
                  name.c_str(), seconds, grouped(fw.size()).c_str(), grouped(rewritten).c_str(),
                  grouped(examined).c_str(), grouped(roots).c_str(), grouped(entries).c_str(),
                  seconds > 0 ? static_cast<double>(fw.size()) / seconds : 0.0,
-                 seconds > 0 ? static_cast<double>(examined) / seconds : 0.0);
+                 seconds > 0 ? static_cast<double>(examined) / seconds : 0.0, copy_s, rewrite_s, commit_s);
   } catch (...) {
     db.abort();
     throw;
