@@ -17,7 +17,10 @@
 
 namespace qs {
 
-database database::open(const std::string& path, const options& given) {
+namespace {
+
+// The runtime of the database at `path`, its options checked and completed.
+std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const options& given) {
   options opts = given;
   if (opts.store_cache_bytes == 0) opts.store_cache_bytes = detail::default_store_cache_bytes();
   // The program's option is checked as given, whatever QS_PREFETCH says.
@@ -52,9 +55,24 @@ database database::open(const std::string& path, const options& given) {
         path, detail::remote_options{opts.server_secret, opts.reconnect_budget_ms,
                                      opts.isolation_level == isolation::serializable});  // a qs-pageserver
   else s = std::make_unique<detail::bdb_store>(path, detail::bdb_options{opts.page_size, opts.store_cache_bytes});
-  auto impl = std::make_unique<detail::database_impl>(std::move(s), opts);
+  return std::make_unique<detail::database_impl>(std::move(s), opts);
+}
+
+}  // namespace
+
+database database::open(const std::string& path, const options& opts) {
+  auto impl = open_impl(path, opts);
   if (opts.evolve) detail::evolve_database(*impl, opts);
   return database(std::move(impl));
+}
+
+std::vector<std::string> evolution_plan(const std::string& path, const options& given) {
+  options opts = given;
+  opts.evolve = true;  // the registry lists what changed instead of refusing it
+  auto impl = open_impl(path, opts);
+  std::vector<std::string> lines;
+  for (const detail::type_change& c : detail::plan_evolution(*impl, opts)) lines.push_back(c.name + ": " + c.summary);
+  return lines;
 }
 
 database::database(std::unique_ptr<detail::database_impl> impl) : impl_(std::move(impl)) {}

@@ -383,12 +383,6 @@ type_change plan_change(const std::string& db, const type_layout& stored, std::u
                            why + "; qs cannot convert it by name (give a converter for " + c.name +
                            " in qs::options::converters)");
   };
-  if (program->vptr_count)
-    for (std::uint32_t i = 0; i < program->vptr_count; ++i)
-      if (!program->vptrs[i].vtable)
-        throw schema_mismatch("schema evolution of database " + db + ": type " + c.name +
-                              " has virtual functions but this program has no vtable for it (it never makes one): "
-                              "qs cannot make its objects");
   std::map<std::string, std::size_t> old_by_path;
   for (std::size_t i = 0; i < c.old_members.size(); ++i) old_by_path[c.old_members[i].path] = i;
   // A union converts only when it is unchanged: each alternative in both
@@ -424,6 +418,7 @@ type_change plan_change(const std::string& db, const type_layout& stored, std::u
   }
   std::vector<bool> matched(c.old_members.size());
   std::string added, removed, changed;
+  std::vector<std::string> moves;
   auto item = [](std::string& list, const std::string& s) { list += (list.empty() ? "" : ", ") + s; };
   using K = member_info::kind;
   for (std::size_t j = 0; j < c.new_members.size(); ++j) {
@@ -471,9 +466,13 @@ type_change plan_change(const std::string& db, const type_layout& stored, std::u
     c.steps.emplace_back(it->second, j);
     if (from.type != to.type) item(changed, "~ " + to.path + " (" + from.type + " -> " + to.type + ")");
     else if (from.offset != to.offset && to.k != K::vptr)
-      item(changed,
-           "moved " + to.path + " (offset " + std::to_string(from.offset) + " -> " + std::to_string(to.offset) + ")");
+      moves.push_back("moved " + to.path + " (offset " + std::to_string(from.offset) + " -> " +
+                      std::to_string(to.offset) + ")");
   }
+  // A few moves are named; many (every member after an added one) counted.
+  if (moves.size() <= 3)
+    for (const std::string& m : moves) item(changed, m);
+  else item(changed, std::to_string(moves.size()) + " members moved");
   for (std::size_t i = 0; i < c.old_members.size(); ++i)
     if (!matched[i] && c.old_members[i].k != K::vptr)
       item(removed, "- " + c.old_members[i].path + " (" + c.old_members[i].type + ")");

@@ -74,26 +74,32 @@ class forwarding {
 
 }  // namespace
 
-void evolve_database(database_impl& db, const options& opts) {
+std::vector<type_change> plan_evolution(database_impl& db, const options& opts) {
   std::vector<schema_registry::pending_change> pending = db.pending_changes();
-  if (pending.empty()) return;
-  const std::string& name = db.name();
-  if (std::string why = db.evolution_refused(); !why.empty())
-    throw schema_mismatch("database " + name + " stores type " + pending.front().program->name +
-                          " with a layout that differs from the program's, and cannot be converted here: " + why);
-  auto t0 = std::chrono::steady_clock::now();
-
-  // 1. Every plan first: a refusal writes nothing.
   std::vector<type_change> changes;
+  if (pending.empty()) return changes;
+  if (std::string why = db.evolution_refused(); !why.empty())
+    throw schema_mismatch("database " + db.name() + " stores type " + pending.front().program->name +
+                          " with a layout that differs from the program's, and cannot be converted here: " + why);
   changes.reserve(pending.size());
   auto related = [&](const std::string& from, const std::string& to) {
     return lists_base(from, db.members_of(to)) || lists_base(to, db.members_of(from));
   };
   for (const auto& p : pending) {
     auto conv = opts.converters.find(p.program->name);
-    changes.push_back(plan_change(name, db.stored_layout(p.index), p.index, p.program,
+    changes.push_back(plan_change(db.name(), db.stored_layout(p.index), p.index, p.program,
                                   conv == opts.converters.end() ? nullptr : &conv->second, related));
   }
+  return changes;
+}
+
+void evolve_database(database_impl& db, const options& opts) {
+  auto t0 = std::chrono::steady_clock::now();
+  // 1. Every plan first: a refusal writes nothing.
+  std::vector<type_change> changes = plan_evolution(db, opts);
+  if (changes.empty()) return;
+  std::vector<schema_registry::pending_change> pending = db.pending_changes();
+  const std::string& name = db.name();
   for (const type_change& c : changes)
     std::fprintf(stderr, "qs: database %s: converting %s: %s\n", name.c_str(), c.name.c_str(), c.summary.c_str());
 
@@ -128,8 +134,13 @@ void evolve_database(database_impl& db, const options& opts) {
           std::byte* fresh = new_bytes.data() + e * c.program->size;
           convert_element(c, old_bytes.data() + e * c.old_size, fresh);
           for (std::uint32_t v = 0; v < c.program->vptr_count; ++v) {
+            // Without the vtable here (qs-evolve converts for another
+            // program), 0: every page-in sets a vptr from the program's
+            // descriptor.
             const vptr_entry& ve = c.program->vptrs[v];
-            auto point = reinterpret_cast<std::uintptr_t>(static_cast<const char*>(ve.vtable) + ve.address_point);
+            auto point = ve.vtable
+                             ? reinterpret_cast<std::uintptr_t>(static_cast<const char*>(ve.vtable) + ve.address_point)
+                             : std::uintptr_t{0};
             std::memcpy(fresh + ve.offset, &point, sizeof point);
           }
         }

@@ -29,10 +29,17 @@
 #pragma once
 
 #include "database_impl.hpp"
+#include "evolution_plan.hpp"
+
+#include <vector>
 
 #include <qs/database.hpp>
 
 namespace qs::detail {
+
+// The plan of every changed type, checked: what evolve_database would do.
+// Throws qs::schema_mismatch for a change it cannot make. Writes nothing.
+std::vector<type_change> plan_evolution(database_impl& db, const options& opts);
 
 // Converts the types the registry found changed; nothing when none did.
 // Throws qs::schema_mismatch for a change it cannot make, and what the

@@ -4,7 +4,9 @@ The file declares each type_key<T>::slot and each vtable group by its symbol
 (an `__asm__` label, so no type is spelled in C++), defines one
 qs::type_descriptor per type in an anonymous namespace, and fills the slots
 and calls qs::detail::note_registered in a constructor of priority 101,
-before the program's ordinary static initializers. A type described for
+before the program's ordinary static initializers. The same descriptors go
+as text into the section .qs_schema, which qs-evolve reads from the program
+file. A type described for
 checking only has no slot; a vptr whose vtable is not in the program has a
 null vtable (the runtime refuses to make or fix such objects).
 
@@ -34,6 +36,21 @@ def c_string(s):
         else:
             out.append("\\%03o" % ch)
     return '"' + "".join(out) + '"'
+
+
+def schema_text(descs):
+    """The lines of the .qs_schema text: "qs-schema 1", then per type
+    "type NAME", "size N", "align N", "pointers O...", "vptrs O...",
+    "members COUNT" and that many member lines, and "end"."""
+    lines = ["qs-schema 1"]
+    for d in descs:
+        lines += ["type %s" % d.name.replace("\n", " "), "size %d" % d.size, "align %d" % d.align,
+                  "pointers" + "".join(" %d" % p for p in d.pointers),
+                  "vptrs" + "".join(" %d" % o for o, _, _ in d.vptrs),
+                  "members %d" % len(d.members)]
+        lines += list(d.members)
+        lines.append("end")
+    return lines
 
 
 def generate(descs, inputs):
@@ -81,6 +98,13 @@ def generate(descs, inputs):
         if not d.members:
             out.append("    \"\",")
         out.append("};")
+    out.append("")
+    out.append("// The same descriptors as text, in the program's section .qs_schema, for")
+    out.append("// qs-evolve, which converts a database to this program's types offline.")
+    out.append("__attribute__((section(\".qs_schema\"), used)) const char qs_schema_text[] =")
+    for line in schema_text(descs):
+        out.append("    %s" % c_string(line + "\n"))
+    out.append("    ;")
     out.append("")
     out.append("// Runs before ordinary static initializers (priority 65535), so that")
     out.append("// every type is registered before any allocation and before any")

@@ -42,6 +42,17 @@ if(CASE STREQUAL "evolution")
   run("${V3}" evolve 3)
   expect("${err}" "type (Part|Holder), member (pair\\[0\\]\\.)?next: a pointer retargeted from Part to the unrelated type Tool")
   run("${V1}" check 0)
+  # qs-evolve refuses the same change, and program files without qs types.
+  execute_process(COMMAND ${TOOL} ${db} --program ${V3} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  expect("${rc}" "^3$")
+  expect("${err}" "member (pair\\[0\\]\\.)?next: a pointer retargeted from Part to the unrelated type Tool")
+  execute_process(COMMAND ${TOOL} ${db} --program ${CMAKE_CURRENT_LIST_FILE} RESULT_VARIABLE rc ERROR_VARIABLE err)
+  expect("${rc}" "^3$")
+  expect("${err}" "is not a 64-bit little-endian ELF file")
+  execute_process(COMMAND ${TOOL} ${db} --program ${CMAKE_COMMAND} RESULT_VARIABLE rc ERROR_VARIABLE err)
+  expect("${rc}" "^3$")
+  expect("${err}" "has no qs schema \\(section .qs_schema\\): build it with qs_add_schema")
+  run("${V1}" check 0)
   # Release 4 narrows Part::mass: the first value that does not fit stops the
   # conversion, which leaves nothing behind.
   run("${V4}" evolve 3)

@@ -29,6 +29,7 @@
 #include <string_view>
 #include <type_traits>
 #include <typeinfo>
+#include <vector>
 
 namespace qs {
 
@@ -246,6 +247,14 @@ class database {
 
   std::unique_ptr<detail::database_impl> impl_;
 };
+
+// What opening the database at `path` with options::evolve would convert
+// for this program (qs/evolve.hpp): one line per changed type, "Part: +
+// weight (double), - mass (int); size 32 -> 40 bytes"; none when nothing
+// changed. Nothing is written. Throws qs::schema_mismatch naming the type
+// and member of a change that cannot be made (opts.converters counted), as
+// open with options::evolve would before writing anything.
+std::vector<std::string> evolution_plan(const std::string& path, const options& opts = {});
 
 inline detail::database_impl& detail::impl_of(database& db) noexcept { return *db.impl_.get(); }
 

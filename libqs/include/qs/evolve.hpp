@@ -39,6 +39,10 @@
 // line per type (`Part: + weight (double), - mass (int); 20,000 objects
 // moved`), then the totals.
 //
+// qs::evolution_plan (qs/database.hpp) says what would change without
+// writing anything; the qs-evolve tool converts a database offline for a
+// program file, from the types schema-gen wrote into it.
+//
 // Only embedded databases of the hardware mode are converted; a database
 // served by qs-pageserver is converted by opening its directory while the
 // server is stopped.
