@@ -61,11 +61,15 @@ std::uint64_t database_impl::page_limit() {
 }
 
 page_desc* database_impl::desc_of_page(std::uint64_t page) {
-  if (page_desc* d = table_.by_page(page)) return d;
+  page_desc* known = table_.by_page(page);
+  if (known && (known->resident() || known->is_new())) return known;
   record_header h{};
   std::string mapping;
   auto image = std::make_unique<std::byte[]>(page_size_);
+  // A page this transaction deleted (a large object freed) keeps its
+  // descriptor, and has no record.
   if (!store_->read_page(page, h, image.get(), mapping)) return nullptr;
+  if (known) return known;
   auto bad = [&](const std::string& what) {
     return corrupt_page(page, "database " + name() + ": page " + std::to_string(page) + " " + what);
   };

@@ -105,7 +105,7 @@ void evolve_database(database_impl& db, const options& opts) {
 
   std::map<std::uint32_t, const type_change*> by_old_index;
   for (const type_change& c : changes) by_old_index[c.old_index] = &c;
-  std::vector<std::uint64_t> per_type(changes.size());
+  std::vector<std::uint64_t> per_type(changes.size()), elements(changes.size());
 
   db.begin();
   try {
@@ -149,6 +149,7 @@ void evolve_database(database_impl& db, const options& opts) {
         fw.add({reinterpret_cast<std::uintptr_t>(o.address), o.bytes, reinterpret_cast<std::uintptr_t>(now),
                 new_bytes.size(), &c});
         ++per_type[static_cast<std::size_t>(&c - changes.data())];
+        elements[static_cast<std::size_t>(&c - changes.data())] += count;
       }
     }
     // 4. The old objects go, once every one has its new place.
@@ -186,8 +187,8 @@ void evolve_database(database_impl& db, const options& opts) {
     double seconds = static_cast<double>(ns_since(t0)) / 1e9;
     const double commit_s = seconds - copy_s - rewrite_s;
     for (std::size_t i = 0; i < changes.size(); ++i)
-      std::fprintf(stderr, "qs: database %s: %s: %s objects converted\n", name.c_str(), changes[i].name.c_str(),
-                   grouped(per_type[i]).c_str());
+      std::fprintf(stderr, "qs: database %s: %s: %s objects converted (%s elements)\n", name.c_str(),
+                   changes[i].name.c_str(), grouped(per_type[i]).c_str(), grouped(elements[i]).c_str());
     std::fprintf(stderr,
                  "qs: database %s: evolved in %.2f s: %s objects moved, %s pointers rewritten (of %s examined), %s "
                  "roots and %s index entries updated; %.0f objects/s, %.0f pointers/s (planning and copying %.2f s, "

@@ -137,8 +137,10 @@ void parse(const std::string& path, const std::string& section, program_types& o
       }
       program_types::owned& o = out.types.emplace_back(std::move(t));
       for (auto& v : o.vptrs) v.vtable_name = o.vtable_name.c_str();
-      o.d = qs::type_descriptor{o.name.c_str(), size[0],
-                                align[0],       o.pointers.empty() ? nullptr : o.pointers.data(),
+      o.d = qs::type_descriptor{o.name.c_str(),
+                                size[0],
+                                align[0],
+                                o.pointers.empty() ? nullptr : o.pointers.data(),
                                 static_cast<std::uint32_t>(o.pointers.size()),
                                 o.vptrs.empty() ? nullptr : o.vptrs.data(),
                                 static_cast<std::uint32_t>(o.vptrs.size()),

@@ -13,7 +13,9 @@
 // std::map's nodes) change with it. Release 3 retargets Part::next to an
 // unrelated type, a change qs must refuse; release 4 narrows Part::mass to
 // a signed char, which most stored values do not fit: the conversion must
-// stop at the first and leave the database as it was.
+// stop at the first and leave the database as it was. Release 5 is release
+// 2 with a member added to Part: it converts release 2's converted database
+// again (a type's second layout change).
 //
 //   qs_schema_evolutionN DIR create   (release 1) stores the graph
 //   qs_schema_evolutionN DIR check    opens without evolve and walks the
@@ -39,6 +41,8 @@
 #ifndef QS_SCHEMA_RELEASE
 #define QS_SCHEMA_RELEASE 1
 #endif
+// Releases 2 and 5 have the new layouts; 5 also gave Part a `color`.
+#define QS_NEW_LAYOUT (QS_SCHEMA_RELEASE == 2 || QS_SCHEMA_RELEASE == 5)
 
 template <class T>
 using pvector = std::vector<T, qs::allocator<T>>;
@@ -53,7 +57,7 @@ struct Tool {
 };
 #endif
 
-#if QS_SCHEMA_RELEASE == 2
+#if QS_NEW_LAYOUT
 struct Part {
   QS_PERSISTENT(Part)
   Part* next;
@@ -62,6 +66,9 @@ struct Part {
   short grade;
   char tag[6];
   double weight;
+#if QS_SCHEMA_RELEASE == 5
+  int color;
+#endif
 };
 #else
 struct Part {
@@ -83,7 +90,7 @@ struct Part {
 };
 #endif
 
-#if QS_SCHEMA_RELEASE == 2
+#if QS_NEW_LAYOUT
 struct Note {
   QS_PERSISTENT(Note)
   long a;
@@ -130,6 +137,8 @@ struct Holder {
   // libstdc++ strings point into themselves (a short one) or to a buffer.
   pstring label_short;
   pstring label_long;
+  // A buffer of Parts larger than a page: a large object.
+  pvector<Part> big;
 };
 
 namespace {
@@ -161,8 +170,11 @@ int failures = 0;
   char tag[6];
   std::snprintf(tag, sizeof tag, "t%ld", id % 1000);
   EXPECT(std::strcmp(p.tag, tag) == 0);
-#if QS_SCHEMA_RELEASE == 2
+#if QS_NEW_LAYOUT
   EXPECT(p.weight == 0.0);
+#if QS_SCHEMA_RELEASE == 5
+  EXPECT(p.color == 0);
+#endif
 #else
   EXPECT(p.mass == id * 3);
 #endif
@@ -207,12 +219,19 @@ void create(qs::database& db) {
   note.c = 33;
   note.self = &note;
   holder->note = &note;
+  holder->big.reserve(600);
+  for (int k = 0; k < 600; ++k) {
+    Part p{};
+    fill(p, 5000 + k);
+    p.next = holder->some[k % 4];
+    holder->big.push_back(p);
+  }
   holder->label_short = "short";
   holder->label_long = "a label longer than fifteen characters";
 }
 #endif
 
-#if QS_SCHEMA_RELEASE <= 2
+#if QS_SCHEMA_RELEASE <= 2 || QS_SCHEMA_RELEASE == 5
 void check(qs::database& db) {
   Holder* holder = db.root<Holder*>("holder");
   EXPECT(holder != nullptr);
@@ -250,11 +269,16 @@ void check(qs::database& db) {
   EXPECT(a->sides == 3);
   EXPECT(a->peer->sides == 4);
   EXPECT(a->peer->peer == a);
-#if QS_SCHEMA_RELEASE == 2
+#if QS_NEW_LAYOUT
   EXPECT(a->corners() == 3);
   EXPECT(a->peer->corners() == 4);
   EXPECT(a->tag == 0);  // added members are value-initialized
 #endif
+  EXPECT(holder->big.size() == 600);
+  for (std::size_t b = 0; b < holder->big.size() && b < 600; ++b) {
+    expect_part(holder->big[b], 5000 + static_cast<long>(b));
+    EXPECT(holder->big[b].next == holder->some[b % 4]);
+  }
   EXPECT(holder->label_short == "short");
   EXPECT(holder->label_long == "a label longer than fifteen characters");
   Note& note = db.root<Note>("note");
@@ -262,7 +286,7 @@ void check(qs::database& db) {
   EXPECT(note.self == &note);
   EXPECT(note.a == 11);
   EXPECT(note.b == 22);
-#if QS_SCHEMA_RELEASE == 2
+#if QS_NEW_LAYOUT
   EXPECT(note.sum == 55);
 #else
   EXPECT(note.c == 33);
@@ -281,7 +305,7 @@ int main(int argc, char** argv) {
     qs::options opts;
     if (mode == "evolve") {
       opts.evolve = true;
-#if QS_SCHEMA_RELEASE == 2
+#if QS_NEW_LAYOUT
       opts.converters["Note"] = [](const qs::stored_object& old, void* fresh) {
         static_cast<Note*>(fresh)->sum = old.get<long>("b") + old.get<long>("c");
       };
@@ -298,7 +322,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     check(db);
-#if QS_SCHEMA_RELEASE == 2
+#if QS_NEW_LAYOUT
     if (mode == "extend") {
       // New objects of the new layouts, beside the converted ones.
       Holder* holder = db.root<Holder*>("holder");
