@@ -93,13 +93,18 @@ page_desc* database_impl::desc_of_page(std::uint64_t page) {
   return table_.by_page(page);
 }
 
+page_desc* database_impl::current_page(std::uint64_t page) {
+  require_transaction("schema evolution");
+  page_desc* d = desc_of_page(page);
+  if (d && (!d->resident() || d->state() == page_state::stale)) pager_->make_current(d);
+  return d;
+}
+
 bool database_impl::objects_on_page(std::uint64_t page, std::vector<object_span>& out) {
   lock_scope g(*this);
-  require_transaction("schema evolution");
   out.clear();
-  page_desc* d = desc_of_page(page);
+  page_desc* d = current_page(page);
   if (!d) return false;
-  if (!d->resident() || d->state() == page_state::stale) pager_->make_current(d);
   std::byte* frame = access_->frame_address(d);
   if (d->hdr.kind == page_kind::small) {
     heap_for_each(pager_->image(d), page_size_, [&](std::uint32_t payload, const object_header& oh) {
@@ -113,11 +118,9 @@ bool database_impl::objects_on_page(std::uint64_t page, std::vector<object_span>
 
 bool database_impl::pointer_words_on_page(std::uint64_t page, std::vector<std::byte*>& out) {
   lock_scope g(*this);
-  require_transaction("schema evolution");
   out.clear();
-  page_desc* d = desc_of_page(page);
+  page_desc* d = current_page(page);
   if (!d) return false;
-  if (!d->resident() || d->state() == page_state::stale) pager_->make_current(d);
   std::byte* frame = access_->frame_address(d);
   words_->for_each(d, pager_->image(d), [&](std::uint32_t off, bool is_vptr, const type_layout&, std::uint32_t) {
     if (!is_vptr) out.push_back(frame + off);

@@ -155,6 +155,9 @@ class database_impl final : public fault_target {
   // The page's descriptor, given frames now when it has none; nullptr when
   // the database has no such page.
   page_desc* desc_of_page(std::uint64_t page) QS_REQUIRES(mutex_);
+  // The same, brought up to date for the open transaction (schema
+  // evolution's walks).
+  page_desc* current_page(std::uint64_t page) QS_REQUIRES(mutex_);
 
   mutable mutex mutex_;
   std::unique_ptr<store> store_ QS_PT_GUARDED_BY(mutex_);
