@@ -60,6 +60,20 @@ std::uint64_t database_impl::page_limit() {
   }
 }
 
+std::vector<std::uint64_t> database_impl::stored_pages(std::uint64_t first, std::uint64_t last) {
+  lock_scope g(*this);
+  std::vector<std::uint64_t> pages;
+  if (first >= last) return pages;
+  // One pass over the records that exist: a page counter of any size (the
+  // catalog's, from the file) costs nothing for the numbers no page has.
+  auto scratch = std::make_unique<std::byte[]>(page_size_);
+  bool scanned = store_->read_range(
+      first, last - 1, [&](std::uint64_t) { return scratch.get(); },
+      [&](std::uint64_t page, const record_header&, std::string) { pages.push_back(page); });
+  if (!scanned) throw error("database " + name() + ": its store cannot list its pages, which schema evolution needs");
+  return pages;
+}
+
 page_desc* database_impl::desc_of_page(std::uint64_t page) {
   page_desc* known = table_.by_page(page);
   if (known && (known->resident() || known->is_new())) return known;

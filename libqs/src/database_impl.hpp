@@ -115,6 +115,8 @@ class database_impl final : public fault_target {
   std::uint32_t adopt_type(const schema_registry::pending_change& p) QS_EXCLUDES(mutex_);
   // One more than the highest page number handed out.
   std::uint64_t page_limit() QS_EXCLUDES(mutex_);
+  // The numbers of the stored pages in [first, last), in order.
+  std::vector<std::uint64_t> stored_pages(std::uint64_t first, std::uint64_t last) QS_EXCLUDES(mutex_);
   // Brings page `page` in and lists its objects (a large object on its first
   // page only), or the addresses of its pointer words (not vptrs). False
   // when the database has no such page.

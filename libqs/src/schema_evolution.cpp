@@ -113,11 +113,12 @@ void evolve_database(database_impl& db, const options& opts) {
     for (const auto& p : pending) db.adopt_type(p);
 
     // 3. Copy every object of a changed type into its new layout.
-    const std::uint64_t pages = db.page_limit();
+    const std::uint64_t limit = db.page_limit();
+    const std::vector<std::uint64_t> stored = db.stored_pages(0, limit);
     forwarding fw;
     std::vector<database_impl::object_span> objects;
     std::vector<std::byte> old_bytes, new_bytes;
-    for (std::uint64_t page = 0; page < pages; ++page) {
+    for (std::uint64_t page : stored) {
       if (!db.objects_on_page(page, objects)) continue;
       for (const auto& o : objects) {
         auto it = by_old_index.find(o.type);
@@ -159,10 +160,13 @@ void evolve_database(database_impl& db, const options& opts) {
     const double copy_s = static_cast<double>(ns_since(t0)) / 1e9;
 
     // 5. Every pointer word, once.
-    const std::uint64_t pages_now = db.page_limit();
+    // The stored pages, then those this transaction made (numbered from the
+    // counter on).
+    std::vector<std::uint64_t> all = stored;
+    for (std::uint64_t page = limit, now = db.page_limit(); page < now; ++page) all.push_back(page);
     std::vector<std::byte*> words;
     std::uint64_t rewritten = 0, examined = 0;
-    for (std::uint64_t page = 0; page < pages_now; ++page) {
+    for (std::uint64_t page : all) {
       if (!db.pointer_words_on_page(page, words)) continue;
       for (std::byte* w : words) {
         std::uintptr_t v;
