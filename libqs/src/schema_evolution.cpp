@@ -195,7 +195,8 @@ void evolve_database(database_impl& db, const options& opts) {
                    changes[i].name.c_str(), grouped(per_type[i]).c_str(), grouped(elements[i]).c_str());
     std::fprintf(stderr,
                  "qs: database %s: evolved in %.2f s: %s objects moved, %s pointers rewritten (of %s examined), %s "
-                 "roots and %s index entries updated; %.0f objects/s, %.0f pointers/s (planning and copying %.2f s, "
+                 "roots and %s index entries updated; %.0f objects/s, %.0f pointer words examined/s "
+                 "(planning and copying %.2f s, "
                  "pointers %.2f s, commit %.2f s)\n",
                  name.c_str(), seconds, grouped(fw.size()).c_str(), grouped(rewritten).c_str(),
                  grouped(examined).c_str(), grouped(roots).c_str(), grouped(entries).c_str(),
