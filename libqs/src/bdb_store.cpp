@@ -40,7 +40,7 @@ bdb_store::bdb_store(const std::string& dir, const bdb_options& o) : dir_(dir), 
                           "time (use qs-pageserver to share it)");
   }
   try {
-    env_ = std::make_unique<bdb_env>(dir, o.cache_bytes);
+    env_ = std::make_unique<bdb_env>(dir, o.cache_bytes, false, o.max_locks);
   } catch (...) {
     ::close(lock_fd_);
     throw;

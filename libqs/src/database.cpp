@@ -19,6 +19,11 @@ namespace qs {
 
 namespace {
 
+// Schema evolution converts a database in one transaction: its lock table
+// may grow to this many locks (about 25 GiB of pages written), which costs
+// memory only as they are taken.
+constexpr std::uint32_t evolution_max_locks = 8000000;
+
 // The runtime of the database at `path`, its options checked and completed.
 std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const options& given) {
   options opts = given;
@@ -54,7 +59,10 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
     s = detail::connect_remote_store(
         path, detail::remote_options{opts.server_secret, opts.reconnect_budget_ms,
                                      opts.isolation_level == isolation::serializable});  // a qs-pageserver
-  else s = std::make_unique<detail::bdb_store>(path, detail::bdb_options{opts.page_size, opts.store_cache_bytes});
+  else
+    s = std::make_unique<detail::bdb_store>(
+        path, detail::bdb_options{opts.page_size, opts.store_cache_bytes,
+                                  opts.evolve ? evolution_max_locks : detail::default_max_locks});
   return std::make_unique<detail::database_impl>(std::move(s), opts);
 }
 

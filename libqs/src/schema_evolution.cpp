@@ -202,6 +202,12 @@ void evolve_database(database_impl& db, const options& opts) {
                  grouped(examined).c_str(), grouped(roots).c_str(), grouped(entries).c_str(),
                  seconds > 0 ? static_cast<double>(fw.size()) / seconds : 0.0,
                  seconds > 0 ? static_cast<double>(examined) / seconds : 0.0, copy_s, rewrite_s, commit_s);
+  } catch (const store_error& e) {
+    db.abort();
+    if (std::string(e.what()).find("Lock table is out of") == std::string::npos) throw;
+    throw store_error(std::string(e.what()) +
+                      " (schema evolution converts the whole database in one transaction, whose lock table holds "
+                      "about 25 GiB of changed pages; the database is as it was)");
   } catch (...) {
     db.abort();
     throw;

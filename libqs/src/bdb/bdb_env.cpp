@@ -95,15 +95,19 @@ std::string bdb_env::take_messages() const {
 void bdb_env::check(int rc, const std::string& what) const {
   if (rc == 0) return;
   std::string msg = "database " + dir_ + ": " + what + ": " + db_strerror(rc);
-  if (std::string said = take_messages(); !said.empty()) msg += " (Berkeley DB said: " + said + ")";
+  std::string said = take_messages();
+  if (!said.empty()) msg += " (Berkeley DB said: " + said + ")";
+  if (rc == ENOMEM && said.find("Lock table is out of") != std::string::npos)
+    msg += "; one transaction may hold " + std::to_string(max_locks_) +
+           " Berkeley DB locks (about two and a half a page written): commit in smaller transactions";
   if (rc == DB_LOCK_NOTGRANTED && !timeouts_.empty()) msg += " (" + timeouts_ + ")";
   if (rc == DB_LOCK_DEADLOCK) throw deadlock_victim(msg);
   if (rc == DB_LOCK_NOTGRANTED) throw conflict(msg);
   throw store_error(msg);
 }
 
-bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multiversion)
-    : dir_(dir), cache_bytes_(cache_bytes), multiversion_(multiversion) {
+bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multiversion, std::uint32_t max_locks)
+    : dir_(dir), cache_bytes_(cache_bytes), multiversion_(multiversion), max_locks_(max_locks) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw store_error("database " + dir + ": cannot create the directory: " + ec.message());
@@ -135,8 +139,8 @@ void bdb_env::open_environment(bool recover) {
         "set_cachesize");
   std::uint32_t flags = DB_CREATE | DB_INIT_MPOOL | DB_THREAD | DB_PRIVATE;
   if (transactional) {
-    check(env_->set_lk_max_locks(200000), "set_lk_max_locks");
-    check(env_->set_lk_max_objects(200000), "set_lk_max_objects");
+    check(env_->set_lk_max_locks(max_locks_), "set_lk_max_locks");
+    check(env_->set_lk_max_objects(max_locks_), "set_lk_max_objects");
     check(env_->set_lk_max_lockers(20000), "set_lk_max_lockers");
     // The lock tables start small and grow up to those limits: setting them
     // up whole costs milliseconds at every open.

@@ -69,9 +69,14 @@ class deadlock_victim : public conflict {
   using conflict::conflict;
 };
 
+// The most Berkeley DB locks one transaction may hold (a written page takes
+// about two and a half): the lock table grows up to this as locks are taken.
+constexpr std::uint32_t default_max_locks = 200000;
+
 struct bdb_options {
   std::uint32_t page_size;
   std::uint64_t cache_bytes;
+  std::uint32_t max_locks = default_max_locks;
 };
 
 class bdb_env {
@@ -80,7 +85,8 @@ class bdb_env {
   // unless its last close was clean. `multiversion`: every database keeps
   // the versions of its B-tree pages that open snapshot transactions need
   // (DB_MULTIVERSION; qs-pageserver's snapshot reads).
-  bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multiversion = false);
+  bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multiversion = false,
+          std::uint32_t max_locks = default_max_locks);
   // Checkpoints and closes; when that succeeded, marks the files as closed
   // cleanly, so that the next open runs no recovery.
   ~bdb_env();
@@ -205,6 +211,7 @@ class bdb_env {
   std::string dir_;
   std::uint64_t cache_bytes_;
   bool multiversion_;
+  std::uint32_t max_locks_;
   std::unique_ptr<DbEnv> env_;
   std::unique_ptr<Db> pages_;
   std::unique_ptr<Db> meta_;
