@@ -2,6 +2,7 @@
 // and the references kept outside pages (roots, index entries).
 #include "database_impl.hpp"
 
+#include "evolution_plan.hpp"
 #include "page_heap.hpp"
 
 #include <algorithm>
@@ -130,14 +131,17 @@ bool database_impl::objects_on_page(std::uint64_t page, std::vector<object_span>
   return true;
 }
 
-bool database_impl::pointer_words_on_page(std::uint64_t page, std::vector<std::byte*>& out) {
+bool database_impl::pointer_words_on_page(std::uint64_t page, std::vector<pointer_word>& out) {
   lock_scope g(*this);
   out.clear();
   page_desc* d = current_page(page);
   if (!d) return false;
   std::byte* frame = access_->frame_address(d);
-  words_->for_each(d, pager_->image(d), [&](std::uint32_t off, bool is_vptr, const type_layout&, std::uint32_t) {
-    if (!is_vptr) out.push_back(frame + off);
+  words_->for_each(d, pager_->image(d), [&](std::uint32_t off, bool is_vptr, const type_layout& l, std::uint32_t i) {
+    if (is_vptr) return;
+    auto known = pointees_.find(l.name);
+    if (known == pointees_.end()) known = pointees_.emplace(l.name, pointees_of(l)).first;
+    out.push_back({frame + off, i < known->second.size() ? std::string_view(known->second[i]) : std::string_view()});
   });
   return true;
 }

@@ -53,6 +53,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace qs::detail {
@@ -121,7 +123,11 @@ class database_impl final : public fault_target {
   // page only), or the addresses of its pointer words (not vptrs). False
   // when the database has no such page.
   bool objects_on_page(std::uint64_t page, std::vector<object_span>& out) QS_EXCLUDES(mutex_);
-  bool pointer_words_on_page(std::uint64_t page, std::vector<std::byte*>& out) QS_EXCLUDES(mutex_);
+  struct pointer_word {
+    std::byte* address;
+    std::string_view pointee;  // what its member points to, or empty (pointees_of)
+  };
+  bool pointer_words_on_page(std::uint64_t page, std::vector<pointer_word>& out) QS_EXCLUDES(mutex_);
   // Rewrites named roots and qs::index entries that locate an object that
   // `forward` moves; returns how many changed.
   std::uint64_t move_roots(const std::function<void*(void*)>& forward) QS_EXCLUDES(mutex_);
@@ -160,6 +166,8 @@ class database_impl final : public fault_target {
   // The same, brought up to date for the open transaction (schema
   // evolution's walks).
   page_desc* current_page(std::uint64_t page) QS_REQUIRES(mutex_);
+  // Each layout's pointees (evolution_plan.hpp's pointees_of), by type name.
+  std::unordered_map<std::string, std::vector<std::string>> pointees_ QS_GUARDED_BY(mutex_);
 
   mutable mutex mutex_;
   std::unique_ptr<store> store_ QS_PT_GUARDED_BY(mutex_);

@@ -357,6 +357,25 @@ std::vector<member_info> parse_members(const std::string& members, const std::st
   return out;
 }
 
+std::vector<std::string> pointees_of(const type_layout& l) {
+  std::vector<std::string> out(l.pointers.size());
+  std::vector<member_info> ms;
+  try {
+    ms = parse_members(l.members, l.name);
+  } catch (const schema_error&) {
+    return out;  // unknown pointees: pointers to element starts point to elements
+  }
+  for (std::size_t p = 0; p < l.pointers.size(); ++p)
+    for (const member_info& m : ms) {
+      if (l.pointers[p] < m.offset || l.pointers[p] >= std::uint64_t{m.offset} + m.size) continue;
+      if (m.k == member_info::kind::pointer) out[p] = m.element;
+      else if (m.k == member_info::kind::array && !m.element.empty() && m.element.back() == '*')
+        out[p] = m.element.substr(0, m.element.size() - 1);
+      if (!out[p].empty()) break;
+    }
+  return out;
+}
+
 bool lists_base(const std::string& base, const std::string& derived_members) {
   std::string prefix = " " + short_name(base) + "::";
   return derived_members.find(prefix) != std::string::npos;
@@ -577,8 +596,20 @@ void convert_element(const type_change& c, const std::byte* old, std::byte* fres
   }
 }
 
-std::optional<std::uint32_t> map_offset(const type_change& c, std::uint32_t offset) {
+std::optional<std::uint32_t> member_typed(const type_change& c, std::uint32_t offset, std::string_view pointee) {
+  if (pointee.empty()) return std::nullopt;
+  for (auto [i, j] : c.steps) {
+    const member_info& from = c.old_members[i];
+    const member_info& to = c.new_members[j];
+    if (from.k == member_info::kind::bits || from.k == member_info::kind::vptr || from.offset != offset) continue;
+    if ((from.k == member_info::kind::array ? from.element : from.type) == pointee) return to.offset;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint32_t> map_offset(const type_change& c, std::uint32_t offset, std::string_view pointee) {
   if (offset == c.old_size) return c.program->size;
+  if (auto member = member_typed(c, offset, pointee)) return member;
   for (auto [from, to] : c.part_starts)
     if (from == offset) return to;
   for (auto [i, j] : c.steps) {

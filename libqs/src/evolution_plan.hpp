@@ -28,6 +28,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace qs::detail {
@@ -92,7 +93,18 @@ void convert_element(const type_change& c, const std::byte* old, std::byte* fres
 
 // The offset in the new element of what was at `offset` in the stored one
 // (0 <= offset <= old_size); nullopt when it was in a member the program
-// dropped, in padding, or inside a scalar whose size changed.
-std::optional<std::uint32_t> map_offset(const type_change& c, std::uint32_t offset);
+// dropped, in padding, or inside a scalar whose size changed. `pointee` is
+// what the pointer points to as its member declares it ("short int" for a
+// short int*), or empty: a pointer to where a member and a nested part both
+// start points to the member when it is typed as the member, else to the
+// part.
+std::optional<std::uint32_t> map_offset(const type_change& c, std::uint32_t offset, std::string_view pointee = {});
+// Where the member that starts at `offset` and has type `pointee` went;
+// nullopt when no member starting there has that type.
+std::optional<std::uint32_t> member_typed(const type_change& c, std::uint32_t offset, std::string_view pointee);
+
+// For each pointer word of a layout, the type its member points to ("Part"
+// for a Part* or a Part*[4]), or empty when the member list does not say.
+std::vector<std::string> pointees_of(const type_layout& l);
 
 }  // namespace qs::detail

@@ -47,7 +47,7 @@ class forwarding {
 
   // The new value of a pointer; `p` itself when it points into no moved
   // object. One past a moved object's end maps to one past its new end.
-  std::uintptr_t forward(std::uintptr_t p) const {
+  std::uintptr_t forward(std::uintptr_t p, std::string_view pointee = {}) const {
     auto it = std::upper_bound(moves_.begin(), moves_.end(), p,
                                [](std::uintptr_t v, const moved_object& m) { return v < m.old_address; });
     if (it == moves_.begin()) return p;
@@ -58,10 +58,13 @@ class forwarding {
     const type_change& c = *m.change;
     std::uint64_t element = off / c.old_size;
     auto in = static_cast<std::uint32_t>(off % c.old_size);
-    // The start of an element is the element (a pointer to the object, not
-    // to whichever member was first).
-    if (in == 0) return m.new_address + element * c.program->size;
-    auto to = map_offset(c, in);
+    // The start of an element is the element, unless the pointer is typed
+    // as the member that starts there (an int* to a first member `int id`).
+    if (in == 0) {
+      auto member = member_typed(c, 0, pointee);
+      return m.new_address + element * c.program->size + (member ? *member : 0);
+    }
+    auto to = map_offset(c, in, pointee);
     if (!to)
       throw schema_error("schema evolution: a pointer points " + std::to_string(in) + " bytes into a stored " + c.name +
                          ", into a member the program dropped or changed; nothing was converted");
@@ -164,18 +167,18 @@ void evolve_database(database_impl& db, const options& opts) {
     // counter on).
     std::vector<std::uint64_t> all = stored;
     for (std::uint64_t page = limit, now = db.page_limit(); page < now; ++page) all.push_back(page);
-    std::vector<std::byte*> words;
+    std::vector<database_impl::pointer_word> words;
     std::uint64_t rewritten = 0, examined = 0;
     for (std::uint64_t page : all) {
       if (!db.pointer_words_on_page(page, words)) continue;
-      for (std::byte* w : words) {
+      for (const auto& w : words) {
         std::uintptr_t v;
-        std::memcpy(&v, w, sizeof v);
+        std::memcpy(&v, w.address, sizeof v);
         ++examined;
         if (!v) continue;
-        std::uintptr_t now = fw.forward(v);
+        std::uintptr_t now = fw.forward(v, w.pointee);
         if (now == v) continue;
-        std::memcpy(w, &now, sizeof now);
+        std::memcpy(w.address, &now, sizeof now);
         ++rewritten;
       }
     }

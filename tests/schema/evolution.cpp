@@ -139,6 +139,9 @@ struct Holder {
   pstring label_long;
   // A buffer of Parts larger than a page: a large object.
   pvector<Part> big;
+  // A pointer to a Shape's first member, which release 2 moves behind a
+  // vptr and a base: typed as the member, it follows the member.
+  int* sides_of_shape = nullptr;
 };
 
 namespace {
@@ -214,6 +217,7 @@ void create(qs::database& db) {
   a->peer = b;
   b->peer = a;
   holder->shape = a;
+  holder->sides_of_shape = &b->sides;
   note.a = 11;
   note.b = 22;
   note.c = 33;
@@ -269,6 +273,7 @@ void check(qs::database& db) {
   EXPECT(a->sides == 3);
   EXPECT(a->peer->sides == 4);
   EXPECT(a->peer->peer == a);
+  EXPECT(holder->sides_of_shape == &a->peer->sides);
 #if QS_NEW_LAYOUT
   EXPECT(a->corners() == 3);
   EXPECT(a->peer->corners() == 4);

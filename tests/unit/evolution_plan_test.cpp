@@ -130,6 +130,21 @@ TEST_CASE("evolution plan: nested parts, arrays and enums", "[unit][evolution]")
   CHECK(get<long>(b, 48) == 0);
 }
 
+TEST_CASE("evolution plan: a pointer typed as a member follows the member, else the part", "[unit][evolution]") {
+  type_layout old = stored("S", 16, "0 4 sides int\n4 4 pos.x int\n8 8 peer S*\n");
+  type_descriptor now = program("S", 32,
+                                "0 8 S::_vptr.S vptr\n8 8 tag long int\n16 4 sides int\n20 4 pos.x int\n"
+                                "24 8 peer S*\n");
+  type_change c = plan_change("db", old, 20, &now, nullptr, unrelated);
+  CHECK(member_typed(c, 0, "int") == 16u);           // an int* to `sides`
+  CHECK_FALSE(member_typed(c, 0, "S").has_value());  // an S*: the object
+  CHECK(map_offset(c, 4, "int") == 20u);             // an int* to pos.x
+  CHECK(map_offset(c, 4) == 20u);                    // the part pos (starts at pos.x)
+  type_layout holder = stored("H", 24, "0 8 s S*\n8 16 ints int*[2]\n");
+  holder.pointers = {0, 8, 16};
+  CHECK(pointees_of(holder) == std::vector<std::string>{"S", "int", "int"});
+}
+
 TEST_CASE("evolution plan: changes qs cannot make are refused, naming type and member", "[unit][evolution]") {
   type_layout old = stored("P", 16, "0 8 next P*\n8 4 n int\n");
   type_descriptor retarget = program("P", 16, "0 8 next Tool*\n8 4 n int\n");
