@@ -137,11 +137,17 @@ bool database_impl::pointer_words_on_page(std::uint64_t page, std::vector<pointe
   page_desc* d = current_page(page);
   if (!d) return false;
   std::byte* frame = access_->frame_address(d);
+  const type_layout* last = nullptr;  // consecutive words mostly share a layout
+  const std::vector<std::string>* pointees = nullptr;
   words_->for_each(d, pager_->image(d), [&](std::uint32_t off, bool is_vptr, const type_layout& l, std::uint32_t i) {
     if (is_vptr) return;
-    auto known = pointees_.find(l.name);
-    if (known == pointees_.end()) known = pointees_.emplace(l.name, pointees_of(l)).first;
-    out.push_back({frame + off, i < known->second.size() ? std::string_view(known->second[i]) : std::string_view()});
+    if (&l != last) {
+      auto known = pointees_.find(l.name);
+      if (known == pointees_.end()) known = pointees_.emplace(l.name, pointees_of(l)).first;
+      last = &l;
+      pointees = &known->second;
+    }
+    out.push_back({frame + off, i < pointees->size() ? std::string_view((*pointees)[i]) : std::string_view()});
   });
   return true;
 }
