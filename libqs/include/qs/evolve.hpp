@@ -21,11 +21,15 @@
 //  * a pointer member is kept when it points to the same type, or to a base
 //    or a derived class of it; an array keeps its common elements, each
 //    converted as above; vtable pointers take the program's vtables;
-//  * objects whose size changes move, and every pointer to them is
+//  * the objects of a changed type move, and every pointer to them is
 //    rewritten: from other objects, from arrays, from standard containers
 //    with qs::allocator, from named roots and qs::index entries, including
 //    pointers into the middle of an object or array (a member's address, a
-//    vector's end), mapped member by member;
+//    vector's end), mapped member by member; a pointer to where a part and
+//    its first member both start follows the member when its own type is
+//    the member's, else the part;
+//  * an unchanged union moves whole; a standard container's node whose key
+//    changed is refused (its order or hashing would not hold);
 //  * a change qs cannot make by name (a member whose type changed
 //    incompatibly, a union, a pointer retargeted to an unrelated type) is
 //    refused before anything is written, with qs::schema_mismatch naming the
