@@ -137,18 +137,27 @@ bool database_impl::pointer_words_on_page(std::uint64_t page, std::vector<pointe
   page_desc* d = current_page(page);
   if (!d) return false;
   std::byte* frame = access_->frame_address(d);
+  struct word {
+    std::uint32_t offset;
+    const type_layout* layout;
+    std::uint32_t which;
+  };
+  std::vector<word> found;
+  words_->for_each(d, pager_->image(d), [&](std::uint32_t off, bool is_vptr, const type_layout& l, std::uint32_t i) {
+    if (!is_vptr) found.push_back({off, &l, i});
+  });
   const type_layout* last = nullptr;  // consecutive words mostly share a layout
   const std::vector<std::string>* pointees = nullptr;
-  words_->for_each(d, pager_->image(d), [&](std::uint32_t off, bool is_vptr, const type_layout& l, std::uint32_t i) {
-    if (is_vptr) return;
-    if (&l != last) {
-      auto known = pointees_.find(l.name);
-      if (known == pointees_.end()) known = pointees_.emplace(l.name, pointees_of(l)).first;
-      last = &l;
+  for (const word& w : found) {
+    if (w.layout != last) {
+      auto known = pointees_.find(w.layout->name);
+      if (known == pointees_.end()) known = pointees_.emplace(w.layout->name, pointees_of(*w.layout)).first;
+      last = w.layout;
       pointees = &known->second;
     }
-    out.push_back({frame + off, i < pointees->size() ? std::string_view((*pointees)[i]) : std::string_view()});
-  });
+    out.push_back(
+        {frame + w.offset, w.which < pointees->size() ? std::string_view((*pointees)[w.which]) : std::string_view()});
+  }
   return true;
 }
 
