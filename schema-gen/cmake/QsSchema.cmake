@@ -10,7 +10,8 @@
 #  * moves the target's sources into an OBJECT library <target>_qs_objects
 #    that is compiled exactly like the target would be (its include dirs,
 #    definitions, options and features, through $<TARGET_PROPERTY:...>, which
-#    includes the usage requirements of everything it links), plus -g;
+#    includes the usage requirements of everything it links), plus -g and
+#    full debug information for polymorphic classes;
 #  * runs qs_schema_gen.py over those objects into <target>_qs_schema.cpp;
 #  * compiles that file into the target and links the objects into it.
 # Any change to an object or to the generator re-runs the generator; the
@@ -142,8 +143,15 @@ function(_qs_add_schema_now target)
 
   add_library("${objs}" OBJECT ${_move})
   # Compiled exactly as the target would compile them. -g comes first so that
-  # the target's own -gdwarf-N (or -g3) still decides.
-  target_compile_options("${objs}" PRIVATE -g "$<TARGET_PROPERTY:${target},COMPILE_OPTIONS>")
+  # the target's own -gdwarf-N (or -g3) still decides. A class with virtual
+  # functions has its debug information only where its vtable is emitted,
+  # unless asked: a program that reads such objects but never constructs one
+  # would have them neither checked against the database nor converted by
+  # schema evolution. Debug information only; the code is the same.
+  target_compile_options("${objs}" PRIVATE -g
+    "$<$<COMPILE_LANG_AND_ID:CXX,GNU>:-femit-class-debug-always>"
+    "$<$<COMPILE_LANG_AND_ID:CXX,Clang>:-fstandalone-debug>"
+    "$<TARGET_PROPERTY:${target},COMPILE_OPTIONS>")
   target_include_directories("${objs}" PRIVATE "$<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>")
   target_compile_definitions("${objs}" PRIVATE "$<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>")
   target_compile_features("${objs}" PRIVATE "$<TARGET_PROPERTY:${target},COMPILE_FEATURES>")
