@@ -25,6 +25,17 @@ struct Gadget {
   int weight = 0;
 };
 
+#if QS_SCHEMA_RELEASE == 2
+namespace {
+// Release 2 has no vtable for Gadget, so qs gives the stored objects its
+// raising vtable (unknown_vtable.hpp), and UBSan's vptr check would flag
+// every member access as one through an object of another type.
+__attribute__((no_sanitize("vptr"))) void print(const Gadget* g) {
+  std::printf("weight %d serial %ld\n", g->weight, g->serial);
+}
+}  // namespace
+#endif
+
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   try {
@@ -38,7 +49,7 @@ int main(int argc, char** argv) {
     g->weight = 42;
     std::printf("stored\n");
 #else
-    std::printf("weight %d serial %ld\n", g->weight, g->serial);
+    print(g);
 #endif
     tx.commit();
   } catch (const qs::error& e) {
