@@ -199,22 +199,10 @@ void schema_registry::load() {
 
 std::uint32_t schema_registry::adopt(const pending_change& p) {
   if (!store_.in_transaction()) throw no_transaction(std::string("converting type ") + p.program->name);
-  const std::string name = p.program->name;
-  const type_layout& old = layouts_.at(p.index);
-  store_.put("h:" + name + "@" + std::to_string(p.index), serialize(old, p.index));
-  std::uint32_t index = static_cast<std::uint32_t>(std::max<std::size_t>(layouts_.size(), first_stored_type));
-  if (index >= max_type_index)
-    throw schema_error("database " + db_name_ + ": no type index is left for type " + name + " (" +
-                       std::to_string(max_type_index) + " at most)");
-  type_layout l = layout_of(p.program);
-  store_.put("t:" + name, serialize(l, index));
-  layouts_.resize(index + 1);
-  layouts_[index] = std::move(l);
-  by_name_[name] = index;
-  by_desc_[p.program] = index;
-  added_.push_back(index);
-  replaced_.emplace_back(name, p.index);
-  return index;
+  store_.put("h:" + std::string(p.program->name) + "@" + std::to_string(p.index),
+             serialize(layouts_.at(p.index), p.index));
+  replaced_.emplace_back(p.program->name, p.index);
+  return store_new(p.program);
 }
 
 void schema_registry::check(const type_layout& stored, const type_descriptor* d) const {
@@ -265,6 +253,10 @@ std::uint32_t schema_registry::add(const type_descriptor* d) {
     load();
     if (auto index = bind_stored(d)) return *index;
   }
+  return store_new(d);
+}
+
+std::uint32_t schema_registry::store_new(const type_descriptor* d) {
   std::uint32_t index = static_cast<std::uint32_t>(std::max<std::size_t>(layouts_.size(), first_stored_type));
   if (index >= max_type_index)
     throw schema_error("database " + db_name_ + ": no type index is left for type " + d->name + " (" +

@@ -80,6 +80,9 @@ class schema_registry {
 
  private:
   std::uint32_t add(const type_descriptor* d);
+  // Gives d's layout the next index, in the database ("t:" record) and
+  // here, within the open transaction (add and adopt).
+  std::uint32_t store_new(const type_descriptor* d);
   // Binds d to the stored type of its name, checking the layout; nullopt
   // when the database has no such type.
   std::optional<std::uint32_t> bind_stored(const type_descriptor* d);
