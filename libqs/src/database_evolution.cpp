@@ -91,8 +91,7 @@ page_desc* database_impl::desc_of_page(std::uint64_t page) {
   if (h.magic != record_magic) throw bad("is not a page record");
   std::uint64_t first = page, pages = 1;
   if (h.kind == page_kind::large_head || h.kind == page_kind::large_tail) {
-    std::uint64_t total = sizeof(page_header) + sizeof(object_header) + std::uint64_t{h.size};
-    pages = (total + page_size_ - 1) / page_size_;
+    pages = large_object_pages(h.size, page_size_);
     if (h.kind == page_kind::large_tail) {
       if (h.index == 0 || h.index >= pages || h.index > page || h.index > h.frame)
         throw bad("says it is page " + std::to_string(h.index) + " of a large object of " + std::to_string(pages));

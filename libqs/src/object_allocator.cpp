@@ -116,8 +116,7 @@ void* object_allocator::allocate_small(std::uint32_t type, std::uint32_t payload
 }
 
 void* object_allocator::allocate_large(std::uint32_t type, std::uint64_t payload) {
-  std::uint64_t total = sizeof(page_header) + sizeof(object_header) + payload;
-  std::uint64_t n = (total + page_size_ - 1) / page_size_;
+  std::uint64_t n = large_object_pages(payload, page_size_);
   store::page_range first = store_.allocate_pages(n);
   first.frame = frames_.take_frames(first.frame, n);
   page_desc* head = nullptr;
@@ -162,8 +161,7 @@ void object_allocator::deallocate(void* p) {
   if (d->hdr.kind != page_kind::large_head || off != sizeof(page_header) + sizeof(object_header))
     throw error("database " + db_name_ + ": delete of " + where() + " inside a large object on page " +
                 std::to_string(d->page));
-  std::uint64_t n =
-      (sizeof(page_header) + sizeof(object_header) + std::uint64_t{d->hdr.size} + page_size_ - 1) / page_size_;
+  std::uint64_t n = large_object_pages(d->hdr.size, page_size_);
   std::uint64_t page0 = d->page;
   for (std::uint64_t i = 0; i < n; ++i) {
     page_desc* t = i == 0 ? d : table_.by_page(page0 + i);

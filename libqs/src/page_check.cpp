@@ -47,10 +47,9 @@ std::string check_small(const std::byte* img, std::uint32_t page_size, const typ
 
 std::string check_large(const record_header& h, const std::byte* img, std::uint32_t page_size,
                         const type_size_of& size_of) {
-  constexpr std::uint64_t start = sizeof(page_header) + sizeof(object_header);
   if (std::uint64_t{h.size} > std::uint64_t{0xffffffff} - page_size)
     return "a large object of " + std::to_string(h.size) + " bytes, more than a record holds";
-  std::uint64_t pages = (start + h.size + page_size - 1) / page_size;
+  std::uint64_t pages = large_object_pages(h.size, page_size);
   if (h.index >= pages)
     return "page " + std::to_string(h.index) + " of a large object of " + std::to_string(pages) + " pages";
   if ((h.kind == page_kind::large_head) != (h.index == 0))

@@ -70,6 +70,12 @@ inline object_header make_header(std::uint32_t type, std::uint32_t size) {
   return h;
 }
 
+// The pages of a large object of `payload` bytes: its first page also holds
+// the page header and the object header.
+constexpr std::uint64_t large_object_pages(std::uint64_t payload, std::uint32_t page_size) {
+  return (sizeof(page_header) + sizeof(object_header) + payload + page_size - 1) / page_size;
+}
+
 // n rounded up to a multiple of 8 (n at most 2^64 - 8).
 constexpr std::uint64_t round8(std::uint64_t n) { return (n + 7) & ~std::uint64_t{7}; }
 

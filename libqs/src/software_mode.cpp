@@ -274,9 +274,7 @@ class software_references final : public references {
       d = frames_.ensure_run(0, page, 1);
       pages_.make_current(d);
       if (d->hdr.kind == page_kind::large_head) {
-        std::uint64_t n =
-            (sizeof(page_header) + sizeof(object_header) + std::uint64_t{d->hdr.size} + pages_.page_size() - 1) /
-            pages_.page_size();
+        std::uint64_t n = large_object_pages(d->hdr.size, pages_.page_size());
         if (n > 1) {
           std::uint64_t hint = d->hdr.frame;
           pages_.drop(d);
