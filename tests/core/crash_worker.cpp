@@ -5,6 +5,13 @@
 //   qs_crash_worker DIR check NODES            exit 0 when DIR holds the state
 //                  after some whole number of `grow` transactions
 //   qs_crash_worker DIR badptr | segv | chain  fault outside any object
+//   qs_crash_worker DIR fill SLABS close|die [TXNS]  durable transactions of SLABS
+//                  8 KiB objects each until one fails (a full disk); says
+//                  "committed N" on stderr after each commit returns, then
+//                  closes the database normally or dies by SIGKILL (or
+//                  stops after TXNS transactions)
+//   qs_crash_worker DIR fillcheck SLABS        says "holds N" when DIR holds
+//                  exactly the first N whole `fill` transactions; exit 0
 #include <qs/pause_point.hpp>
 #include <qs/qs.hpp>
 
@@ -20,6 +27,7 @@
 #include <string>
 
 using qs_test::Node;
+using qs_test::Slab;
 
 namespace {
 
@@ -120,6 +128,65 @@ int raise_segv(const std::string& dir, bool ignored) {
   return v == 7 ? 0 : 1;
 }
 
+// Slab chains: transaction t adds `slabs` Slabs of value t in front of the
+// list and sets the root "count" to t.
+int fill(const std::string& dir, int slabs, bool die, long txns) {
+  qs::options o = worker_options(256);
+  try {
+    auto db = qs::database::open(dir, o);
+    for (long done = 0; done < txns; ++done) {
+      std::int64_t t = 0;
+      try {
+        qs::transaction tx(db);
+        auto& count = db.root<std::int64_t>("count");
+        auto& list = db.root<Slab*>("list");
+        t = count + 1;
+        for (int i = 0; i < slabs; ++i) {
+          Slab* s = new (db) Slab;
+          s->next = list;
+          s->value = static_cast<std::uint64_t>(t);
+          for (std::uint64_t& w : s->fill) w = static_cast<std::uint64_t>(t) * 1000003 + i;
+          list = s;
+        }
+        count = t;
+        tx.commit();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "failed %lld: %s\n", static_cast<long long>(t), e.what());
+        if (die) ::kill(::getpid(), SIGKILL);
+        break;  // the database closes normally
+      }
+      std::fprintf(stderr, "committed %lld\n", static_cast<long long>(t));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "close: %s\n", e.what());
+    return 5;
+  }
+  return 0;
+}
+
+int fillcheck(const std::string& dir, int slabs) {
+  auto db = qs::database::open(dir, worker_options(64));
+  qs::transaction tx(db);
+  std::int64_t count = db.has_root("count") ? db.root<std::int64_t>("count") : 0;
+  Slab* s = db.has_root("list") ? db.root<Slab*>("list") : nullptr;
+  for (std::int64_t t = count; t >= 1; --t)
+    for (int i = slabs - 1; i >= 0; --i, s = s->next) {
+      if (!s || s->value != static_cast<std::uint64_t>(t) ||
+          s->fill[7] != static_cast<std::uint64_t>(t) * 1000003 + i) {
+        std::fprintf(stderr, "transaction %lld, slab %d: %s\n", static_cast<long long>(t), i,
+                     s ? "wrong value" : "missing");
+        return 1;
+      }
+    }
+  if (s) {
+    std::fprintf(stderr, "more slabs than %lld transactions hold\n", static_cast<long long>(count));
+    return 1;
+  }
+  tx.commit();
+  std::fprintf(stderr, "holds %lld\n", static_cast<long long>(count));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,6 +198,9 @@ int main(int argc, char** argv) {
   try {
     if (mode == "grow" && argc == 6) return grow(dir, std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]));
     if (mode == "check" && argc == 4) return check(dir, std::atoi(argv[3]));
+    if (mode == "fill" && (argc == 5 || argc == 6))
+      return fill(dir, std::atoi(argv[3]), std::string(argv[4]) == "die", argc == 6 ? std::atol(argv[5]) : 1L << 40);
+    if (mode == "fillcheck" && argc == 4) return fillcheck(dir, std::atoi(argv[3]));
     if (mode == "badptr") return badptr(dir);
     if (mode == "segv") return segv(dir, false);
     if (mode == "chain") return segv(dir, true);

@@ -49,6 +49,19 @@ class store_error : public error {
   using error::error;
 };
 
+// A write to the store's files failed: the disk is full, over its quota,
+// read-only or failing. Every transaction whose commit returned is safe (its
+// commit reached the log before commit returned, and the next open's
+// recovery restores it). The transaction in progress did not commit, except
+// when the failure struck while its own commit record was being written: the
+// message then says that it may or may not have committed. From the failure
+// on, the handle writes nothing more and refuses every call with this error:
+// close the database, make room, and open it again.
+class write_failed : public store_error {
+ public:
+  using store_error::store_error;
+};
+
 // Another process holds the embedded database open.
 class database_in_use : public error {
  public:

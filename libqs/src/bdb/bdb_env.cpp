@@ -7,6 +7,8 @@
 #include <db_cxx.h>
 
 #include <fcntl.h>
+#include <linux/falloc.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,11 +70,34 @@ bool sync_directory(const std::string& dir) {
   return ok;
 }
 
+// How far past the end of each data file its blocks are reserved (see
+// reserve_room), and how close the end may come before more is reserved.
+constexpr std::uint64_t room_ahead = std::uint64_t{4} << 20;
+
+// Whether a message of Berkeley DB's says that a write to its files failed.
+bool says_write_failed(std::string_view msg) {
+  for (const char* s : {"No space left on device", "Disk quota exceeded", "Input/output error", "Read-only file system",
+                        "write failed", "unable to flush", "failed to flush"})
+    if (msg.find(s) != std::string_view::npos) return true;
+  return false;
+}
+
+// ", the file system holding DIR has N KiB free" when it has less than
+// `below` bytes free (what the message of a failed write adds), else "".
+std::string free_space_note(const std::string& dir, std::uint64_t below = std::uint64_t{64} << 20) {
+  struct statvfs st {};
+  if (::statvfs(dir.c_str(), &st) != 0) return "";
+  const std::uint64_t free = std::uint64_t{st.f_bavail} * st.f_frsize;
+  if (free >= below) return "";
+  return "; the file system holding " + dir + " has " + std::to_string(free >> 10) + " KiB free";
+}
+
 }  // namespace
 
 void bdb_env::collect(const DbEnv* env, const char*, const char* msg) {
-  auto* self = static_cast<const bdb_env*>(const_cast<DbEnv*>(env)->get_app_private());
+  auto* self = static_cast<bdb_env*>(const_cast<DbEnv*>(env)->get_app_private());
   if (!self || !msg) return;
+  if (says_write_failed(msg)) self->write_failed_.store(true, std::memory_order_release);
   std::lock_guard<std::mutex> g(self->messages_mutex_);
   for (auto& [text, times] : self->messages_)
     if (text == msg) {
@@ -101,9 +126,106 @@ void bdb_env::check(int rc, const std::string& what) const {
     msg += "; one transaction may hold " + std::to_string(max_locks_) +
            " Berkeley DB locks (about two and a half a page written): commit in smaller transactions";
   if (rc == DB_LOCK_NOTGRANTED && !timeouts_.empty()) msg += " (" + timeouts_ + ")";
+  if (is_write_fault(rc)) {
+    msg += free_space_note(dir_) +
+           ". Every transaction whose commit returned is in the log; this handle writes nothing more and refuses "
+           "every call: close the database, make room, and open it again (recovery restores what was committed)";
+    break_for_writes(msg);
+    throw write_failed(msg);
+  }
   if (rc == DB_LOCK_DEADLOCK) throw deadlock_victim(msg);
   if (rc == DB_LOCK_NOTGRANTED) throw conflict(msg);
   throw store_error(msg);
+}
+
+bool bdb_env::is_write_fault(int rc) const {
+  if (!wrote_.load(std::memory_order_acquire)) return false;  // read-only handles write nothing
+  return rc == ENOSPC || rc == EDQUOT || rc == EIO || rc == EROFS || rc == DB_RUNRECOVERY ||
+         write_failed_.load(std::memory_order_acquire);
+}
+
+void bdb_env::break_for_writes(const std::string& message) const {
+  {
+    std::lock_guard<std::mutex> g(broken_mutex_);
+    if (broken_.load(std::memory_order_relaxed) != not_broken) return;
+    broken_message_ = message;
+    broken_.store(write_fault, std::memory_order_release);
+  }
+  // From here on Berkeley DB refuses every call, its close included: a log
+  // tail the disk did not take is never followed by a page that needs it.
+  if (env_) env_->set_flags(DB_PANIC_ENVIRONMENT, 1);
+}
+
+void bdb_env::reserve_room(Db& db, std::uint64_t& room) {
+  std::lock_guard<std::mutex> g(room_mutex_);
+  db_pgno_t last = 0;
+  std::uint32_t page_bytes = 0;
+  if (db.get_mpf()->get_last_pgno(&last) != 0 || db.get_pagesize(&page_bytes) != 0) return;
+  const std::uint64_t end = (std::uint64_t{last} + 1) * page_bytes;
+  if (end + room_ahead / 2 <= room) return;
+  int fd = -1;
+  if (db.fd(&fd) != 0 || fd < 0) return;
+  // The first time, the whole file: a page Berkeley DB left unwritten below
+  // the end is a hole that a later write must fill.
+  const std::uint64_t from = room == 0 ? 0 : room, to = end + room_ahead;
+  if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(from), static_cast<off_t>(to - from)) == 0) {
+    room = to;
+    return;
+  }
+  const int e = errno;
+  if (e == EOPNOTSUPP || e == ENOSYS) {  // a file system that cannot reserve: writes are not reserved
+    room = ~std::uint64_t{0};
+    return;
+  }
+  std::string msg = "database " + dir_ + ": cannot reserve room for its files to grow: " + std::strerror(e) +
+                    free_space_note(dir_) +
+                    ". Every transaction whose commit returned is in the log; this handle writes nothing more and "
+                    "refuses every call: close the database, make room, and open it again";
+  break_for_writes(msg);
+  throw write_failed(msg);
+}
+
+void bdb_env::reserve_log() {
+  DB_LOG_STAT* st = nullptr;
+  if (env_->log_stat(&st, 0) != 0) return;
+  const std::uint32_t file = st->st_cur_file;
+  std::free(st);
+  std::lock_guard<std::mutex> g(room_mutex_);
+  if (file == log_room_file_) return;
+  char name[32];
+  std::snprintf(name, sizeof name, "/log.%010u", file);
+  const int fd = ::open((dir_ + name).c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  const int rc = ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, log_file_max_);
+  const int e = errno;
+  ::close(fd);
+  if (rc == 0 || e == EOPNOTSUPP || e == ENOSYS) {
+    log_room_file_ = file;
+    return;
+  }
+  std::string msg = "database " + dir_ + ": cannot reserve room for its log: " + std::strerror(e) +
+                    free_space_note(dir_) +
+                    ". Every transaction whose commit returned is in the log; this handle writes nothing more and "
+                    "refuses every call: close the database, make room, and open it again";
+  break_for_writes(msg);
+  throw write_failed(msg);
+}
+
+void bdb_env::refuse_if_broken() const {
+  if (broken_.load(std::memory_order_acquire) == not_broken && write_failed_.load(std::memory_order_acquire) &&
+      wrote_.load(std::memory_order_acquire)) {
+    std::string said = take_messages();
+    break_for_writes("database " + dir_ + ": a write to its files failed" +
+                     (said.empty() ? "" : " (Berkeley DB said: " + said + ")") + free_space_note(dir_) +
+                     ". Every transaction whose commit returned is in the log; this handle writes nothing more "
+                     "and refuses every call: close the database, make room, and open it again (recovery restores "
+                     "what was committed)");
+  }
+  switch (broken_.load(std::memory_order_acquire)) {
+    case not_broken: return;
+    case write_fault: throw write_failed(broken_message_);
+    default: throw store_error(broken_message_);
+  }
 }
 
 bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multiversion, std::uint32_t max_locks)
@@ -120,6 +242,17 @@ bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multive
   try {
     open_environment(!closed_cleanly);
     open_data_files();
+  } catch (const store_error& e) {
+    close_handles();
+    // Recovery writes: on a full disk it fails with whatever Berkeley DB met
+    // first ("run database recovery", "file size not a multiple of the
+    // pagesize"). Say what is wrong.
+    const std::string full = free_space_note(dir, std::uint64_t{32} << 20);
+    if (!full.empty())
+      throw write_failed(std::string(e.what()) + full +
+                         ": opening it needs room to write (recovery replays its log); make room and open it again. "
+                         "Nothing committed is lost");
+    throw;
   } catch (...) {
     close_handles();
     throw;
@@ -207,6 +340,16 @@ void bdb_env::open_data_files() {
 
 bdb_env::~bdb_env() {
   if (!env_) return;  // reopening for writing failed; the handles are closed
+  if (broken_.load(std::memory_order_acquire) != not_broken) {
+    // A write failed: nothing more may reach the files (Berkeley DB, told
+    // to panic, writes nothing); no mark, so the next open recovers.
+    for (auto& i : indexes_)
+      if (i->db) i->db->close(DB_NOSYNC);
+    if (meta_) meta_->close(DB_NOSYNC);
+    if (pages_) pages_->close(DB_NOSYNC);
+    env_->close(0);
+    return;
+  }
   const bool wrote = wrote_.load(std::memory_order_acquire);
   int rc = 0;
   for (auto& i : indexes_) rc |= i->db->close(0);
@@ -232,10 +375,13 @@ bdb_env::~bdb_env() {
 std::string bdb_env::marker_path() const { return dir_ + "/" + closed_cleanly_file; }
 
 void bdb_env::about_to_write() {
-  if (wrote_.load(std::memory_order_acquire)) return;
+  if (wrote_.load(std::memory_order_acquire)) {
+    refuse_if_broken();
+    return;
+  }
   std::lock_guard<std::mutex> g(writing_mutex_);
   if (wrote_.load(std::memory_order_relaxed)) return;
-  if (broken_.load(std::memory_order_relaxed)) throw store_error(broken_message_);
+  refuse_if_broken();
   // From now on a crash needs recovery: the mark goes before anything of
   // this open can reach the files.
   const std::string marker = marker_path();
@@ -246,46 +392,86 @@ void bdb_env::about_to_write() {
   // The read-only environment gives way to a transactional one (no recovery:
   // the files are consistent).
   close_handles();
+  pages_room_ = meta_room_ = 0;
   wrote_.store(true, std::memory_order_release);
   try {
     open_environment(false);
     open_data_files();
     std::lock_guard<std::mutex> gi(index_mutex_);
-    for (auto& ix : indexes_)
+    for (auto& ix : indexes_) {
+      ix->room = 0;
       check(open_db(ix->db, ("index." + ix->name + ".db").c_str(), DB_CHKSUM | (ix->unique ? 0 : DB_DUP | DB_DUPSORT),
                     0, nullptr),
             "open index " + ix->name);
+    }
   } catch (const std::exception& e) {
     // Nothing was written; every later call says why it cannot go on.
     close_handles();
     wrote_.store(false, std::memory_order_release);
-    broken_message_ = "database " + dir_ + ": the environment could not be reopened for writing (" + e.what() +
-                      "); close the database and open it again";
-    broken_.store(true, std::memory_order_release);
+    {
+      std::lock_guard<std::mutex> gb(broken_mutex_);
+      broken_message_ = "database " + dir_ + ": the environment could not be reopened for writing (" + e.what() +
+                        "); close the database and open it again";
+      broken_.store(reopen_failed, std::memory_order_release);
+    }
     throw;
   }
 }
 
 DbTxn* bdb_env::reading(DbTxn* t, std::uint32_t& flags) const {
+  refuse_if_broken();
   if (wrote_.load(std::memory_order_acquire)) return t;
-  if (broken_.load(std::memory_order_acquire)) throw store_error(broken_message_);
   flags &= ~static_cast<std::uint32_t>(DB_READ_COMMITTED | DB_READ_UNCOMMITTED | DB_RMW);
   return nullptr;
 }
 
 DbTxn* bdb_env::begin(bool snapshot) {
+  refuse_if_broken();
   DbTxn* t = nullptr;
   check(env_->txn_begin(nullptr, &t, snapshot ? DB_TXN_SNAPSHOT : 0), "begin transaction");
   return t;
 }
 
 void bdb_env::commit(DbTxn* t, bool durable) {
+  try {
+    refuse_if_broken();
+    reserve_log();
+  } catch (...) {
+    t->abort();
+    throw;
+  }
   check(t->commit(durable ? DB_TXN_SYNC : DB_TXN_WRITE_NOSYNC), "commit");
-  // Bounds recovery time and lets old log files be removed.
-  env_->txn_checkpoint(16 * 1024, 0, 0);
+  if (write_failed_.load(std::memory_order_acquire)) {
+    // Berkeley DB said a write failed while the commit was written, and
+    // returned 0 all the same: its commit record may be on no disk.
+    std::string said = take_messages();
+    std::string msg = "database " + dir_ + ": a write failed while the commit was written" +
+                      (said.empty() ? "" : " (Berkeley DB said: " + said + ")") + free_space_note(dir_) +
+                      ": the transaction may or may not have committed (look after reopening). Every transaction "
+                      "whose commit returned before is in the log; this handle writes nothing more and refuses "
+                      "every call: close the database, make room, and open it again";
+    break_for_writes(msg);
+    throw write_failed(msg);
+  }
+  // Bounds recovery time and lets old log files be removed. The commit is
+  // in the log already: a checkpoint that fails breaks the environment for
+  // the calls after this one.
+  int rc = env_->txn_checkpoint(16 * 1024, 0, 0);
+  if (rc != 0 && is_write_fault(rc)) {
+    try {
+      check(rc, "checkpoint after a commit");
+    } catch (const write_failed&) {
+    }
+  }
 }
 
-void bdb_env::abort(DbTxn* t) { check(t->abort(), "abort"); }
+void bdb_env::abort(DbTxn* t) {
+  if (broken_.load(std::memory_order_acquire) != not_broken) {
+    t->abort();  // Berkeley DB refuses it, and frees the handle
+    return;
+  }
+  check(t->abort(), "abort");
+}
 
 std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std::uint32_t cap, std::uint32_t flags,
                                    bool part) {
@@ -336,6 +522,7 @@ std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std:
 
 void bdb_env::put_record(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len) {
   about_to_write();
+  reserve_room(*pages_, pages_room_);
   if (len > max_pieces * piece_bytes)
     throw invalid_argument("database " + dir_ + ": a record of " + std::to_string(len) + " bytes is too long");
   for (std::uint32_t at = 0, k = 0; at < len; at += piece_bytes, ++k) {
@@ -349,6 +536,7 @@ void bdb_env::put_record(DbTxn* t, std::uint64_t page, const void* rec, std::uin
 void bdb_env::put_record_pieces(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len,
                                 const std::vector<byte_span>& changed) {
   about_to_write();
+  reserve_room(*pages_, pages_room_);
   if (len > max_pieces * piece_bytes)
     throw invalid_argument("database " + dir_ + ": a record of " + std::to_string(len) + " bytes is too long");
   // Per piece: the changed bytes, their number, and the span from the first
@@ -440,6 +628,7 @@ void bdb_env::put_record_pieces(DbTxn* t, std::uint64_t page, const void* rec, s
 
 void bdb_env::put_record_part(DbTxn* t, std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len) {
   about_to_write();
+  reserve_room(*pages_, pages_room_);
   const auto* bytes = static_cast<const char*>(p);
   for (std::uint32_t at = offset, end = offset + len; at < end;) {
     const std::uint32_t k = at / piece_bytes;
@@ -457,6 +646,7 @@ void bdb_env::put_record_part(DbTxn* t, std::uint64_t page, std::uint32_t offset
 
 void bdb_env::delete_record(DbTxn* t, std::uint64_t page) {
   about_to_write();
+  reserve_room(*pages_, pages_room_);
   for (unsigned k = 0; k < max_pieces; ++k) {
     piece_key pk(page, k);
     Dbt key(pk.bytes, sizeof pk.bytes);
@@ -559,6 +749,7 @@ void bdb_env::read_range(DbTxn* t, std::uint64_t first, std::uint64_t last,
 
 void bdb_env::put_mapping(DbTxn* t, std::uint64_t page, std::string_view mapping) {
   about_to_write();
+  reserve_room(*pages_, pages_room_);
   mapping_key mk(page);
   Dbt key(mk.bytes, sizeof mk.bytes);
   if (mapping.empty()) {
@@ -586,12 +777,14 @@ std::optional<std::string> bdb_env::get(DbTxn* t, std::string_view k, std::uint3
 
 void bdb_env::put(DbTxn* t, std::string_view k, std::string_view v) {
   about_to_write();
+  reserve_room(*meta_, meta_room_);
   Dbt key = dbt(k), data = dbt(v);
   check(meta_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write metadata");
 }
 
 void bdb_env::del(DbTxn* t, std::string_view k) {
   about_to_write();
+  reserve_room(*meta_, meta_room_);
   Dbt key = dbt(k);
   int rc = meta_->del(t, &key, t ? 0 : DB_AUTO_COMMIT);
   if (rc == DB_NOTFOUND) return;
@@ -666,13 +859,14 @@ std::uint32_t bdb_env::open_index(DbTxn* t, const std::string& name, bool unique
     throw invalid_argument("database " + dir_ + ": index " + name + " exists " + (unique ? "with" : "without") +
                            " duplicate keys");
   check(rc, "open index " + name);
-  indexes_.push_back(std::make_unique<index_db>(index_db{name, unique, std::move(db)}));
+  indexes_.push_back(std::make_unique<index_db>(index_db{name, unique, std::move(db), 0}));
   return static_cast<std::uint32_t>(indexes_.size() - 1);
 }
 
 bool bdb_env::index_insert(DbTxn* t, std::uint32_t index, std::string_view k, std::string_view v) {
   about_to_write();
   auto& ix = index_at(index);
+  reserve_room(*ix.db, ix.room);
   Dbt key = dbt(k), data = dbt(v);
   int rc = ix.db->put(t, &key, &data, (ix.unique ? DB_NOOVERWRITE : DB_NODUPDATA) | (t ? 0 : DB_AUTO_COMMIT));
   if (rc == DB_KEYEXIST) return !ix.unique;  // a non-unique index already had this exact entry
@@ -683,6 +877,7 @@ bool bdb_env::index_insert(DbTxn* t, std::uint32_t index, std::string_view k, st
 bool bdb_env::index_erase(DbTxn* t, std::uint32_t index, std::string_view k, std::string_view v) {
   about_to_write();
   auto& ix = index_at(index);
+  reserve_room(*ix.db, ix.room);
   Dbc* cursor = nullptr;
   check(ix.db->cursor(t, &cursor, 0), "open cursor");
   // The entry whose value begins with v: with sorted duplicates, the first
@@ -783,10 +978,14 @@ int bdb_env::expire_waiters() {
 }
 
 std::uint64_t bdb_env::log_position() {
+  // Asked after a commit too: once a failed write broke the environment
+  // (a commit's checkpoint may), the last position read stands.
+  if (broken_.load(std::memory_order_acquire) != not_broken) return last_log_position_.load();
   DB_LOG_STAT* st = nullptr;
   check(env_->log_stat(&st, 0), "log_stat");
   std::uint64_t pos = std::uint64_t{st->st_cur_file} * log_file_max_ + st->st_cur_offset;
   std::free(st);
+  last_log_position_.store(pos);
   return pos;
 }
 

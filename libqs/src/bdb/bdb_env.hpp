@@ -34,6 +34,14 @@
 // or no mark, and then the next open recovers. An open that writes nothing
 // changes no file. Log files are 8 MiB and removed once checkpointed.
 //
+// A failed write (a full disk, an I/O error) breaks the environment for
+// good: the call that met it throws qs::write_failed, Berkeley DB is told to
+// refuse everything from then on (so that no page reaches the files ahead of
+// the log records it needs), and every later call throws the same error. A
+// commit returns only when its commit record reached the log with no write
+// failing on the way; one that met a failure throws, saying whether it may
+// have committed.
+//
 // Errors throw qs::store_error naming the directory (deadlock_victim when
 // Berkeley DB chose the transaction as a deadlock victim, qs::conflict when
 // it refused a lock that was not granted within the lock or transaction
@@ -88,7 +96,8 @@ class bdb_env {
   bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multiversion = false,
           std::uint32_t max_locks = default_max_locks);
   // Checkpoints and closes; when that succeeded, marks the files as closed
-  // cleanly, so that the next open runs no recovery.
+  // cleanly, so that the next open runs no recovery. After a failed write
+  // nothing is written: the next open recovers from the log.
   ~bdb_env();
   bdb_env(const bdb_env&) = delete;
   bdb_env& operator=(const bdb_env&) = delete;
@@ -174,6 +183,8 @@ class bdb_env {
   // about_to_write(); reads then take no transaction (nullptr).
   bool transactional() const { return wrote_.load(std::memory_order_acquire); }
 
+  // Where the log ends, in bytes; after the environment broke, where it
+  // ended when last asked.
   std::uint64_t log_position();
   const std::string& dir() const { return dir_; }
   DbEnv* env() { return env_.get(); }
@@ -185,6 +196,7 @@ class bdb_env {
     std::string name;
     bool unique;
     std::unique_ptr<Db> db;
+    std::uint64_t room = 0;  // see reserve_room
   };
   index_db& index_at(std::uint32_t i);
   // Opens `file` (set_flags `db_flags`, B-tree page size `page_size` when not
@@ -207,6 +219,27 @@ class bdb_env {
   // going to stderr.
   static void collect(const DbEnv* env, const char* prefix, const char* msg);
   std::string take_messages() const;
+  // Throws the error every call gets once the environment is broken; a
+  // write failure that Berkeley DB only said (write_failed_) breaks it here.
+  void refuse_if_broken() const;
+  // Breaks the environment for good after a failed write: Berkeley DB is
+  // told to refuse everything (a panic), so that nothing more reaches the
+  // files, least of all pages whose log records the disk did not take; the
+  // close leaves no clean-close mark, and the next open recovers.
+  void break_for_writes(const std::string& message) const;
+  // Reserves the disk blocks a data file will grow into, a few MiB past
+  // the last page Berkeley DB has for it (written or still in its cache),
+  // before anything is written there: on a full disk the reservation fails
+  // while the files are whole, and breaks the environment then, instead of
+  // a page write failing halfway (a page torn at the end of its file, which
+  // recovery cannot repair). `room`: how far the file is reserved.
+  void reserve_room(Db& db, std::uint64_t& room);
+  // The same for the current log file, whole (Berkeley DB makes a new log
+  // file sparse): a log write then fails, if ever, only where a new file
+  // starts.
+  void reserve_log();
+  // Whether Berkeley DB's code `rc` (or what it said) is a failed write.
+  bool is_write_fault(int rc) const;
 
   std::string dir_;
   std::uint64_t cache_bytes_;
@@ -218,12 +251,24 @@ class bdb_env {
   std::mutex index_mutex_;  // guards indexes_ (the handles themselves are thread-safe)
   std::vector<std::unique_ptr<index_db>> indexes_;
   std::uint32_t log_file_max_ = 0;
+  std::atomic<std::uint64_t> last_log_position_{0};
+  std::mutex room_mutex_;  // guards the rooms and log_room_file_
+  std::uint64_t pages_room_ = 0, meta_room_ = 0;
+  std::uint32_t log_room_file_ = 0;
   std::mutex writing_mutex_;
   std::atomic<bool> wrote_{false};  // something was written; the handles are transactional
-  // Reopening for writing failed: the handles are closed, and every call
-  // throws broken_message_ (set before broken_).
-  std::atomic<bool> broken_{false};
-  std::string broken_message_;
+  // Why every call is refused (set once, before broken_): reopening for
+  // writing failed (the handles are closed; qs::store_error), or a write to
+  // the files failed (the environment is panicked; qs::write_failed).
+  enum broken_kind : int { not_broken, reopen_failed, write_fault };
+  mutable std::atomic<int> broken_{not_broken};
+  mutable std::mutex broken_mutex_;
+  mutable std::string broken_message_;
+  // Berkeley DB said that a write to its files failed (set by collect()).
+  // Berkeley DB 5.3 does not always return that failure: a commit whose log
+  // write failed at the start of a new log file returns 0, its commit record
+  // on no disk. qs therefore trusts a commit only when no write failed.
+  std::atomic<bool> write_failed_{false};
   std::string timeouts_;  // said with a lock refused for its timeout
   mutable std::mutex messages_mutex_;
   mutable std::vector<std::pair<std::string, int>> messages_;  // text, times
