@@ -9,6 +9,7 @@
 #include "types.hpp"
 #include "wire_client.hpp"
 
+#include <bdb_env.hpp>
 #include <connection.hpp>
 #include <messages.hpp>
 
@@ -619,4 +620,47 @@ TEST_CASE("a reserved page: locked from begin, before the snapshot; another's co
   CHECK(std::get<error_response>(r).code == error_code::conflict);
   CHECK_THAT(std::string(std::get<error_response>(r).text),
              Catch::Contains("page 3000000 written by this transaction"));
+}
+
+TEST_CASE("a page whose mapping object takes several KiB is read by a client that never cached it") {
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  s.start();
+  qs::options o;
+  o.durable = false;
+  o.reservation_bytes = std::uint64_t{1} << 30;
+  o.server_secret = s.secret();
+  std::int64_t sum = 0;
+  {
+    auto db = qs::database::open(s.unix_url(), o);
+    qs::transaction tx(db);
+    Fan* f = new (db) Fan{};
+    for (int i = 0; i < fan_size; ++i) {
+      f->c[i] = new (db) Counter{};
+      f->c[i]->value = i;
+      sum += i;
+      new (db) Counter{};  // a page between two pages f points to
+    }
+    db.root<Fan*>("fan") = f;
+    tx.commit();
+  }
+  for (const std::string& url : {s.unix_url(), s.tcp_url()}) {
+    INFO(url);
+    auto db = qs::database::open(url, o);
+    qs::transaction tx(db);
+    std::int64_t seen = 0;
+    Fan* f = db.root<Fan*>("fan");
+    for (int i = 0; i < fan_size; ++i) seen += f->c[i]->value;
+    CHECK(seen == sum);
+    tx.commit();
+  }
+  REQUIRE(s.terminate() == 0);
+  // The page did have a mapping object of several KiB.
+  std::uint32_t largest = 0;
+  qs::detail::bdb_env env(dir.sub("s") + "/db", 16u << 20);
+  env.read_range(nullptr, 0, ~std::uint64_t{0}, [&](std::uint64_t, bool is_mapping, const void*, std::uint32_t n) {
+    if (is_mapping) largest = std::max(largest, n);
+    return true;
+  });
+  CHECK(largest > 2048);
 }

@@ -25,4 +25,12 @@ struct Table {
   Counter* c[counters];
 };
 
+// Pointers to many Counters on pages apart from one another: its page's
+// mapping object has an entry for each, several KiB in all.
+constexpr int fan_size = 900;
+struct Fan {
+  QS_PERSISTENT(Fan)
+  Counter* c[fan_size];
+};
+
 }  // namespace qs_pstest

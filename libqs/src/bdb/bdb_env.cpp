@@ -487,10 +487,15 @@ std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std:
   Dbt key(kbuf, sizeof first.bytes);
   key.set_ulen(sizeof kbuf);
   key.set_flags(DB_DBT_USERMEM);
-  unsigned char piece[piece_bytes];
+  // At most one byte more than a piece, whatever the item: the item after
+  // the last piece is the page's mapping object (or the next page's first
+  // piece), of any size, and only its key says it is not this record's.
+  unsigned char piece[piece_bytes + 1];
   Dbt data(piece, sizeof piece);
   data.set_ulen(sizeof piece);
-  data.set_flags(DB_DBT_USERMEM);
+  data.set_flags(DB_DBT_USERMEM | DB_DBT_PARTIAL);
+  data.set_doff(0);
+  data.set_dlen(sizeof piece);
   auto damaged = [&](const std::string& how) {
     return corrupt_page(page, "database " + dir_ + ": page " + std::to_string(page) + " record " + how);
   };
@@ -502,6 +507,9 @@ std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std:
     if (rc == DB_BUFFER_SMALL) throw damaged("has a piece of " + std::to_string(data.get_size()) + " bytes");
     check(rc, what);
     if (key.get_size() != 9 || std::memcmp(kbuf, first.bytes, 8) != 0 || kbuf[8] >= max_pieces) break;
+    if (data.get_size() > piece_bytes)
+      throw damaged("has a piece of more than " + std::to_string(piece_bytes) + " bytes (piece " +
+                    std::to_string(kbuf[8]) + ")");
     if (kbuf[8] != next || (next > 0 && size % piece_bytes != 0))
       throw damaged("is missing piece " + std::to_string(next));
     std::uint32_t n = data.get_size();
