@@ -108,7 +108,38 @@ database_impl::~database_impl() {
 
 void database_impl::require_transaction(const std::string& what) const {
   if (!log_.open()) throw no_transaction(what + " in database " + name() + " needs a transaction");
+  if (!in_this_transaction()) outside_transaction(what);
   throw_if_failed();
+}
+
+bool database_impl::in_this_transaction() const {
+  const std::thread::id me = std::this_thread::get_id();
+  if (me == txn_thread_) return true;
+  for (const std::thread::id& t : joined_threads_)
+    if (t == me) return true;
+  return false;
+}
+
+void database_impl::outside_transaction(const std::string& what) const {
+  throw no_transaction(what + " in database " + name() +
+                       ": this thread is not in the open transaction, which another thread began (a transaction "
+                       "belongs to its thread; qs::join_transaction lets another thread work in it)");
+}
+
+void database_impl::join() {
+  lock_scope g(*this);
+  if (!log_.open()) throw no_transaction("joining a transaction in database " + name() + ": none is open");
+  if (!in_this_transaction()) joined_threads_.push_back(std::this_thread::get_id());
+}
+
+void database_impl::leave() {
+  lock_scope g(*this);
+  const std::thread::id me = std::this_thread::get_id();
+  for (auto it = joined_threads_.begin(); it != joined_threads_.end(); ++it)
+    if (*it == me) {
+      joined_threads_.erase(it);
+      return;
+    }
 }
 
 void database_impl::throw_if_failed() const {
@@ -151,7 +182,8 @@ void database_impl::on_fault(void* address, bool write) {
   } catch (...) {
     // Whatever catches the error, the transaction can only abort now
     // (qs/error.hpp: errors raised in faults).
-    if (log_.open() && !failed_) failed_ = std::current_exception();
+    // (A thread outside the transaction is refused without failing it.)
+    if (log_.open() && !failed_ && in_this_transaction()) failed_ = std::current_exception();
     throw;
   }
   stats_.fault_ns += ns_since(t0);
@@ -167,6 +199,12 @@ void database_impl::serve_fault(void* address, bool write) {
     std::snprintf(at, sizeof at, "%#" PRIxPTR, reinterpret_cast<std::uintptr_t>(address));
     throw no_transaction("persistent object at " + std::string(at) + " (page " + std::to_string(d->page) +
                          " of database " + name() + ") touched outside a transaction");
+  }
+  if (!in_this_transaction()) {
+    char at[32];
+    std::snprintf(at, sizeof at, "%#" PRIxPTR, reinterpret_cast<std::uintptr_t>(address));
+    outside_transaction("persistent object at " + std::string(at) + " (page " + std::to_string(d->page) + ") " +
+                        (write ? "written" : "read"));
   }
   // A failed transaction's faults are still served (from its snapshot):
   // the failure is raised where an exception is safe, by the next explicit
@@ -192,6 +230,8 @@ void database_impl::begin() {
   if (relocator_->running_short()) reset_frames();
   store_->begin();
   log_.opened();
+  txn_thread_ = std::this_thread::get_id();
+  joined_threads_.clear();
   access_->make_current(this);
   txn_log_start_ = store_->log_position();
   access_->begin_transaction();
@@ -311,6 +351,7 @@ bool database_impl::index_erase(std::uint32_t ix, std::string_view key, std::str
 std::vector<index_entry> database_impl::index_scan(std::uint32_t ix, std::string_view lo, std::string_view hi,
                                                    std::size_t limit) {
   lock_scope g(*this);
+  if (log_.open() && !in_this_transaction()) outside_transaction("reading an index");
   throw_if_failed();
   return indexes_->scan(ix, lo, hi, limit);
 }
@@ -318,6 +359,7 @@ std::vector<index_entry> database_impl::index_scan(std::uint32_t ix, std::string
 void* database_impl::root_cell(std::string_view name, const type_descriptor* d, std::size_t size,
                                const std::type_info& t) {
   lock_scope g(*this);
+  if (log_.open() && !in_this_transaction()) outside_transaction("the root '" + std::string(name) + "'");
   throw_if_failed();
   return roots_->cell(name, d, size, t);
 }
@@ -330,6 +372,7 @@ bool database_impl::has_root(std::string_view name) {
 
 void* database_impl::resolve_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag, bool for_write) {
   lock_scope g(*this);
+  if (log_.open() && !in_this_transaction()) outside_transaction("a persistent object");
   throw_if_failed();
   return refs_->resolve_identity(page, offset, tag, for_write);
 }

@@ -54,6 +54,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -75,6 +76,10 @@ class database_impl final : public fault_target {
   void serve_fault(void* address, bool write) QS_REQUIRES(mutex_);
 
   void begin() QS_EXCLUDES(mutex_);
+  // The calling thread works in the open transaction (begun by another
+  // thread) until leave(); qs::join_transaction.
+  void join() QS_EXCLUDES(mutex_);
+  void leave() QS_EXCLUDES(mutex_);
   void commit() QS_EXCLUDES(mutex_);
   void abort() QS_EXCLUDES(mutex_);
   bool in_transaction() const QS_EXCLUDES(mutex_);
@@ -156,6 +161,11 @@ class database_impl final : public fault_target {
   void abort_locked() QS_REQUIRES(mutex_);
   // Throws when no transaction is open, or when it failed (fail_transaction).
   void require_transaction(const std::string& what) const QS_REQUIRES(mutex_);
+  // Whether the calling thread may touch persistent data in the open
+  // transaction (it began it, or joined it).
+  bool in_this_transaction() const QS_REQUIRES(mutex_);
+  // The qs::no_transaction of a thread outside the open transaction.
+  [[noreturn]] void outside_transaction(const std::string& what) const QS_REQUIRES(mutex_);
   void throw_if_failed() const QS_REQUIRES(mutex_);
   // Between transactions, when the reservation runs short: forget every
   // frame assignment (the pool is emptied).
@@ -181,6 +191,10 @@ class database_impl final : public fault_target {
   transaction_log log_ QS_GUARDED_BY(mutex_);
   std::uint64_t txn_log_start_ QS_GUARDED_BY(mutex_) = 0;
   std::exception_ptr failed_ QS_GUARDED_BY(mutex_);  // see fail_transaction; null after abort
+  // The threads that may touch persistent data while a transaction is open:
+  // the one that began it, and those that joined it (qs::join_transaction).
+  std::thread::id txn_thread_ QS_GUARDED_BY(mutex_);
+  std::vector<std::thread::id> joined_threads_ QS_GUARDED_BY(mutex_);
   // The components: each pointer is set once, in the constructor; what it
   // points to is guarded by the lock.
   std::unique_ptr<buffer_pool> pool_ QS_PT_GUARDED_BY(mutex_);

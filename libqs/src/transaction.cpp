@@ -20,10 +20,12 @@ namespace {
 // The innermost open transaction of this thread; each links to the next
 // outer one.
 thread_local transaction* current_txn = nullptr;
+// The innermost transaction of another thread this thread joined.
+thread_local transaction* joined_txn = nullptr;
 }  // namespace
 
 database& current_database() {
-  transaction* t = current_txn;
+  transaction* t = current_txn ? current_txn : joined_txn;
   if (!t) throw no_transaction("qs::allocator needs a transaction: none is open");
   return t->db();
 }
@@ -72,6 +74,21 @@ void transaction::abort() {
 }
 
 transaction* transaction::current() noexcept { return detail::current_txn; }
+
+join_transaction::join_transaction(transaction& tx) : tx_(&tx), previous_(nullptr) {
+  if (!tx.active()) throw no_transaction("database " + tx.db().path() + ": joining a finished transaction");
+  detail::impl_of(tx.db()).join();
+  previous_ = detail::joined_txn;
+  detail::joined_txn = &tx;
+}
+
+join_transaction::~join_transaction() {
+  detail::joined_txn = previous_;
+  try {
+    detail::impl_of(tx_->db()).leave();
+  } catch (...) {
+  }
+}
 
 void database::run(const std::function<void()>& body, int attempts) {
   if (attempts < 1) throw invalid_argument("database " + path() + ": run needs at least one attempt");

@@ -102,6 +102,7 @@ TEST_CASE("several threads touch persistent objects inside one transaction", "[t
     std::vector<std::thread> threads;
     for (int l = 0; l < lists; ++l)
       threads.emplace_back([&, l] {
+        qs::join_transaction in(tx);
         for (int round = 0; round < 3; ++round)
           for (Node* n = heads[l]; n; n = n->next) n->value += 1;
       });
@@ -116,6 +117,64 @@ TEST_CASE("several threads touch persistent objects inside one transaction", "[t
     CHECK(count == per_list);
   }
   tx.commit();
+}
+
+TEST_CASE("a thread outside another thread's transaction cannot write into it", "[tsan]") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  Node* head = nullptr;
+  {
+    qs::transaction tx(db);
+    head = db.root<Node*>("list") = new (db) Node{1, nullptr};
+    tx.commit();
+  }
+  db.release_cache();
+  // The same stray write with no transaction open, and with one open in
+  // another thread: qs::no_transaction in the writing thread both times.
+  auto stray = [&](const char* expect) {
+    std::string what;
+    std::thread t([&] {
+      try {
+        head->value = 99;
+      } catch (const qs::no_transaction& e) {
+        what = e.what();
+      }
+    });
+    t.join();
+    CHECK_THAT(what, Catch::Contains(expect));
+  };
+  stray("outside a transaction");
+  {
+    qs::transaction tx(db);
+    stray("this thread is not in the open transaction");
+    std::string alloc_what;
+    std::thread t([&] {
+      try {
+        (void)new (db) Node{5, nullptr};
+      } catch (const qs::no_transaction& e) {
+        alloc_what = e.what();
+      }
+    });
+    t.join();
+    CHECK_THAT(alloc_what, Catch::Contains("this thread is not in the open transaction"));
+    CHECK(db.root<Node*>("list")->value == 1);
+    tx.commit();
+  }
+  qs::transaction tx(db);
+  CHECK(db.root<Node*>("list")->value == 1);
+  CHECK(db.root<Node*>("list")->next == nullptr);
+  // A thread that joined writes in it.
+  std::thread t([&] {
+    qs::join_transaction in(tx);
+    head->value = 7;
+    head->next = new (db) Node{8, nullptr};
+  });
+  t.join();
+  tx.commit();
+  qs::transaction check(db);
+  CHECK(db.root<Node*>("list")->value == 7);
+  CHECK(db.root<Node*>("list")->next->value == 8);
+  check.commit();
 }
 
 TEST_CASE("one transaction at a time per database handle") {

@@ -8,10 +8,19 @@
 //
 // Invariants:
 //  * At most one transaction per database handle is open at a time.
+//  * A transaction belongs to the thread that began it. Another thread
+//    touches persistent data of that database only after joining it
+//    (qs::join_transaction below); until then every touch of it that qs
+//    sees (a fault on a page, an allocation, a root, an index) throws
+//    qs::no_transaction in that thread, whatever other threads are doing,
+//    exactly as when no transaction is open. (A page the transaction has
+//    already made resident, or writable, no longer faults: a stray thread's
+//    touch of it cannot be seen. Keep threads out of data their thread's
+//    transaction does not cover.)
 //  * Each thread has its own current transaction: the innermost one it
-//    began that is still open (transactions on different databases may
-//    nest, and may end in any order). qs::allocator allocates in its
-//    database.
+//    began (or joined) that is still open (transactions on different
+//    databases may nest, and may end in any order). qs::allocator allocates
+//    in its database.
 //  * After commit() or abort() the object is finished: no second commit.
 //  * A commit that throws has aborted the transaction, with one exception:
 //    qs::commit_unknown (error.hpp). A database served by qs-pageserver
@@ -35,7 +44,9 @@
 //    retries such a deadlock as any other.
 //
 // Thread-safety: a transaction belongs to the thread that began it; it is
-// committed, aborted and destroyed there.
+// committed, aborted and destroyed there. Threads that joined it
+// (qs::join_transaction) may touch persistent data at the same time as it;
+// they must have left before it commits or aborts.
 #pragma once
 
 #include <qs/database.hpp>
@@ -64,6 +75,30 @@ class transaction {
   database* db_;
   transaction* previous_;  // the next outer open transaction of this thread
   bool active_ = true;
+};
+
+// For its lifetime, the calling thread works in `tx`, a transaction another
+// thread began: its faults are served in it, and qs::allocator allocates
+// in it. Throws qs::no_transaction when tx is finished. Ends before tx
+// commits or aborts (join the worker threads first).
+//
+//   qs::transaction tx(db);
+//   std::thread worker([&] {
+//     qs::join_transaction in(tx);
+//     for (Node* n = head; n; n = n->next) n->value += 1;
+//   });
+//   worker.join();
+//   tx.commit();
+class join_transaction {
+ public:
+  explicit join_transaction(transaction& tx);
+  ~join_transaction();
+  join_transaction(const join_transaction&) = delete;
+  join_transaction& operator=(const join_transaction&) = delete;
+
+ private:
+  transaction* tx_;
+  transaction* previous_;  // what this thread had joined before
 };
 
 }  // namespace qs
