@@ -8,12 +8,31 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <set>
+#include <utility>
 
 namespace qs::detail {
+namespace {
+
+// The lock files this process holds (device, inode): a second open of the
+// same database in this process is told so, not that another process has it.
+std::mutex held_mutex;
+std::set<std::pair<dev_t, ino_t>> held_locks;
+
+std::pair<dev_t, ino_t> identity(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return {0, 0};
+  return {st.st_dev, st.st_ino};
+}
+
+}  // namespace
 
 bdb_store::bdb_store(const std::string& dir, const bdb_options& o) : dir_(dir), page_size_(o.page_size) {
   std::error_code ec;
@@ -32,9 +51,21 @@ bdb_store::bdb_store(const std::string& dir, const bdb_options& o) : dir_(dir), 
   if (ec) throw store_error("database " + dir + ": cannot create the directory: " + ec.message());
   std::string lock_path = dir + "/qs.lock";
   lock_fd_ = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  if (lock_fd_ < 0 && (errno == EROFS || errno == EACCES)) {
+    // Read-only media (or a directory this user may only read): a database
+    // closed cleanly is read without writing anything; the first write
+    // says why it cannot be made.
+    lock_fd_ = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+  }
   if (lock_fd_ < 0) throw store_error("database " + dir + ": cannot open " + lock_path + ": " + std::strerror(errno));
+  std::lock_guard<std::mutex> g(held_mutex);
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    const bool here = held_locks.count(identity(lock_fd_)) != 0;
     ::close(lock_fd_);
+    if (here)
+      throw database_in_use("database " + dir +
+                            " is already open in this process: a process has one handle on an embedded database "
+                            "(use that handle from every thread that needs it, or close it first)");
     throw database_in_use("database " + dir +
                           " is open in another process; an embedded database has one client at a "
                           "time (use qs-pageserver to share it)");
@@ -45,12 +76,15 @@ bdb_store::bdb_store(const std::string& dir, const bdb_options& o) : dir_(dir), 
     ::close(lock_fd_);
     throw;
   }
+  held_locks.insert(identity(lock_fd_));
   scratch_ = std::make_unique<std::byte[]>(sizeof(record_header) + page_size_);
 }
 
 bdb_store::~bdb_store() {
   if (txn_) txn_->abort();
   env_.reset();
+  std::lock_guard<std::mutex> g(held_mutex);
+  held_locks.erase(identity(lock_fd_));
   ::close(lock_fd_);
 }
 

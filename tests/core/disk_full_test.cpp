@@ -95,3 +95,21 @@ TEST_CASE("a full disk loses no transaction whose commit returned: closed normal
     for (std::uint64_t kib : {20u << 10, 25500u, 30u << 10, 35840u})
       fill_until_full(kind, std::uint64_t{kib} << 10, "close");
 }
+
+TEST_CASE("a database on read-only media is read; a write says why it cannot be made", "[disk_full]") {
+  small_fs fs(small_fs::kind::tmpfs, std::uint64_t{64} << 20);
+  if (!fs.usable()) {
+    WARN("skipped: " << fs.why_not());
+    return;
+  }
+  const std::string db = fs.path() + "/db", err = fs.path() + "/../worker.err";
+  REQUIRE(spawn_worker({db, "fill", std::to_string(slabs), "close", "2"}, "", err).wait() == 0);
+  fs.make_read_only();
+  CHECK(holds(db, fs.path() + "/../check.err") == 2);
+  auto w = spawn_worker({db, "fill", std::to_string(slabs), "close", "1"}, "", err);
+  CHECK(w.wait() == 0);
+  std::string said = read_file(err);
+  INFO(said);
+  CHECK(said.find("read-only media") != std::string::npos);
+  CHECK(last_committed(said) == 0);
+}

@@ -189,6 +189,8 @@ TEST_CASE("an embedded database has one process at a time") {
   test_dir dir;
   auto db = qs::database::open(dir.path(), small_options());
   CHECK_THROWS_AS(qs::database::open(dir.path(), small_options()), qs::database_in_use);
+  // The second open is in this process: it says so.
+  CHECK_THROWS_WITH(qs::database::open(dir.path(), small_options()), Catch::Contains("already open in this process"));
 }
 
 TEST_CASE("options are checked") {

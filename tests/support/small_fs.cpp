@@ -87,6 +87,11 @@ void small_fs::fill_to(std::uint64_t free) {
   if (rc != 0) throw std::runtime_error("cannot allocate the ballast: " + std::string(std::strerror(errno)));
 }
 
+void small_fs::make_read_only() {
+  if (::mount(nullptr, mount_point_.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) != 0)
+    throw std::runtime_error("cannot remount read-only: " + std::string(std::strerror(errno)));
+}
+
 void small_fs::drain() { ::unlink((mount_point_ + "/ballast").c_str()); }
 
 }  // namespace qs_test

@@ -31,6 +31,8 @@ class small_fs {
   // Allocates a ballast file so that about `free` bytes stay free.
   void fill_to(std::uint64_t free);
   void drain();
+  // Mounts it again read-only (a CD, a read-only snapshot).
+  void make_read_only();
 
  private:
   kind kind_;

@@ -86,7 +86,7 @@ bool says_write_failed(std::string_view msg) {
 // `below` bytes free (what the message of a failed write adds), else "".
 std::string free_space_note(const std::string& dir, std::uint64_t below = std::uint64_t{64} << 20) {
   struct statvfs st {};
-  if (::statvfs(dir.c_str(), &st) != 0) return "";
+  if (::statvfs(dir.c_str(), &st) != 0 || (st.f_flag & ST_RDONLY)) return "";
   const std::uint64_t free = std::uint64_t{st.f_bavail} * st.f_frsize;
   if (free >= below) return "";
   return "; the file system holding " + dir + " has " + std::to_string(free >> 10) + " KiB free";
@@ -244,6 +244,11 @@ bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multive
     open_data_files();
   } catch (const store_error& e) {
     close_handles();
+    struct statvfs st {};
+    if (::statvfs(dir.c_str(), &st) == 0 && (st.f_flag & ST_RDONLY) && !closed_cleanly)
+      throw store_error(std::string(e.what()) +
+                        "; the database was not closed cleanly and its recovery writes, but it is on read-only "
+                        "media: open it once where it can be written");
     // Recovery writes: on a full disk it fails with whatever Berkeley DB met
     // first ("run database recovery", "file size not a multiple of the
     // pagesize"). Say what is wrong.
@@ -385,8 +390,14 @@ void bdb_env::about_to_write() {
   // From now on a crash needs recovery: the mark goes before anything of
   // this open can reach the files.
   const std::string marker = marker_path();
-  if (::unlink(marker.c_str()) != 0 && errno != ENOENT)
-    throw store_error("database " + dir_ + ": cannot remove " + marker + ": " + std::strerror(errno));
+  if (::unlink(marker.c_str()) != 0 && errno != ENOENT) {
+    const int e = errno;
+    throw store_error("database " + dir_ + ": cannot remove " + marker + ": " + std::strerror(e) +
+                      (e == EROFS || e == EACCES
+                           ? " (the database is on read-only media, or this user may not write its directory: it "
+                             "can be read, not written)"
+                           : ""));
+  }
   if (!sync_directory(dir_))
     throw store_error("database " + dir_ + ": cannot sync the directory: " + std::strerror(errno));
   // The read-only environment gives way to a transactional one (no recovery:
