@@ -70,7 +70,18 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
 
 database database::open(const std::string& path, const options& opts) {
   auto impl = open_impl(path, opts);
-  if (opts.evolve) detail::evolve_database(*impl, opts);
+  if (opts.evolve) {
+    try {
+      detail::evolve_database(*impl, opts);
+    } catch (const reservation_full& e) {
+      const std::uint64_t need = impl->page_limit() * impl->page_size();
+      throw reservation_full(std::string(e.what()) +
+                             "; schema evolution converts in one transaction that touches every page: set "
+                             "qs::options::reservation_bytes to more than the database's " +
+                             std::to_string(need >> 20) + " MiB (" + std::to_string(need) +
+                             " bytes), twice that to be safe; nothing was converted");
+    }
+  }
   return database(std::move(impl));
 }
 

@@ -77,6 +77,26 @@ class forwarding {
 
 }  // namespace
 
+namespace {
+
+// "qs::detail::btree_leaf<int, Part, 507>" -> "int, Part"; "" for a type
+// that is not a B-tree's node.
+std::string btree_node_arguments(const std::string& type) {
+  for (const char* node : {"btree_leaf<", "btree_inner<", "btree_meta<"}) {
+    std::size_t at = type.find(node);
+    if (at == std::string::npos) continue;
+    std::string args = type.substr(at + std::strlen(node));
+    // The innermost node's arguments, without the trailing fan-out.
+    while (args.rfind("btree_leaf<", 0) == 0 || args.rfind("btree_inner<", 0) == 0)
+      args = args.substr(args.find('<') + 1);
+    std::size_t comma = args.rfind(',');
+    return comma == std::string::npos ? args : args.substr(0, comma);
+  }
+  return "";
+}
+
+}  // namespace
+
 std::vector<type_change> plan_evolution(database_impl& db, const options& opts) {
   std::vector<schema_registry::pending_change> pending = db.pending_changes();
   std::vector<type_change> changes;
@@ -90,6 +110,19 @@ std::vector<type_change> plan_evolution(database_impl& db, const options& opts) 
   };
   for (const auto& p : pending) {
     auto conv = opts.converters.find(p.program->name);
+    const std::string btree = btree_node_arguments(p.program->name);
+    if (!btree.empty())
+      // A B-tree's nodes hold its keys and values by value, sorted and
+      // counted in its own layout: they are not converted member by member.
+      throw schema_mismatch("schema evolution of database " + db.name() +
+                            ": a qs::btree_map (or set, multimap, "
+                            "multiset) holds <" +
+                            btree +
+                            "> by value, and that type's layout changed; qs does not "
+                            "convert B-tree nodes, and a converter cannot: with the old release, copy the entries "
+                            "out (or into a tree of pointers, qs::btree_map<K, V*>, whose values evolve like any "
+                            "object), then convert. (Node type " +
+                            p.program->name + ")");
     changes.push_back(plan_change(db.name(), db.stored_layout(p.index), p.index, p.program,
                                   conv == opts.converters.end() ? nullptr : &conv->second, related));
   }
