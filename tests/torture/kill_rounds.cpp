@@ -2,6 +2,7 @@
 #include "kill_rounds.hpp"
 
 #include "harness.hpp"
+#include "small_fs.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -36,6 +37,8 @@ constexpr std::array server_pauses{"server.commit.half_applied", "server.commit.
                                    "server.commit.after_commit"};
 constexpr int pause_wait_ms = 30000;
 constexpr int check_wait_ms = 300000;
+// Kind d: how long a writer may take to fill the disk before it is killed.
+constexpr int disk_full_wait_ms = 3000;
 
 // A failed round: what the driver prints before it stops.
 class round_failed : public std::runtime_error {
@@ -57,6 +60,7 @@ struct kind_stats {
   std::map<std::string, int> how;
   int pauses_missed = 0;       // the victim never reached its pause point
   int one_more = 0;            // rounds whose database held a commit nobody reported
+  int disk_full = 0;           // kind d: writers that ended on the full disk
   std::int64_t committed = 0;  // transactions in the database at the end
   double seconds = 0;
 };
@@ -136,7 +140,8 @@ class torture {
         if (kind == 'a') run_embedded(st);
         else if (kind == 'b') run_client_through_server(st);
         else if (kind == 'c') run_server(st);
-        else throw std::runtime_error(std::string("unknown kind ") + kind + " (a, b or c)");
+        else if (kind == 'd') run_disk_full(st);
+        else throw std::runtime_error(std::string("unknown kind ") + kind + " (a, b, c or d)");
       } catch (const std::exception& e) {
         std::printf("FAILED: kind %c, round %d: %s\n", kind, st.rounds, e.what());
         std::printf("replay: scripts/torture %d --seed %llu --kinds %c (work directory kept: %s)\n", c_.rounds,
@@ -299,6 +304,51 @@ class torture {
     st.committed = floor;
   }
 
+  // --- d: an embedded writer on a small file system that fills ---
+  // Each round leaves a random amount of room (a ballast file takes the
+  // rest), then lets the writer run until the disk is full and it fails
+  // (qs::write_failed), or kills it at a random moment; with the ballast
+  // gone, every transaction it said committed must be there, and the
+  // database must open.
+  void run_disk_full(kind_stats& st) {
+    qs_test::small_fs disk(qs_test::small_fs::kind::tmpfs, std::uint64_t{160} << 20);
+    if (!disk.usable()) {
+      std::printf("kind d skipped: %s\n", disk.why_not().c_str());
+      return;
+    }
+    const std::string dir = work_ + "/d", db = disk.path() + "/db";
+    fs::create_directories(dir);
+    std::int64_t floor = 0;
+    for (int r = 0; r < c_.rounds; ++r, ++st.rounds) {
+      disk.drain();
+      disk.fill_to(static_cast<std::uint64_t>(uniform(0, 12 << 10)) << 10);
+      const bool kill_early = chance(30);
+      victim v = start_writer(dir, "writer", db, 0, choose_options(), "");
+      int status = kill_early ? (sleep_ms(uniform(0, 700)), v.proc.wait(0)) : v.proc.wait(disk_full_wait_ms);
+      std::string text;
+      if (status == timed_out) {
+        ++st.kills;
+        ++st.how[kill_early ? "delay" : "never full"];
+        text = kill_early ? "writer killed" : "writer killed (the disk did not fill)";
+      } else {
+        // Ended by itself: only by the full disk, saying so.
+        const std::string err = v.proc.err();
+        if (status != 1 || err.find("make room") == std::string::npos)
+          throw round_failed("the writer ended with status " + std::to_string(status) +
+                             " and not for a full disk: " + err);
+        ++st.disk_full;
+        text = "writer stopped by the full disk";
+      }
+      std::int64_t reported = std::max(floor, last_committed(v.proc.out()));
+      disk.drain();
+      std::int64_t holds = check(dir, db, {reported}, 1)[0];
+      if (holds > reported) ++st.one_more;
+      floor = holds;
+      log_round('d', r, text + "; holds " + std::to_string(holds));
+    }
+    st.committed = floor;
+  }
+
   // --- b: a writer through a page server ---
   void run_client_through_server(kind_stats& st) {
     const std::string dir = work_ + "/b";
@@ -386,8 +436,10 @@ class torture {
   }
 
   void report(char kind, const kind_stats& st) {
-    static const std::map<char, const char*> names{
-        {'a', "embedded writer"}, {'b', "writer through qs-pageserver"}, {'c', "qs-pageserver under 3 writers"}};
+    static const std::map<char, const char*> names{{'a', "embedded writer"},
+                                                   {'b', "writer through qs-pageserver"},
+                                                   {'c', "qs-pageserver under 3 writers"},
+                                                   {'d', "embedded writer on a disk that fills"}};
     auto name = names.find(kind);
     std::printf("kind %c (%s): %d rounds in %.1f s, %d kills (", kind, name == names.end() ? "?" : name->second,
                 st.rounds, st.seconds, st.kills);
@@ -397,9 +449,9 @@ class torture {
       first = false;
     }
     std::printf(
-        ") and %d more while recovering; %lld transactions committed and checked; %d rounds held one "
-        "more than reported; %d pause points not reached\n",
-        st.recovery_kills, static_cast<long long>(st.committed), st.one_more, st.pauses_missed);
+        ") and %d more while recovering; %d writers stopped by a full disk; %lld transactions committed and "
+        "checked; %d rounds held one more than reported; %d pause points not reached\n",
+        st.recovery_kills, st.disk_full, static_cast<long long>(st.committed), st.one_more, st.pauses_missed);
     std::fflush(stdout);
   }
 

@@ -6,7 +6,10 @@
 //   a  an embedded writer (a directory) killed with SIGKILL;
 //   b  a writer through a qs-pageserver killed (the server lives on);
 //   c  the qs-pageserver killed while three writers commit through it (the
-//      writers live on, and go on with their cached pages once it is back).
+//      writers live on, and go on with their cached pages once it is back);
+//   d  an embedded writer on a small tmpfs filled to a random point: it
+//      runs until the full disk stops it or is killed, and the checker runs
+//      once there is room again (skipped, saying so, when not root).
 // A victim is killed after a random delay (from its start, so that some
 // kills land while it opens and recovers the database) or where it stops at
 // a random pass of a random pause point (qs/pause_point.hpp). In a quarter
@@ -32,7 +35,7 @@ namespace qs_torture {
 struct torture_config {
   int rounds = 10;  // per kind
   std::uint64_t seed = 0;
-  std::string kinds = "abc";
+  std::string kinds = "abcd";
   std::string dir;  // work directory; empty: a fresh one under $TMPDIR
   bool keep = false;
   bool verbose = false;

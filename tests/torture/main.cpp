@@ -1,6 +1,6 @@
 // qs_torture: the crash torture of qs (scripts/torture). One program in three
 // roles:
-//   qs_torture run N [--seed S] [--kinds abc] [--dir D] [--keep] [--verbose]
+//   qs_torture run N [--seed S] [--kinds abcd] [--dir D] [--keep] [--verbose]
 //       N rounds of each kind of victim (kill_rounds.hpp); S defaults to a
 //       fresh random seed, printed first
 //   qs_torture write TARGET PART SEED POOL RELOCATION [--go FILE] [--txns N] [--break partial|leak:K]
@@ -28,7 +28,7 @@ namespace {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: qs_torture run N [--seed S] [--kinds abc] [--dir D] [--keep] [--verbose]\n"
+               "usage: qs_torture run N [--seed S] [--kinds abcd] [--dir D] [--keep] [--verbose]\n"
                "       qs_torture write TARGET PART SEED POOL RELOCATION [--go FILE] [--txns N] [--break HOW:K]\n"
                "       qs_torture check TARGET SEED FLOOR...\n");
   return 2;
