@@ -70,6 +70,19 @@ CLI::Validator seconds(double most, const std::string& zero_means) {
       "");
 }
 
+CLI::Validator one_of(std::vector<std::string> words) {
+  std::string expected = "expected ";
+  for (std::size_t i = 0; i < words.size(); ++i)
+    expected += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+  return CLI::Validator(
+      [words = std::move(words), expected](std::string& text) -> std::string {
+        for (const std::string& w : words)
+          if (text == w) return {};
+        return expected + ", got '" + text + "'";
+      },
+      "");
+}
+
 std::int64_t milliseconds(double seconds) { return std::llround(seconds * 1000); }
 
 std::optional<int> parse(CLI::App& app, int argc, char** argv) {
@@ -80,13 +93,9 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
     std::cout << app.help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    return usage_error(app, e.what());
+    std::cerr << app.get_name() << ": " << e.what() << "\n" << app.get_name() << " --help lists the options\n";
+    return 2;
   }
-}
-
-int usage_error(const CLI::App& app, const std::string& what) {
-  std::cerr << app.get_name() << ": " << what << "\n" << app.get_name() << " --help lists the options\n";
-  return 2;
 }
 
 }  // namespace qs::cli

@@ -12,7 +12,8 @@
 // decimal digits (whole) or digits with a decimal fraction (seconds), within
 // the option's range, which the refusal states. whole() rewrites the text it
 // accepts without leading zeros, so that CLI11's conversion reads the number
-// that was checked.
+// that was checked. Words (one|many, cold|warm) are checked by one_of, whose
+// refusal lists them.
 //
 // prepare() gives an App qs's conventions: an option given twice takes its
 // last value (as scripts that add to a command line expect), and the help's
@@ -26,6 +27,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace qs::cli {
 
@@ -41,6 +43,9 @@ CLI::Validator whole(std::uint64_t least, std::uint64_t most);
 // means ("none", say), and then the refusal says it too.
 CLI::Validator seconds(double most, const std::string& zero_means = "");
 
+// One of `words`, exactly.
+CLI::Validator one_of(std::vector<std::string> words);
+
 // The milliseconds of a value that seconds() accepted.
 std::int64_t milliseconds(double seconds);
 
@@ -48,8 +53,5 @@ std::int64_t milliseconds(double seconds);
 // the status to exit with: 0 after --help (the help is printed), 2 after a
 // usage error (said on standard error).
 std::optional<int> parse(CLI::App& app, int argc, char** argv);
-
-// Says a usage error found after parse() as parse() says its own; returns 2.
-int usage_error(const CLI::App& app, const std::string& what);
 
 }  // namespace qs::cli
