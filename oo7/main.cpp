@@ -4,11 +4,13 @@
 //   oo7-qs gen   SIZE DIR                      generate (SIZE: tiny little small medium large, or a config file)
 //   oo7-qs bench SIZE DIR COUNT OP one|many    run OP COUNT times (OO7-SPEC 5.3)
 //   oo7-qs ops                                 list the operations
-// options: --work N (T1WW's gettimeofday calls per DoNothing), --pool PAGES
-// (qs buffer pool), --no-durable, --warm-os (keep the OS page cache of the
-// store's files), --quiet, --relocate PERCENT (force that share of pages to
-// other frames as they come in), --one-time (one-time relocation: relocated
-// pages are written back at commit; the default is continual).
+// options, before or after the command: --work N (T1WW's gettimeofday calls
+// per DoNothing), --pool PAGES|BYTES (qs buffer pool), --no-durable,
+// --warm-os (keep the OS page cache of the store's files), --quiet,
+// --relocate PERCENT (force that share of pages to other frames as they come
+// in), --one-time (one-time relocation: relocated pages are written back at
+// commit; the default is continual), --evolve. `oo7-qs --help` lists them
+// with their ranges; a bad command line exits with status 2 (qs_cli).
 //
 // In qs mode, bench is a cold run: before opening the database it flushes
 // and drops every file of the store directory from the OS page cache
@@ -19,6 +21,8 @@
 //
 // The last line of bench is machine-readable: `RESULT key=value ...`.
 #include "oo7.hpp"
+
+#include <cli.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -38,21 +42,6 @@
 namespace {
 
 using clk = std::chrono::steady_clock;
-
-[[noreturn]] void usage() {
-  std::fprintf(
-      stderr,
-      "usage: oo7-%s gen SIZE DIR [options]\n"
-      "       oo7-%s bench SIZE DIR COUNT OP one|many [options]\n"
-      "       oo7-%s ops\n"
-      "SIZE: tiny little small medium large, or a config file (OO7-SPEC 2.1)\n"
-      "options: --work N  --pool PAGES|BYTES  --no-durable  --warm-os  --quiet  --relocate PERCENT  --one-time\n"
-      "         --evolve\n"
-      "  --pool: the qs buffer pool, in pages (1536) or bytes with a unit (64M, 2G); default qs's\n"
-      "  --evolve: convert a database whose types changed (qs::options::evolve)\n",
-      oo7::mode_name, oo7::mode_name, oo7::mode_name);
-  std::exit(2);
-}
 
 struct Options {
   int work = 0;
@@ -249,54 +238,92 @@ int cmd_bench(const std::string& size, const std::string& dir, int count, const 
   return 0;
 }
 
+// --pool: PAGES, or BYTES with a unit (K, M, G).
+CLI::Validator pool_size() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        std::string digits = v;
+        if (!digits.empty() && (digits.back() == 'K' || digits.back() == 'M' || digits.back() == 'G'))
+          digits.pop_back();
+        std::string unit = v.substr(digits.size());
+        std::uint64_t most = unit.empty() ? 0xffffffffu : unit == "K" ? 1u << 30 : unit == "M" ? 1u << 20 : 1u << 10;
+        std::string check = digits;
+        if (!qs::cli::whole(1, most)(check).empty())
+          return "expected PAGES from 1 to 4294967295, or BYTES with a unit up to 1024G (64M, 2G), got '" + v + "'";
+        return {};
+      },
+      "");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args;
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> long {
-      if (i + 1 >= argc) usage();
-      char* end = nullptr;
-      long v = std::strtol(argv[++i], &end, 10);
-      if (!end || *end || v < 0) usage();
-      return v;
-    };
-    if (a == "--work") o.work = static_cast<int>(value());
-    else if (a == "--pool") {
-      if (i + 1 >= argc) usage();
-      std::string v = argv[++i];
-      char* end = nullptr;
-      unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-      std::string unit = end ? end : "";
-      const std::uint64_t scale = unit == "K" ? 1ull << 10 : unit == "M" ? 1ull << 20 : unit == "G" ? 1ull << 30 : 0;
-      if (v.empty() || n == 0 || (!unit.empty() && !scale)) usage();
-      if (scale) o.pool_bytes = n * scale;
-      else o.pool_pages = n;
-    } else if (a == "--no-durable") o.durable = false;
-    else if (a == "--warm-os") o.warm_os = true;
-    else if (a == "--quiet") o.quiet = true;
-    else if (a == "--relocate") o.relocate = static_cast<unsigned>(std::min(value(), 100L));
-    else if (a == "--one-time") o.one_time = true;
-    else if (a == "--evolve") o.evolve = true;
-    else if (a.rfind("--", 0) == 0) usage();
-    else args.push_back(a);
+  std::string size, dir, op, xacts, pool;
+  unsigned count = 0;
+  const std::string name = std::string("oo7-") + oo7::mode_name;
+  CLI::App app("The OO7 benchmark (OO7-SPEC): database generation and the operations' driver.\n", name);
+  qs::cli::prepare(app);
+  app.fallthrough();  // options before or after the command
+  app.require_subcommand(1);
+  app.add_option("--work", o.work, "T1WW's gettimeofday calls per DoNothing, 0 to 1000000 (default 0)")
+      ->type_name("N")
+      ->check(qs::cli::whole(0, 1000000));
+  app.add_option("--pool", pool,
+                 "the qs buffer pool, in pages (1536) or bytes with a unit (64M, 2G);\n"
+                 "default qs's")
+      ->type_name("PAGES|BYTES")
+      ->check(pool_size());
+  app.add_flag_callback(
+      "--no-durable", [&] { o.durable = false; }, "commits without flushing the log");
+  app.add_flag("--warm-os", o.warm_os, "keep the OS page cache of the store's files (bench)");
+  app.add_flag("--quiet", o.quiet, "print only the machine-readable lines");
+  app.add_option("--relocate", o.relocate, "force that share of pages to other frames as they come in, 0 to 100")
+      ->type_name("PERCENT")
+      ->check(qs::cli::whole(0, 100));
+  app.add_flag("--one-time", o.one_time,
+               "one-time relocation: relocated pages are written back at commit\n"
+               "(the default is continual)");
+  app.add_flag("--evolve", o.evolve, "convert a database whose types changed (qs::options::evolve)");
+  const char* size_help = "tiny little small medium large, or a config file (OO7-SPEC 2.1)";
+  CLI::App* gen = app.add_subcommand("gen", "generate the database in DIR");
+  gen->add_option("SIZE", size, size_help)->type_name("")->required();
+  gen->add_option("DIR", dir, "the database directory")->type_name("")->required();
+  CLI::App* bench =
+      app.add_subcommand("bench", "run OP COUNT times (OO7-SPEC 5.3); the last line is RESULT key=value ...");
+  bench->add_option("SIZE", size, size_help)->type_name("")->required();
+  bench->add_option("DIR", dir, "the database directory (oo7-mem: ignored)")->type_name("")->required();
+  bench->add_option("COUNT", count, "iterations, 1 to 1000000: iteration 0 is cold, 1..COUNT-2 are hot")
+      ->type_name("")
+      ->required()
+      ->check(qs::cli::whole(1, 1000000));
+  bench->add_option("OP", op, "the operation (oo7-" + std::string(oo7::mode_name) + " ops lists them)")
+      ->type_name("")
+      ->required();
+  bench->add_option("XACTS", xacts, "one transaction for all iterations, or many: one each")
+      ->type_name("one|many")
+      ->required()
+      ->check(qs::cli::one_of({"one", "single", "many"}));
+  CLI::App* ops = app.add_subcommand("ops", "list the operations");
+  if (auto status = qs::cli::parse(app, argc, argv)) return *status;
+  if (!pool.empty()) {
+    std::uint64_t n = std::stoull(pool);
+    switch (pool.back()) {
+      case 'K': o.pool_bytes = n << 10; break;
+      case 'M': o.pool_bytes = n << 20; break;
+      case 'G': o.pool_bytes = n << 30; break;
+      default: o.pool_pages = n;
+    }
   }
-  if (args.empty()) usage();
   try {
-    if (args[0] == "ops" && args.size() == 1) {
+    if (*ops) {
       for (auto& n : oo7::op_names()) std::printf("%s\n", n.c_str());
       return 0;
     }
-    if (args[0] == "gen" && args.size() == 3) return cmd_gen(args[1], args[2], o);
-    if (args[0] == "bench" && args.size() == 6) {
-      if (args[5] != "one" && args[5] != "single" && args[5] != "many") usage();
-      return cmd_bench(args[1], args[2], std::atoi(args[3].c_str()), args[4], args[5] == "many", o);
-    }
-    usage();
+    if (*gen) return cmd_gen(size, dir, o);
+    return cmd_bench(size, dir, static_cast<int>(count), op, xacts == "many", o);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "oo7-%s: %s\n", oo7::mode_name, e.what());
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), e.what());
     return 1;
   }
 }

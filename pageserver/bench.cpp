@@ -5,6 +5,9 @@
 //
 //   qs_pageserver_bench [PAGES] [SECONDS]      (defaults 2000 pages, 2 s per client count)
 //
+// (`qs_pageserver_bench client URL WORKLOAD ID SECONDS` is one of its own
+// client processes; it starts them itself.)
+//
 // It starts its own qs-pageserver (loopback TCP, a temporary directory) and
 // prints:
 //  * cold read fault, embedded: the page comes from Berkeley DB in-process;
@@ -27,6 +30,7 @@
 //    is a run of the transaction's body.
 #include <qs/qs.hpp>
 
+#include <cli.hpp>
 #include <connection.hpp>
 #include <messages.hpp>
 
@@ -306,7 +310,7 @@ tally run_clients(const std::string& self, const std::string& url, const std::st
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fds, 1);
-    std::vector<std::string> a{self, "--client", url, workload, std::to_string(i), std::to_string(seconds)};
+    std::vector<std::string> a{self, "client", url, workload, std::to_string(i), std::to_string(seconds)};
     std::vector<char*> args;
     for (auto& s : a) args.push_back(s.data());
     args.push_back(nullptr);
@@ -350,10 +354,30 @@ void print_tally(int clients, const tally& t, double seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 6 && std::string(argv[1]) == "--client")
-    return client(argv[2], argv[3], std::atoi(argv[4]), std::atof(argv[5]));
-  int pages = argc > 1 ? std::atoi(argv[1]) : 2000;
-  double seconds = argc > 2 ? std::atof(argv[2]) : 2.0;
+  int pages = 2000;
+  double seconds = 2.0;
+  CLI::App app(
+      "What a page costs through qs-pageserver beside the embedded store and a bare round\n"
+      "trip, and the commit throughput of 1, 2, 4 and 8 client processes.\n",
+      "qs_pageserver_bench");
+  qs::cli::prepare(app);
+  // At most what bench_options()'s 4 GiB reservation holds, with room to spare.
+  app.add_option("PAGES", pages, "pages of 8 KiB in the list walked, 1 to 400000 (default 2000)")
+      ->type_name("")
+      ->check(qs::cli::whole(1, 400000));
+  app.add_option("SECONDS", seconds, "seconds per client count, 0.001 to 3600 (default 2)")
+      ->type_name("")
+      ->check(qs::cli::seconds(3600));
+  std::string client_url, workload;
+  int id = 0;
+  double client_seconds = 0;
+  CLI::App* as_client = app.add_subcommand("client", "")->group("");  // its own client processes
+  as_client->add_option("URL", client_url)->required();
+  as_client->add_option("WORKLOAD", workload)->required()->check(qs::cli::one_of({"disjoint", "shared", "allocating"}));
+  as_client->add_option("ID", id)->required()->check(qs::cli::whole(0, max_clients - 1));
+  as_client->add_option("SECONDS", client_seconds)->required()->check(qs::cli::seconds(3600));
+  if (auto status = qs::cli::parse(app, argc, argv)) return *status;
+  if (*as_client) return client(client_url, workload, id, client_seconds);
   char tmpl[] = "/tmp/qs-psbench-XXXXXX";
   if (!::mkdtemp(tmpl)) return 1;
   std::string dir = tmpl;

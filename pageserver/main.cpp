@@ -3,6 +3,9 @@
 #include "log.hpp"
 #include "server.hpp"
 
+#include <cli.hpp>
+#include <connection.hpp>
+
 #include <qs/error.hpp>
 
 #include <pthread.h>
@@ -19,82 +22,6 @@
 #include <string>
 
 namespace {
-
-const char* usage =
-    "usage: qs-pageserver --dir DIR [--unix PATH] [--tcp [HOST:]PORT] [--secret-file FILE]\n"
-    "                     [--ready-file FILE] [--cache-mb N] [--outcome-window SECONDS]\n"
-    "                     [--log-conflicts] [limits]\n"
-    "\n"
-    "Serves the qs database in DIR (a Berkeley DB environment, created when absent and\n"
-    "recovered at start) to clients that open qs+unix://PATH or qs://HOST:PORT.\n"
-    "\n"
-    "  --dir DIR           the database directory (required)\n"
-    "  --unix PATH         listen on a Unix socket (mode 0600: the owner's clients only)\n"
-    "  --tcp [HOST:]PORT   listen on TCP; HOST defaults to 127.0.0.1 (loopback). Port 0\n"
-    "                      takes a free port (see --ready-file). Needs --secret-file.\n"
-    "  --secret-file FILE  the shared secret TCP clients must present (the file's first\n"
-    "                      line; the file must not be readable by group or others).\n"
-    "                      Clients give it in qs::options::server_secret or $QS_SECRET.\n"
-    "  --ready-file FILE   once listening, write the TCP port (0 without TCP) to FILE\n"
-    "  --cache-mb N        Berkeley DB cache size in MiB (default 128); open snapshots keep\n"
-    "                      old page versions there, and in temporary files past it\n"
-    "  --outcome-window S  how long the outcome of each commit is remembered, for clients\n"
-    "                      whose connection dropped during the commit (default 600 s)\n"
-    "  --log-conflicts     log each commit refused for a conflict (by default they are\n"
-    "                      counted: SIGUSR1 logs the counts, and so does stopping)\n"
-    "  --help              this text\n"
-    "\n"
-    "Limits (SECONDS may have a fraction; 0 turns a timeout off):\n"
-    "  --max-connections N      logged-in sessions at once (default 256); a hello beyond\n"
-    "                           is refused\n"
-    "  --max-handshakes N       connections that have not finished their hello (default\n"
-    "                           64), counted apart from sessions; a new one beyond\n"
-    "                           closes the oldest\n"
-    "  --handshake-timeout SECONDS  the whole hello must arrive within this of the\n"
-    "                           connect (default 10)\n"
-    "  --idle-timeout SECONDS   a transaction with no request for this long is aborted\n"
-    "                           and its connection closed; any request must arrive whole\n"
-    "                           within it, and any answer be read (default 300)\n"
-    "  --lock-timeout SECONDS   a lock request waiting longer fails as a conflict (the\n"
-    "                           client's db.run retries); also how long a large request\n"
-    "                           waits for buffer room (default 60)\n"
-    "  --txn-timeout SECONDS    a transaction older than this fails as a conflict when it\n"
-    "                           next waits for a lock (default 600)\n"
-    "  --buffer-mb N            message buffers all connections share, in MiB, beyond\n"
-    "                           1 MiB each (default 512); a request that finds no room\n"
-    "                           fails with an error\n"
-    "\n"
-    "SIGTERM or SIGINT stop the server cleanly: open transactions are aborted and the\n"
-    "environment is checkpointed. Each connection and each error is logged on stderr.\n"
-    "SIGUSR1 logs the commit counters: commits, conflicts per commit, retries, aborts.\n";
-
-// A count of at least 1.
-unsigned parse_count(const std::string& option, const std::string& v) {
-  std::size_t used = 0;
-  unsigned long n = 0;
-  try {
-    n = std::stoul(v, &used);
-  } catch (const std::exception&) {
-  }
-  if (v.empty() || used != v.size() || v[0] == '-' || n < 1 || n > 1000000)
-    throw qs::invalid_argument(option + " takes a whole number from 1 to 1000000, not '" + v + "'");
-  return static_cast<unsigned>(n);
-}
-
-// Seconds, with a fraction, up to `most`; 0 only where `zero_ok`.
-std::chrono::milliseconds parse_seconds(const std::string& option, const std::string& v, bool zero_ok,
-                                        double most = 86400.0 * 365) {
-  std::size_t used = 0;
-  double s = -1;
-  try {
-    s = std::stod(v, &used);
-  } catch (const std::exception&) {
-  }
-  if (v.empty() || used != v.size() || !(s >= 0) || s > most || (!zero_ok && s < 0.001))
-    throw qs::invalid_argument(option + " takes seconds up to " + std::to_string(static_cast<long>(most)) + " (" +
-                               (zero_ok ? "0 for none, " : "") + "a fraction allowed), not '" + v + "'");
-  return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000 + 0.5));
-}
 
 qs::server::server* running = nullptr;
 
@@ -129,60 +56,129 @@ std::string read_secret(const std::string& path) {
 
 int main(int argc, char** argv) {
   qs::server::server_options o;
-  std::string secret_file;
+  std::string unix_path, tcp, secret_file;
+  std::uint64_t cache_mb = o.cache_bytes >> 20, buffer_mb = o.buffer_bytes >> 20;
+  auto in_seconds = [](std::chrono::milliseconds t) { return static_cast<double>(t.count()) / 1000; };
+  double handshake_s = in_seconds(o.handshake_timeout), idle_s = in_seconds(o.idle_timeout),
+         lock_s = in_seconds(o.lock_timeout), txn_s = in_seconds(o.txn_timeout);
+  CLI::App app(
+      "Serves the qs database in DIR (a Berkeley DB environment, created when absent and\n"
+      "recovered at start) to clients that open qs+unix://PATH or qs://HOST:PORT.\n",
+      "qs-pageserver");
+  qs::cli::prepare(app);
+  app.add_option("--dir", o.dir, "the database directory")->type_name("DIR")->required();
+  CLI::Option* unix_option =
+      app.add_option("--unix", unix_path, "listen on a Unix socket (mode 0600: the owner's clients only)")
+          ->type_name("PATH");
+  app.add_option("--tcp", tcp,
+                 "listen on TCP; HOST defaults to 127.0.0.1 (loopback). PORT 0\n"
+                 "takes a free port (see --ready-file). Needs --secret-file.")
+      ->type_name("[HOST:]PORT")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            try {
+              qs::wire::parse_tcp_address(v.find(':') == std::string::npos ? "127.0.0.1:" + v : v);
+              return {};
+            } catch (const qs::error&) {
+              return "expected [HOST:]PORT with PORT from 0 to 65535, got '" + v + "'";
+            }
+          },
+          ""));
+  app.add_option("--secret-file", secret_file,
+                 "the shared secret TCP clients must present (the file's first\n"
+                 "line; the file must not be readable by group or others).\n"
+                 "Clients give it in qs::options::server_secret or $QS_SECRET.")
+      ->type_name("FILE");
+  app.add_option("--ready-file", o.ready_file, "once listening, write the TCP port (0 without TCP) to FILE")
+      ->type_name("FILE");
+  app.add_option("--cache-mb", cache_mb,
+                 "Berkeley DB cache size in MiB, 1 to 1048576 (default 128); open\n"
+                 "snapshots keep old page versions there, and in temporary files\n"
+                 "past it")
+      ->type_name("N")
+      ->check(qs::cli::whole(1, 1048576));
+  app.add_option("--outcome-window", o.outcome_window_seconds,
+                 "how long the outcome of each commit is remembered, for clients\n"
+                 "whose connection dropped during the commit, in whole seconds up\n"
+                 "to 31536000 (default 600; 0 remembers none)")
+      ->type_name("SECONDS")
+      ->check(qs::cli::whole(0, 31536000));
+  app.add_flag("--log-conflicts", o.log_conflicts,
+               "log each commit refused for a conflict (by default they are\n"
+               "counted: SIGUSR1 logs the counts, and so does stopping)");
+  const std::string limits = "Limits (SECONDS may have a fraction; 0 turns a timeout off)";
+  app.add_option("--max-connections", o.max_connections,
+                 "logged-in sessions at once, 1 to 1000000 (default 256); a hello\n"
+                 "beyond is refused")
+      ->type_name("N")
+      ->check(qs::cli::whole(1, 1000000))
+      ->group(limits);
+  app.add_option("--max-handshakes", o.max_handshakes,
+                 "connections that have not finished their hello, 1 to 1000000\n"
+                 "(default 64), counted apart from sessions; a new one beyond\n"
+                 "closes the oldest")
+      ->type_name("N")
+      ->check(qs::cli::whole(1, 1000000))
+      ->group(limits);
+  const double year = 86400.0 * 365, bdb_most = 4294;  // Berkeley DB's timeouts are 32-bit microseconds
+  app.add_option("--handshake-timeout", handshake_s,
+                 "the whole hello must arrive within this of the connect, 0.001\n"
+                 "to 31536000 (default 10)")
+      ->type_name("SECONDS")
+      ->check(qs::cli::seconds(year))
+      ->group(limits);
+  app.add_option("--idle-timeout", idle_s,
+                 "a transaction with no request for this long is aborted and\n"
+                 "its connection closed; any request must arrive whole within\n"
+                 "it, and any answer be read; up to 31536000 (default 300)")
+      ->type_name("SECONDS")
+      ->check(qs::cli::seconds(year, "none"))
+      ->group(limits);
+  app.add_option("--lock-timeout", lock_s,
+                 "a lock request waiting longer fails as a conflict (the\n"
+                 "client's db.run retries); also how long a large request waits\n"
+                 "for buffer room; up to 4294 (default 60)")
+      ->type_name("SECONDS")
+      ->check(qs::cli::seconds(bdb_most, "none"))
+      ->group(limits);
+  app.add_option("--txn-timeout", txn_s,
+                 "a transaction older than this fails as a conflict when it next\n"
+                 "waits for a lock; up to 4294 (default 600)")
+      ->type_name("SECONDS")
+      ->check(qs::cli::seconds(bdb_most, "none"))
+      ->group(limits);
+  app.add_option("--buffer-mb", buffer_mb,
+                 "message buffers all connections share, in MiB, beyond 1 MiB\n"
+                 "each, 1 to 1000000 (default 512); a request that finds no room\n"
+                 "fails with an error")
+      ->type_name("N")
+      ->check(qs::cli::whole(1, 1000000))
+      ->group(limits);
+  app.footer(
+      "SIGTERM or SIGINT stop the server cleanly: open transactions are aborted and the\n"
+      "environment is checkpointed. Each connection and each error is logged on stderr.\n"
+      "SIGUSR1 logs the commit counters: commits, conflicts per commit, retries, aborts.");
+  app.final_callback([&] {
+    if (o.dir.empty()) throw CLI::ValidationError("--dir", "expected a directory, got ''");
+    if (!unix_option->count() && tcp.empty())
+      throw CLI::ValidationError("give --unix PATH, --tcp [HOST:]PORT, or both");
+    if (!tcp.empty() && secret_file.empty())
+      throw CLI::ValidationError("--tcp needs --secret-file: TCP clients must present a shared secret");
+  });
+  if (auto status = qs::cli::parse(app, argc, argv)) return *status;
   try {
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      auto value = [&]() -> std::string {
-        if (i + 1 >= argc) throw qs::invalid_argument(a + " needs a value");
-        return argv[++i];
-      };
-      if (a == "--help" || a == "-h") {
-        std::cout << usage;
-        return 0;
-      } else if (a == "--dir") {
-        o.dir = value();
-      } else if (a == "--unix") {
-        o.unix_path = value();
-      } else if (a == "--tcp") {
-        std::string v = value();
-        if (v.find(':') == std::string::npos) v = "127.0.0.1:" + v;
-        o.tcp = qs::wire::parse_tcp_address(v);
-      } else if (a == "--secret-file") {
-        secret_file = value();
-      } else if (a == "--ready-file") {
-        o.ready_file = value();
-      } else if (a == "--cache-mb") {
-        o.cache_bytes = std::stoull(value()) << 20;
-      } else if (a == "--outcome-window") {
-        o.outcome_window_seconds = std::stoull(value());
-      } else if (a == "--log-conflicts") {
-        o.log_conflicts = true;
-      } else if (a == "--max-connections") {
-        o.max_connections = parse_count(a, value());
-      } else if (a == "--max-handshakes") {
-        o.max_handshakes = parse_count(a, value());
-      } else if (a == "--handshake-timeout") {
-        o.handshake_timeout = parse_seconds(a, value(), false);
-      } else if (a == "--idle-timeout") {
-        o.idle_timeout = parse_seconds(a, value(), true);
-      } else if (a == "--lock-timeout") {
-        o.lock_timeout = parse_seconds(a, value(), true, 4294);  // Berkeley DB's limit
-      } else if (a == "--txn-timeout") {
-        o.txn_timeout = parse_seconds(a, value(), true, 4294);
-      } else if (a == "--buffer-mb") {
-        o.buffer_bytes = std::uint64_t{parse_count(a, value())} << 20;
-      } else {
-        throw qs::invalid_argument("unknown option " + a);
-      }
-    }
-    if (o.dir.empty()) throw qs::invalid_argument("--dir is required");
-    if (!o.unix_path && !o.tcp) throw qs::invalid_argument("give --unix PATH, --tcp [HOST:]PORT, or both");
-    if (o.tcp && secret_file.empty())
-      throw qs::invalid_argument("--tcp needs --secret-file: TCP clients must present a shared secret");
+    if (unix_option->count()) o.unix_path = unix_path;
+    if (!tcp.empty())
+      o.tcp = qs::wire::parse_tcp_address(tcp.find(':') == std::string::npos ? "127.0.0.1:" + tcp : tcp);
+    o.cache_bytes = cache_mb << 20;
+    o.buffer_bytes = buffer_mb << 20;
+    o.handshake_timeout = std::chrono::milliseconds(qs::cli::milliseconds(handshake_s));
+    o.idle_timeout = std::chrono::milliseconds(qs::cli::milliseconds(idle_s));
+    o.lock_timeout = std::chrono::milliseconds(qs::cli::milliseconds(lock_s));
+    o.txn_timeout = std::chrono::milliseconds(qs::cli::milliseconds(txn_s));
     if (!secret_file.empty()) o.secret = read_secret(secret_file);
   } catch (const std::exception& e) {
-    std::cerr << "qs-pageserver: " << e.what() << "\n\n" << usage;
+    std::cerr << "qs-pageserver: " << e.what() << "\n";
     return 2;
   }
   try {

@@ -68,11 +68,18 @@ server::server(const server_options& o) : o_(o), limits_(o.max_connections, o.ma
   if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) throw error(std::string("pipe: ") + std::strerror(errno));
   // The same lock file as the embedded store's: no embedded client opens
   // the directory while it is served, and no second server does.
+  // Only a failed flock means another process: the directory that cannot be
+  // made or opened says why.
   std::error_code ec;
+  if (std::filesystem::exists(o_.dir, ec) && !std::filesystem::is_directory(o_.dir, ec))
+    throw invalid_argument("database " + o_.dir + " is not a directory (a database is a directory of its own)");
   std::filesystem::create_directories(o_.dir, ec);
+  if (ec) throw store_error("database " + o_.dir + ": cannot create the directory: " + ec.message());
   std::string lock_path = o_.dir + "/qs.lock";
   lock_fd_ = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-  if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
+  if (lock_fd_ < 0)
+    throw store_error("database " + o_.dir + ": cannot open " + lock_path + ": " + std::strerror(errno));
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
     throw database_in_use("database " + o_.dir + " is open in another process (" + lock_path + " is locked)");
   log_line(0, "opening the environment in " + o_.dir);
   // Multiversion: each client transaction reads a snapshot (session.hpp).

@@ -16,6 +16,8 @@
 #include <qs/btree.hpp>
 #include <qs/qs.hpp>
 
+#include <cli.hpp>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -98,15 +100,16 @@ qs::options bench_options() {
 int main(int argc, char** argv) {
   std::size_t n = 1000000;
   std::string dir;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--keys") == 0 && i + 1 < argc) n = std::strtoull(argv[++i], nullptr, 10);
-    else if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) dir = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: %s [--keys N] [--dir DIR]\n", argv[0]);
-      return 2;
-    }
-  }
-  if (n == 0) fail("--keys must be positive");
+  CLI::App app(
+      "qs::btree_map in a qs database beside the same tree in memory, std::map and\n"
+      "qs::index: N inserts, lookups and an ordered scan of each, hot.\n",
+      "qs_btree_bench");
+  qs::cli::prepare(app);
+  app.add_option("--keys", n, "distinct int64 keys, 1 to 10000000 (default 1000000)")
+      ->type_name("N")
+      ->check(qs::cli::whole(1, 10000000));
+  app.add_option("--dir", dir, "where the database goes (default: a temporary directory, removed)")->type_name("DIR");
+  if (auto status = qs::cli::parse(app, argc, argv)) return *status;
   bool own_dir = dir.empty();
   if (own_dir) {
     char tmpl[] = "/tmp/qs-btree-bench-XXXXXX";

@@ -22,6 +22,8 @@
 // 1 KiB, not 8, which is why qs's commit can come in under this floor).
 #include <qs/qs.hpp>
 
+#include <cli.hpp>
+
 #include <db_cxx.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -263,15 +265,16 @@ qs_costs measure_qs(const std::string& dir, int n, std::uint32_t prefetch) {
 int main(int argc, char** argv) {
   int n = 4000;
   std::string dir;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--pages" && i + 1 < argc) n = std::atoi(argv[++i]);
-    else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: %s [--pages N] [--dir DIR]\n", argv[0]);
-      return 2;
-    }
-  }
+  CLI::App app(
+      "What a fault, a write fault and a dirtied page cost in qs, beside the bare\n"
+      "operations they are made of.\n",
+      "qs_fault_bench");
+  qs::cli::prepare(app);
+  app.add_option("--pages", n, "pages of 8 KiB per pass, 1 to 250000 (default 4000)")
+      ->type_name("N")
+      ->check(qs::cli::whole(1, 250000));
+  app.add_option("--dir", dir, "where the databases go (default: a temporary directory, removed)")->type_name("DIR");
+  if (auto status = qs::cli::parse(app, argc, argv)) return *status;
   bool own_dir = dir.empty();
   if (own_dir) {
     char tmpl[] = "/tmp/qs-bench-XXXXXX";

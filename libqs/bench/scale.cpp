@@ -17,6 +17,8 @@
 // Each prints one line `SCALE phase=... key=value ...`.
 #include <qs/qs.hpp>
 
+#include <cli.hpp>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -276,35 +278,47 @@ int update(const std::string& dir, std::uint64_t pool_bytes) {
   return 0;
 }
 
-[[noreturn]] void usage() {
-  std::fprintf(stderr,
-               "usage: qs-scale create DIR BYTES POOL_BYTES\n"
-               "       qs-scale read DIR POOL_BYTES READS cold|warm\n"
-               "       qs-scale update DIR POOL_BYTES\n");
-  std::exit(2);
-}
-
-std::uint64_t number(const char* s) {
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  if (!end || *end || v == 0) usage();
-  return v;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) usage();
-  std::string cmd = argv[1];
+  std::string dir, how;
+  std::uint64_t bytes = 0, pool_bytes = 0, reads = 0;
+  CLI::App app("One phase of the scale benchmark (scripts/scale runs them).\n", "qs-scale");
+  qs::cli::prepare(app);
+  app.require_subcommand(1);
+  const std::uint64_t tib = std::uint64_t{1} << 40;
+  auto pool = [&](CLI::App* phase) {
+    phase->add_option("POOL_BYTES", pool_bytes, "the qs buffer pool in bytes, 1 to 1099511627776 (1 TiB)")
+        ->type_name("")
+        ->required()
+        ->check(qs::cli::whole(1, tib));
+  };
+  CLI::App* create_phase = app.add_subcommand("create", "a database of about BYTES of linked 64-byte items");
+  create_phase->add_option("DIR", dir, "the database directory")->type_name("")->required();
+  create_phase->add_option("BYTES", bytes, "the items' bytes, 1 to 1099511627776 (1 TiB)")
+      ->type_name("")
+      ->required()
+      ->check(qs::cli::whole(1, tib));
+  pool(create_phase);
+  CLI::App* read_phase = app.add_subcommand("read", "READS random items read in one transaction");
+  read_phase->add_option("DIR", dir, "the database directory")->type_name("")->required();
+  pool(read_phase);
+  read_phase->add_option("READS", reads, "1 to 1000000000")
+      ->type_name("")
+      ->required()
+      ->check(qs::cli::whole(1, 1000000000));
+  read_phase->add_option("OS_CACHE", how, "the store's files dropped from the OS page cache first, or read into it")
+      ->type_name("cold|warm")
+      ->required()
+      ->check(qs::cli::one_of({"cold", "warm"}));
+  CLI::App* update_phase = app.add_subcommand("update", "one transaction that dirties twice the pool's pages");
+  update_phase->add_option("DIR", dir, "the database directory")->type_name("")->required();
+  pool(update_phase);
+  if (auto status = qs::cli::parse(app, argc, argv)) return *status;
   try {
-    if (cmd == "create" && argc == 5) return create(argv[2], number(argv[3]), number(argv[4]));
-    if (cmd == "read" && argc == 6) {
-      std::string how = argv[5];
-      if (how != "cold" && how != "warm") usage();
-      return read(argv[2], number(argv[3]), number(argv[4]), how == "cold");
-    }
-    if (cmd == "update" && argc == 4) return update(argv[2], number(argv[3]));
-    usage();
+    if (*create_phase) return create(dir, bytes, pool_bytes);
+    if (*read_phase) return read(dir, pool_bytes, reads, how == "cold");
+    return update(dir, pool_bytes);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qs-scale: %s\n", e.what());
     return 1;

@@ -15,6 +15,8 @@
 #include <qs/database.hpp>
 #include <qs/error.hpp>
 
+#include <cli.hpp>
+
 #include <elf.h>
 
 #include <cstdio>
@@ -28,11 +30,6 @@
 #include <vector>
 
 namespace {
-
-[[noreturn]] void usage() {
-  std::fprintf(stderr, "usage: qs-evolve DB --program BINARY [--dry-run]\n");
-  std::exit(2);
-}
 
 // The bytes of section .qs_schema of the ELF file at `path`; every offset
 // checked against the file (it may be anything).
@@ -154,14 +151,21 @@ void parse(const std::string& path, const std::string& section, program_types& o
 int main(int argc, char** argv) {
   std::string db, program;
   bool dry_run = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--program" && i + 1 < argc) program = argv[++i];
-    else if (a == "--dry-run") dry_run = true;
-    else if (a.rfind("--", 0) == 0 || !db.empty()) usage();
-    else db = a;
-  }
-  if (db.empty() || program.empty()) usage();
+  CLI::App app(
+      "Converts the embedded qs database DB to the types of BINARY, a program built with\n"
+      "qs_add_schema, as the program would with qs::options::evolve; prints what it\n"
+      "changes. Exit status: 0 converted (or nothing to convert, or a dry run), 2 usage,\n"
+      "3 refused or failed (the database is then as it was).\n",
+      "qs-evolve");
+  qs::cli::prepare(app);
+  app.add_option("DB", db, "the database directory")->type_name("")->required();
+  app.add_option("--program", program, "the program whose types the database gets")->type_name("BINARY")->required();
+  app.add_flag("--dry-run", dry_run, "print what would change; write nothing");
+  app.final_callback([&] {
+    if (db.empty()) throw CLI::ValidationError("DB", "expected a database directory, got ''");
+    if (program.empty()) throw CLI::ValidationError("--program", "expected a program file, got ''");
+  });
+  if (auto status = qs::cli::parse(app, argc, argv)) return *status;
   try {
     program_types types;
     parse(program, schema_section(program), types);

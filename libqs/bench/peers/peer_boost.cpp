@@ -126,9 +126,11 @@ void update_phase(const peers::command& cmd) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  peers::command cmd = peers::parse(argc, argv);
+  CLI::App app("The workload of scripts/peers on Boost.Interprocess's managed_mapped_file.\n", "peer-boost");
+  qs::cli::prepare(app);
+  peers::command cmd = peers::parse(app, argc, argv);
   // boost::interprocess::interprocess_exception among what may escape
   return peers::run_phase(
-      cmd, argv[0], "peer-boost", "",
+      cmd, "peer-boost",
       {[&] { build_phase(cmd); }, [&] { open_phase(cmd); }, [&] { traverse_phase(cmd); }, [&] { update_phase(cmd); }});
 }

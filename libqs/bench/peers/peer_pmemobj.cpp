@@ -169,8 +169,10 @@ void update_phase(const peers::command& cmd) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  peers::command cmd = peers::parse(argc, argv);
+  CLI::App app("The workload of scripts/peers on libpmemobj.\n", "peer-pmemobj");
+  qs::cli::prepare(app);
+  peers::command cmd = peers::parse(app, argc, argv);
   return peers::run_phase(
-      cmd, argv[0], "peer-pmemobj", "",
+      cmd, "peer-pmemobj",
       {[&] { build_phase(cmd); }, [&] { open_phase(cmd); }, [&] { traverse_phase(cmd); }, [&] { update_phase(cmd); }});
 }

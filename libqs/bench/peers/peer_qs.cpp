@@ -48,12 +48,6 @@ Node* tree_root(qs::database& db, const peers::command& cmd) {
   return root;
 }
 
-qs::options options_of(const peers::command& cmd) {
-  qs::options o;
-  if (const char* pool = cmd.option("pool-pages")) o.pool_pages = static_cast<std::uint32_t>(std::stoul(pool));
-  return o;
-}
-
 void print_stats(const qs::statistics& s) {
   std::printf(" read_faults=%llu write_faults=%llu evictions=%llu dirty_evictions=%llu log_bytes=%llu",
               static_cast<unsigned long long>(s.read_faults), static_cast<unsigned long long>(s.write_faults),
@@ -155,10 +149,15 @@ void update_phase(const peers::command& cmd, const qs::options& opts) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* extra = "[--pool-pages P] ";
-  peers::command cmd = peers::parse(argc, argv, extra);
-  // qs::error, and a --pool-pages that is not a number, among what may escape
-  return peers::run_phase(cmd, argv[0], "peer-qs", extra,
-                          {[&] { build_phase(cmd, options_of(cmd)); }, [&] { open_phase(cmd, options_of(cmd)); },
-                           [&] { traverse_phase(cmd, options_of(cmd)); }, [&] { update_phase(cmd, options_of(cmd)); }});
+  CLI::App app("The workload of scripts/peers on qs (hardware mode, an embedded database).\n", "peer-qs");
+  qs::cli::prepare(app);
+  qs::options o;
+  app.add_option("--pool-pages", o.pool_pages, "the qs buffer pool in pages, 1 to 4294967295 (default qs's)")
+      ->type_name("P")
+      ->check(qs::cli::whole(1, 0xffffffff));
+  peers::command cmd = peers::parse(app, argc, argv);
+  // qs::error among what may escape
+  return peers::run_phase(cmd, "peer-qs",
+                          {[&] { build_phase(cmd, o); }, [&] { open_phase(cmd, o); }, [&] { traverse_phase(cmd, o); },
+                           [&] { update_phase(cmd, o); }});
 }

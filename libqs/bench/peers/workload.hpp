@@ -21,6 +21,8 @@
 // Thread-safety: plain functions of their arguments; no shared state.
 #pragma once
 
+#include <cli.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -127,43 +129,29 @@ double hot_ms(const Node* root, const Child& child) {
   return best;
 }
 
-// The command line every program takes: PHASE PATH N, after options of the
-// form --name value (a program says which it knows).
+// The command line every program takes: PHASE PATH N, with the options the
+// program declared on `app` (peer-qs: --pool-pages) before or after them;
+// PHASE is one of `phases`. A bad command line or --help ends the program
+// here (qs_cli: exit status 2, or 0 after --help).
 struct command {
   std::string phase;  // build, open, traverse, update (peer-mem: all)
   std::string path;
   std::uint32_t n = 0;
-  std::vector<std::pair<std::string, std::string>> options;
-
-  const char* option(const char* name) const {
-    for (const auto& [k, v] : options)
-      if (k == name) return v.c_str();
-    return nullptr;
-  }
 };
 
-[[noreturn]] inline void usage(const char* program, const char* extra) {
-  std::fprintf(stderr, "usage: %s %s{build|open|traverse|update} PATH N\n", program, extra);
-  std::exit(2);
-}
-
-inline command parse(int argc, char** argv, const char* extra_usage = "") {
+inline command parse(CLI::App& app, int argc, char** argv,
+                     const std::vector<std::string>& phases = {"build", "open", "traverse", "update"}) {
   command c;
-  int i = 1;
-  while (i + 1 < argc && std::strncmp(argv[i], "--", 2) == 0) {
-    c.options.emplace_back(argv[i] + 2, argv[i + 1]);
-    i += 2;
-  }
-  if (argc - i != 3) usage(argv[0], extra_usage);
-  c.phase = argv[i];
-  c.path = argv[i + 1];
-  char* end = nullptr;
-  unsigned long long n = std::strtoull(argv[i + 2], &end, 10);
-  if (*end != '\0' || n == 0 || n > 100'000'000) {
-    std::fprintf(stderr, "%s: N must be a number of nodes from 1 to 100000000, not '%s'\n", argv[0], argv[i + 2]);
-    std::exit(2);
-  }
-  c.n = static_cast<std::uint32_t>(n);
+  app.add_option("PHASE", c.phase, "the phase to run")
+      ->type_name(CLI::detail::join(phases, "|"))
+      ->required()
+      ->check(qs::cli::one_of(phases));
+  app.add_option("PATH", c.path, "where the peer keeps its data (peer-mem: ignored)")->type_name("")->required();
+  app.add_option("N", c.n, "the number of nodes, 1 to 100000000")
+      ->type_name("")
+      ->required()
+      ->check(qs::cli::whole(1, 100'000'000));
+  if (auto status = qs::cli::parse(app, argc, argv)) std::exit(*status);
   return c;
 }
 
@@ -174,14 +162,12 @@ struct phases {
 
 // Runs the phase `cmd` names; an exception that escapes is said on stderr,
 // after the peer's name, and the exit status is 1.
-inline int run_phase(const command& cmd, const char* program, const char* peer, const char* extra_usage,
-                     const phases& p) {
+inline int run_phase(const command& cmd, const char* peer, const phases& p) {
   try {
     if (cmd.phase == "build") p.build();
     else if (cmd.phase == "open") p.open();
     else if (cmd.phase == "traverse") p.traverse();
-    else if (cmd.phase == "update") p.update();
-    else usage(program, extra_usage);
+    else p.update();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", peer, e.what());
     return 1;
