@@ -33,6 +33,11 @@ void on_report(int) {
   if (running) running->report();
 }
 
+// --tcp's [HOST:]PORT; HOST is 127.0.0.1 when not given.
+qs::wire::tcp_address listen_address(const std::string& v) {
+  return qs::wire::parse_tcp_address(v.find(':') == std::string::npos ? "127.0.0.1:" + v : v);
+}
+
 std::string read_secret(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) throw qs::error("secret file " + path + ": " + std::strerror(errno));
@@ -77,7 +82,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
             try {
-              qs::wire::parse_tcp_address(v.find(':') == std::string::npos ? "127.0.0.1:" + v : v);
+              listen_address(v);
               return {};
             } catch (const qs::error&) {
               return "expected [HOST:]PORT with PORT from 0 to 65535, got '" + v + "'";
@@ -168,8 +173,7 @@ int main(int argc, char** argv) {
   if (auto status = qs::cli::parse(app, argc, argv)) return *status;
   try {
     if (unix_option->count()) o.unix_path = unix_path;
-    if (!tcp.empty())
-      o.tcp = qs::wire::parse_tcp_address(tcp.find(':') == std::string::npos ? "127.0.0.1:" + tcp : tcp);
+    if (!tcp.empty()) o.tcp = listen_address(tcp);
     o.cache_bytes = cache_mb << 20;
     o.buffer_bytes = buffer_mb << 20;
     o.handshake_timeout = std::chrono::milliseconds(qs::cli::milliseconds(handshake_s));
