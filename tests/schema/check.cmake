@@ -53,11 +53,6 @@ if(CASE STREQUAL "evolution")
   run("${V3}" evolve 3)
   expect("${err}" "type (Part|Holder), member (pair\\[0\\]\\.)?next: a pointer retargeted from Part to the unrelated type Tool")
   run("${V1}" check 0)
-  # A reservation smaller than the database: the conversion stops naming the
-  # option and the size needed, and converts nothing.
-  run("${V2}" evolve-small 3)
-  expect("${err}" "set qs::options::reservation_bytes to more than the database's")
-  run("${V1}" check 0)
   # qs-evolve refuses the same change, and program files without qs types.
   execute_process(COMMAND ${TOOL} ${db} --program ${V3} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   expect("${rc}" "^3$")

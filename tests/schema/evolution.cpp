@@ -308,12 +308,8 @@ int main(int argc, char** argv) {
   std::string mode = argv[2];
   try {
     qs::options opts;
-    if (mode == "evolve" || mode == "evolve-small") {
+    if (mode == "evolve") {
       opts.evolve = true;
-      if (mode == "evolve-small") {  // a reservation smaller than the database
-        opts.reservation_bytes = 256 << 10;
-        opts.pool_pages = 16;
-      }
 #if QS_NEW_LAYOUT
       opts.converters["Note"] = [](const qs::stored_object& old, void* fresh) {
         static_cast<Note*>(fresh)->sum = old.get<long>("b") + old.get<long>("c");
