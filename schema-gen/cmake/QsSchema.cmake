@@ -18,6 +18,21 @@
 # generated file is only rewritten (and recompiled) when a type's schema
 # changed.
 #
+# Objects a target takes from an OBJECT library ($<TARGET_OBJECTS:lib> among
+# its sources) are linked, not moved, and read by the generator only when
+# the library was marked with qs_schema_objects:
+#
+#   add_library(model OBJECT generate.cpp ops.cpp)   # compiled once ...
+#   qs_schema_objects(model)
+#   add_executable(app main.cpp $<TARGET_OBJECTS:model>)
+#   add_executable(app_tests test.cpp $<TARGET_OBJECTS:model>)  # ... for both
+#   qs_add_schema(app)
+#   qs_add_schema(app_tests)
+#
+# qs_schema_objects gives the library the debug information qs_add_schema
+# gives a target's own objects (below); each program's schema then holds the
+# types of its own objects and of those libraries'.
+#
 # Supported targets: executables, shared libraries and modules (a static
 # library's registration object would be dropped by the linker). Call it in
 # the directory that created the target, once per target. Link-time
@@ -108,11 +123,39 @@ function(qs_add_schema target)
   cmake_language(EVAL CODE "cmake_language(DEFER CALL _qs_add_schema_now [[${target}]])")
 endfunction()
 
+# -g first, so that a target's own -gdwarf-N (or -g3) still decides. A class
+# with virtual functions has its debug information only where its vtable is
+# emitted, unless asked: a program that reads such objects but never
+# constructs one would have them neither checked against the database nor
+# converted by schema evolution. Debug information only; the code is the
+# same. A global property, as the paths above.
+set_property(GLOBAL PROPERTY QS_SCHEMA_DEBUG_OPTIONS -g
+  "$<$<COMPILE_LANG_AND_ID:CXX,GNU>:-femit-class-debug-always>"
+  "$<$<COMPILE_LANG_AND_ID:CXX,Clang>:-fstandalone-debug>")
+
+function(qs_schema_objects lib)
+  if(NOT TARGET "${lib}")
+    message(FATAL_ERROR "qs_schema_objects(${lib}): no such target")
+  endif()
+  get_target_property(_type "${lib}" TYPE)
+  if(NOT _type STREQUAL "OBJECT_LIBRARY")
+    message(FATAL_ERROR "qs_schema_objects(${lib}): ${lib} is a ${_type}, not an OBJECT library")
+  endif()
+  get_property(debug GLOBAL PROPERTY QS_SCHEMA_DEBUG_OPTIONS)
+  get_target_property(_options "${lib}" COMPILE_OPTIONS)
+  if(NOT _options)
+    set(_options "")
+  endif()
+  set_property(TARGET "${lib}" PROPERTY COMPILE_OPTIONS ${debug} ${_options})
+  set_property(TARGET "${lib}" PROPERTY QS_SCHEMA_OBJECTS ON)
+endfunction()
+
 # Runs at the end of the directory that called qs_add_schema.
 function(_qs_add_schema_now target)
   get_property(script GLOBAL PROPERTY QS_SCHEMA_GEN_SCRIPT)
   get_property(modules GLOBAL PROPERTY QS_SCHEMA_GEN_MODULES)
   get_property(include_dir GLOBAL PROPERTY QS_SCHEMA_INCLUDE_DIR)
+  get_property(debug GLOBAL PROPERTY QS_SCHEMA_DEBUG_OPTIONS)
   if(NOT EXISTS "${script}")
     message(FATAL_ERROR "qs_add_schema(${target}): the schema generator ${script} is missing")
   endif()
@@ -142,15 +185,9 @@ function(_qs_add_schema_now target)
   endif()
 
   add_library("${objs}" OBJECT ${_move})
-  # Compiled exactly as the target would compile them. -g comes first so that
-  # the target's own -gdwarf-N (or -g3) still decides. A class with virtual
-  # functions has its debug information only where its vtable is emitted,
-  # unless asked: a program that reads such objects but never constructs one
-  # would have them neither checked against the database nor converted by
-  # schema evolution. Debug information only; the code is the same.
-  target_compile_options("${objs}" PRIVATE -g
-    "$<$<COMPILE_LANG_AND_ID:CXX,GNU>:-femit-class-debug-always>"
-    "$<$<COMPILE_LANG_AND_ID:CXX,Clang>:-fstandalone-debug>"
+  # Compiled exactly as the target would compile them, with the debug
+  # information the generator reads (QS_SCHEMA_DEBUG_OPTIONS).
+  target_compile_options("${objs}" PRIVATE ${debug}
     "$<TARGET_PROPERTY:${target},COMPILE_OPTIONS>")
   target_include_directories("${objs}" PRIVATE "$<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>")
   target_compile_definitions("${objs}" PRIVATE "$<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>")
@@ -168,10 +205,28 @@ function(_qs_add_schema_now target)
     set_property(TARGET "${objs}" PROPERTY POSITION_INDEPENDENT_CODE ON)
   endif()
 
+  # The generator reads the moved objects and those of the libraries marked
+  # with qs_schema_objects that the target takes.
+  set(_read "$<TARGET_OBJECTS:${objs}>")
+  set(_read_targets "${objs}")
+  foreach(_s IN LISTS _keep)
+    # (${CMAKE_MATCH_1} is expanded before the if runs: two ifs.)
+    if(_s MATCHES "^\\$<TARGET_OBJECTS:([^>]+)>$")
+      set(_lib "${CMAKE_MATCH_1}")
+      if(TARGET "${_lib}")
+        get_target_property(_marked "${_lib}" QS_SCHEMA_OBJECTS)
+        if(_marked)
+          list(APPEND _read "${_s}")
+          list(APPEND _read_targets "${_lib}")
+        endif()
+      endif()
+    endif()
+  endforeach()
+
   add_custom_command(
     OUTPUT "${gen}"
-    COMMAND "${QS_SCHEMA_PYTHON}" "${script}" -o "${gen}" "$<TARGET_OBJECTS:${objs}>"
-    DEPENDS "$<TARGET_OBJECTS:${objs}>" "${objs}" "${script}" ${modules}
+    COMMAND "${QS_SCHEMA_PYTHON}" "${script}" -o "${gen}" ${_read}
+    DEPENDS ${_read} ${_read_targets} "${script}" ${modules}
     COMMENT "qs schema-gen: persistent types of ${target}"
     COMMAND_EXPAND_LISTS VERBATIM)
   # The generated file needs only <qs/schema.hpp>.

@@ -27,6 +27,15 @@ struct Circle : Shape {
 };
 #endif
 
+#if QS_SCHEMA_RELEASE == 2
+namespace {
+// Release 2 has no vtable for Circle, so qs gives the stored object its
+// raising vtable (unknown_vtable.hpp), and UBSan's vptr check would flag the
+// call as one through an object of another type before qs could raise.
+__attribute__((no_sanitize("vptr"))) double area(const Shape* s) { return s->area(); }
+}  // namespace
+#endif
+
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
   try {
@@ -35,8 +44,10 @@ int main(int argc, char** argv) {
     Shape*& shape = db.root<Shape*>("shape");
 #if QS_SCHEMA_RELEASE == 1
     shape = new (db) Circle(2);
-#endif
     std::printf("area %g\n", shape->area());
+#else
+    std::printf("area %g\n", area(shape));
+#endif
     tx.commit();
   } catch (const qs::error& e) {
     std::fprintf(stderr, "%s\n", e.what());

@@ -36,6 +36,13 @@
 //    or, between transactions, the database last used.
 #pragma once
 
+// The runtime's sources that do not depend on the mode are compiled once for
+// both runtimes, with QS_MODE_INDEPENDENT (libqs/CMakeLists.txt): one that
+// includes this header depends on the mode.
+#ifdef QS_MODE_INDEPENDENT
+#error "qs/ref.hpp in a mode-independent runtime source: move it to QS_RUNTIME_SOURCES (libqs/CMakeLists.txt)"
+#endif
+
 #ifndef QS_SOFTWARE_SWIZZLE
 #define QS_SOFTWARE_SWIZZLE 0
 #endif

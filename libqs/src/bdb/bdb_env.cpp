@@ -819,7 +819,9 @@ void bdb_env::scan(DbTxn* t, std::string_view prefix, const std::function<void(s
   key.set_flags(DB_DBT_REALLOC);
   data.set_flags(DB_DBT_REALLOC);
   key.set_data(std::malloc(prefix.size() ? prefix.size() : 1));
-  std::memcpy(key.get_data(), prefix.data(), prefix.size());
+  // An empty view's data() may be null, which memcpy must not be given
+  // even for no bytes.
+  if (!prefix.empty()) std::memcpy(key.get_data(), prefix.data(), prefix.size());
   key.set_size(static_cast<std::uint32_t>(prefix.size()));
   auto release = [&] {
     std::free(key.get_data());
@@ -904,7 +906,7 @@ bool bdb_env::index_erase(DbTxn* t, std::uint32_t index, std::string_view k, std
   Dbt key = dbt(k), data;
   data.set_flags(DB_DBT_REALLOC);
   data.set_data(std::malloc(v.size() ? v.size() : 1));
-  std::memcpy(data.get_data(), v.data(), v.size());
+  if (!v.empty()) std::memcpy(data.get_data(), v.data(), v.size());  // (as in scan)
   data.set_size(static_cast<std::uint32_t>(v.size()));
   int rc = cursor->get(&key, &data, ix.unique ? DB_SET : DB_GET_BOTH_RANGE);
   if (rc == 0) {
@@ -929,7 +931,7 @@ void bdb_env::index_scan(DbTxn* t, std::uint32_t index, std::string_view lo, std
   key.set_flags(DB_DBT_REALLOC);
   data.set_flags(DB_DBT_REALLOC);
   key.set_data(std::malloc(lo.size() ? lo.size() : 1));
-  std::memcpy(key.get_data(), lo.data(), lo.size());
+  if (!lo.empty()) std::memcpy(key.get_data(), lo.data(), lo.size());  // (as in scan)
   key.set_size(static_cast<std::uint32_t>(lo.size()));
   auto release = [&] {
     std::free(key.get_data());
