@@ -74,6 +74,11 @@ bool sync_directory(const std::string& dir) {
 // reserve_room), and how close the end may come before more is reserved.
 constexpr std::uint64_t room_ahead = std::uint64_t{4} << 20;
 
+// " (Berkeley DB said: ...)" for the messages Berkeley DB gave, or "".
+std::string berkeley_db_said(const std::string& messages) {
+  return messages.empty() ? "" : " (Berkeley DB said: " + messages + ")";
+}
+
 // Whether a message of Berkeley DB's says that a write to its files failed.
 bool says_write_failed(std::string_view msg) {
   for (const char* s : {"No space left on device", "Disk quota exceeded", "Input/output error", "Read-only file system",
@@ -121,18 +126,12 @@ void bdb_env::check(int rc, const std::string& what) const {
   if (rc == 0) return;
   std::string msg = "database " + dir_ + ": " + what + ": " + db_strerror(rc);
   std::string said = take_messages();
-  if (!said.empty()) msg += " (Berkeley DB said: " + said + ")";
+  msg += berkeley_db_said(said);
   if (rc == ENOMEM && said.find("Lock table is out of") != std::string::npos)
     msg += "; one transaction may hold " + std::to_string(max_locks_) +
            " Berkeley DB locks (about two and a half a page written): commit in smaller transactions";
   if (rc == DB_LOCK_NOTGRANTED && !timeouts_.empty()) msg += " (" + timeouts_ + ")";
-  if (is_write_fault(rc)) {
-    msg += free_space_note(dir_) +
-           ". Every transaction whose commit returned is in the log; this handle writes nothing more and refuses "
-           "every call: close the database, make room, and open it again (recovery restores what was committed)";
-    break_for_writes(msg);
-    throw write_failed(msg);
-  }
+  if (is_write_fault(rc)) fail_writes(msg);
   if (rc == DB_LOCK_DEADLOCK) throw deadlock_victim(msg);
   if (rc == DB_LOCK_NOTGRANTED) throw conflict(msg);
   throw store_error(msg);
@@ -156,6 +155,18 @@ void bdb_env::break_for_writes(const std::string& message) const {
   if (env_) env_->set_flags(DB_PANIC_ENVIRONMENT, 1);
 }
 
+std::string bdb_env::after_failed_write(const std::string& message) const {
+  return message + free_space_note(dir_) +
+         ". Every transaction whose commit returned is in the log; this handle writes nothing more and refuses every "
+         "call: close the database, make room, and open it again (recovery restores what was committed)";
+}
+
+void bdb_env::fail_writes(const std::string& message) const {
+  const std::string full = after_failed_write(message);
+  break_for_writes(full);
+  throw write_failed(full);
+}
+
 void bdb_env::reserve_room(Db& db, std::uint64_t& room) {
   std::lock_guard<std::mutex> g(room_mutex_);
   db_pgno_t last = 0;
@@ -177,12 +188,7 @@ void bdb_env::reserve_room(Db& db, std::uint64_t& room) {
     room = ~std::uint64_t{0};
     return;
   }
-  std::string msg = "database " + dir_ + ": cannot reserve room for its files to grow: " + std::strerror(e) +
-                    free_space_note(dir_) +
-                    ". Every transaction whose commit returned is in the log; this handle writes nothing more and "
-                    "refuses every call: close the database, make room, and open it again";
-  break_for_writes(msg);
-  throw write_failed(msg);
+  fail_writes("database " + dir_ + ": cannot reserve room for its files to grow: " + std::strerror(e));
 }
 
 void bdb_env::reserve_log() {
@@ -203,23 +209,14 @@ void bdb_env::reserve_log() {
     log_room_file_ = file;
     return;
   }
-  std::string msg = "database " + dir_ + ": cannot reserve room for its log: " + std::strerror(e) +
-                    free_space_note(dir_) +
-                    ". Every transaction whose commit returned is in the log; this handle writes nothing more and "
-                    "refuses every call: close the database, make room, and open it again";
-  break_for_writes(msg);
-  throw write_failed(msg);
+  fail_writes("database " + dir_ + ": cannot reserve room for its log: " + std::strerror(e));
 }
 
 void bdb_env::refuse_if_broken() const {
   if (broken_.load(std::memory_order_acquire) == not_broken && write_failed_.load(std::memory_order_acquire) &&
       wrote_.load(std::memory_order_acquire)) {
     std::string said = take_messages();
-    break_for_writes("database " + dir_ + ": a write to its files failed" +
-                     (said.empty() ? "" : " (Berkeley DB said: " + said + ")") + free_space_note(dir_) +
-                     ". Every transaction whose commit returned is in the log; this handle writes nothing more "
-                     "and refuses every call: close the database, make room, and open it again (recovery restores "
-                     "what was committed)");
+    break_for_writes(after_failed_write("database " + dir_ + ": a write to its files failed" + berkeley_db_said(said)));
   }
   switch (broken_.load(std::memory_order_acquire)) {
     case not_broken: return;
@@ -456,23 +453,17 @@ void bdb_env::commit(DbTxn* t, bool durable) {
     // Berkeley DB said a write failed while the commit was written, and
     // returned 0 all the same: its commit record may be on no disk.
     std::string said = take_messages();
-    std::string msg = "database " + dir_ + ": a write failed while the commit was written" +
-                      (said.empty() ? "" : " (Berkeley DB said: " + said + ")") + free_space_note(dir_) +
-                      ": the transaction may or may not have committed (look after reopening). Every transaction "
-                      "whose commit returned before is in the log; this handle writes nothing more and refuses "
-                      "every call: close the database, make room, and open it again";
-    break_for_writes(msg);
-    throw write_failed(msg);
+    fail_writes("database " + dir_ + ": a write failed while the commit was written" + berkeley_db_said(said) +
+                "; the transaction may or may not have committed (look after reopening)");
   }
   // Bounds recovery time and lets old log files be removed. The commit is
   // in the log already: a checkpoint that fails breaks the environment for
   // the calls after this one.
   int rc = env_->txn_checkpoint(16 * 1024, 0, 0);
   if (rc != 0 && is_write_fault(rc)) {
-    try {
-      check(rc, "checkpoint after a commit");
-    } catch (const write_failed&) {
-    }
+    std::string said = take_messages();
+    break_for_writes(after_failed_write("database " + dir_ + ": checkpoint after a commit: " + db_strerror(rc) +
+                                        berkeley_db_said(said)));
   }
 }
 

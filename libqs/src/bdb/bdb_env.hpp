@@ -227,6 +227,11 @@ class bdb_env {
   // files, least of all pages whose log records the disk did not take; the
   // close leaves no clean-close mark, and the next open recovers.
   void break_for_writes(const std::string& message) const;
+  // `message` with the room left and what to do after a failed write.
+  std::string after_failed_write(const std::string& message) const;
+  // Breaks the environment for writes and throws qs::write_failed, saying
+  // after_failed_write(message).
+  [[noreturn]] void fail_writes(const std::string& message) const;
   // Reserves the disk blocks a data file will grow into, a few MiB past
   // the last page Berkeley DB has for it (written or still in its cache),
   // before anything is written there: on a full disk the reservation fails
