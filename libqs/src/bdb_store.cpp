@@ -6,9 +6,8 @@
 #include <db_cxx.h>
 #include <fcntl.h>
 #include <sys/file.h>
-#include <unistd.h>
-
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>

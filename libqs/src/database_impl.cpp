@@ -194,17 +194,12 @@ void database_impl::serve_fault(void* address, bool write) {
   page_desc* d = table_.by_frame(access_->frames().frame_of(address));
   if (d && (d->state() == page_state::writable || (d->state() == page_state::readable && !write))) return;
   if (!d) invalid_persistent_pointer(address, ("no page of database " + name() + " is at this address").c_str());
-  if (!log_.open()) {
+  if (!log_.open() || !in_this_transaction()) {
     char at[32];
     std::snprintf(at, sizeof at, "%#" PRIxPTR, reinterpret_cast<std::uintptr_t>(address));
-    throw no_transaction("persistent object at " + std::string(at) + " (page " + std::to_string(d->page) +
-                         " of database " + name() + ") touched outside a transaction");
-  }
-  if (!in_this_transaction()) {
-    char at[32];
-    std::snprintf(at, sizeof at, "%#" PRIxPTR, reinterpret_cast<std::uintptr_t>(address));
-    outside_transaction("persistent object at " + std::string(at) + " (page " + std::to_string(d->page) + ") " +
-                        (write ? "written" : "read"));
+    const std::string object = "persistent object at " + std::string(at) + " (page " + std::to_string(d->page);
+    if (!log_.open()) throw no_transaction(object + " of database " + name() + ") touched outside a transaction");
+    outside_transaction(object + ") " + (write ? "written" : "read"));
   }
   // A failed transaction's faults are still served (from its snapshot):
   // the failure is raised where an exception is safe, by the next explicit
