@@ -26,4 +26,14 @@ void log_line(std::uint64_t connection, const std::string& text) {
   (void)n;
 }
 
+std::string seconds(std::chrono::milliseconds t) {
+  std::string s = std::to_string(t.count() / 1000);
+  if (long ms = static_cast<long>(t.count() % 1000)) {
+    std::string frac = std::to_string(1000 + ms).substr(1);
+    while (frac.back() == '0') frac.pop_back();
+    s += "." + frac;
+  }
+  return s + " s";
+}
+
 }  // namespace qs::server

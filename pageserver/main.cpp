@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
   std::uint64_t cache_mb = o.cache_bytes >> 20, buffer_mb = o.buffer_bytes >> 20;
   auto in_seconds = [](std::chrono::milliseconds t) { return static_cast<double>(t.count()) / 1000; };
   double handshake_s = in_seconds(o.handshake_timeout), idle_s = in_seconds(o.idle_timeout),
-         lock_s = in_seconds(o.lock_timeout), txn_s = in_seconds(o.txn_timeout);
+         lock_s = in_seconds(o.lock_timeout), txn_s = in_seconds(o.txn_timeout),
+         snapshot_s = in_seconds(o.snapshot_max_age);
   CLI::App app(
       "Serves the qs database in DIR (a Berkeley DB environment, created when absent and\n"
       "recovered at start) to clients that open qs+unix://PATH or qs://HOST:PORT.\n",
@@ -152,6 +153,14 @@ int main(int argc, char** argv) {
       ->type_name("SECONDS")
       ->check(qs::cli::seconds(bdb_most, "none"))
       ->group(limits);
+  app.add_option("--snapshot-max-age", snapshot_s,
+                 "a transaction's snapshot is released after this long, and the\n"
+                 "transaction fails: page versions written since a snapshot began\n"
+                 "are kept for it (__db.freezer files past --cache-mb); up to\n"
+                 "31536000 (default 120)")
+      ->type_name("SECONDS")
+      ->check(qs::cli::seconds(year, "none"))
+      ->group(limits);
   app.add_option("--buffer-mb", buffer_mb,
                  "message buffers all connections share, in MiB, beyond 1 MiB\n"
                  "each, 1 to 1000000 (default 512); a request that finds no room\n"
@@ -180,6 +189,7 @@ int main(int argc, char** argv) {
     o.idle_timeout = std::chrono::milliseconds(qs::cli::milliseconds(idle_s));
     o.lock_timeout = std::chrono::milliseconds(qs::cli::milliseconds(lock_s));
     o.txn_timeout = std::chrono::milliseconds(qs::cli::milliseconds(txn_s));
+    o.snapshot_max_age = std::chrono::milliseconds(qs::cli::milliseconds(snapshot_s));
     if (!secret_file.empty()) o.secret = read_secret(secret_file);
   } catch (const std::exception& e) {
     std::cerr << "qs-pageserver: " << e.what() << "\n";

@@ -51,17 +51,6 @@ unsigned bound_port(int fd) {
   return 0;
 }
 
-// "300 s", "0.5 s": a limit, as its option takes it.
-std::string seconds(std::chrono::milliseconds t) {
-  std::string s = std::to_string(t.count() / 1000);
-  if (long ms = static_cast<long>(t.count() % 1000)) {
-    std::string frac = std::to_string(1000 + ms).substr(1);
-    while (frac.back() == '0') frac.pop_back();
-    s += "." + frac;
-  }
-  return s + " s";
-}
-
 }  // namespace
 
 server::server(const server_options& o) : o_(o), limits_(o.max_connections, o.max_handshakes), budget_(o.buffer_bytes) {
@@ -218,7 +207,7 @@ void server::serve(client* c) {
       if (!held.add(n, std::chrono::milliseconds(0), refusal)) throw store_error(refusal);
     };
     session s({env_.get(), numbers_.get(), outcomes_.get(), &counters_, &commit_gate_, &sending_ahead_,
-               o_.log_conflicts, c->tcp, o_.secret, charge},
+               o_.log_conflicts, c->tcp, o_.secret, o_.snapshot_max_age, charge},
               c->id);
     std::vector<std::byte> buf;
     std::string refusal;
@@ -242,6 +231,9 @@ void server::serve(client* c) {
               idle_limited = true;
             }
           }
+          // A quiet client's snapshot is released when due, not at its
+          // next request: until then Berkeley DB keeps page versions for it.
+          l.quiet_deadline = s.snapshot_deadline();
           // A large body waits for room in the budget as long as a lock
           // request would wait for its lock.
           l.admit = [&](std::uint32_t n) { return held.add(n, o_.lock_timeout, refusal); };
@@ -262,6 +254,11 @@ void server::serve(client* c) {
           reason = "protocol error";
           break;
         } catch (const wire::timeout_error& e) {
+          const auto now = clock::now();
+          if (greeted && !e.inside_frame() && !(idle_limited && now >= l.deadline) && now >= s.snapshot_deadline()) {
+            s.release_snapshot_if_due();  // the connection stays: the client is told at its next request
+            continue;
+          }
           if (!greeted) {
             reason = "timed out in its handshake";
             farewell = "the server closed the connection: no complete hello within its handshake timeout of " +

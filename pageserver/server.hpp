@@ -19,6 +19,8 @@
 //    closing for a limit the server sends an error with code `closed` whose
 //    text names the option. Lock waits are bounded by lock_timeouts.hpp;
 //    TCP keepalive notices a peer whose host vanished.
+//  * disk: a transaction's snapshot is released after snapshot_max_age,
+//    at its next request or when the wait for one runs out (session.hpp).
 //  * memory: message buffers beyond a small allowance per connection come
 //    from one budget (buffer_budget.hpp).
 //
@@ -65,6 +67,8 @@ struct server_options {
   std::chrono::milliseconds idle_timeout{300'000};  // zero: none
   std::chrono::milliseconds lock_timeout{60'000};   // zero: none
   std::chrono::milliseconds txn_timeout{600'000};   // zero: none
+  // How long a transaction's snapshot is kept (session.hpp); zero: no limit.
+  std::chrono::milliseconds snapshot_max_age{120'000};
   std::uint64_t buffer_bytes = std::uint64_t{512} << 20;
   // How long the outcome of a commit is remembered (commit_outcomes.hpp).
   std::uint64_t outcome_window_seconds = 600;

@@ -82,6 +82,21 @@ void session::abort_quietly() noexcept {
   abort_txn(snap_);
 }
 
+std::chrono::steady_clock::time_point session::snapshot_deadline() const {
+  if (!snap_ || c_.snapshot_max_age.count() <= 0) return std::chrono::steady_clock::time_point::max();
+  return snap_began_ + c_.snapshot_max_age;
+}
+
+void session::release_snapshot_if_due() {
+  if (std::chrono::steady_clock::now() < snapshot_deadline()) return;
+  const std::string limit = seconds(c_.snapshot_max_age);
+  fail(wire::error_code::store, "its snapshot was released after " + limit +
+                                    ", the limit of qs-pageserver --snapshot-max-age (the server keeps every page "
+                                    "version committed since a snapshot began); run it again, in less time");
+  abort_txn(snap_);
+  log_line(id_, "snapshot released after " + limit + " (--snapshot-max-age); the transaction will abort");
+}
+
 void session::fail(wire::error_code code, const std::string& text) {
   abort_writer();
   if (!failed_) failed_ = failure{code, "the transaction failed: " + text};
@@ -390,6 +405,7 @@ void session::handle(std::span<const std::byte> body, wire::writer& out, bool& c
   wire::response resp;
   close = false;
   try {
+    release_snapshot_if_due();
     resp = dispatch(wire::parse_request(body));
   } catch (const wire::protocol_error& e) {
     log_line(id_, std::string("error: protocol: ") + e.what() + "; closing the connection");
@@ -571,8 +587,11 @@ wire::response session::dispatch(const wire::request& r) {
   }
   if (type == msg::hello) throw wire::protocol_error("a second hello");
   const bool in_txn = state_ == state::txn;
-  // Reads in a transaction: its snapshot.
+  // Reads in a transaction: its snapshot; one whose snapshot was released
+  // reads nothing more.
   DbTxn* t = in_txn ? snap_ : nullptr;
+  if (in_txn && !snap_ && failed_ && (type == msg::read_page || type == msg::get || type == msg::scan))
+    throw failed_error{failed_->code, failed_->text};
   auto require_txn = [&] {
     if (!in_txn) throw wire::protocol_error(std::string(wire::name_of(type)) + " outside a transaction");
   };
@@ -598,6 +617,7 @@ wire::response session::dispatch(const wire::request& r) {
               for (const auto& [page, written] : reserve) lock_page(page, written);
               reserved_ = !reserve.empty();
               snap_ = c_.env->begin(true);
+              snap_began_ = std::chrono::steady_clock::now();
               commit_id_ = c_.outcomes->claim(snap_);
             } catch (const conflict& e) {
               abort_quietly();

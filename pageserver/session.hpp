@@ -52,6 +52,13 @@
 // A transaction that wrote nothing commits without validation: it saw one
 // consistent snapshot.
 //
+// A snapshot makes Berkeley DB keep every version of a page committed since
+// it began (in the cache, then in __db.freezer files past it), so one is
+// kept at most snapshot_max_age: then it is released (release_snapshot_if_due,
+// at the next request or when the server's wait for one runs out) and the
+// transaction fails with a store error naming the limit, answered to its
+// reads, index calls and commit.
+//
 // Optimistic transactions give no transaction a turn: one that keeps
 // losing to others over the same pages could lose every time. A client
 // whose commits were refused three times in a row names, at its next begin,
@@ -82,6 +89,7 @@
 #include <messages.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -110,6 +118,8 @@ struct session_config {
   bool log_conflicts;
   bool need_secret;
   std::string secret;
+  // How long a transaction's snapshot is kept (zero: no limit).
+  std::chrono::milliseconds snapshot_max_age{};
   // Told the bytes an answer is about to take as a scan gathers it; throws
   // (a qs::error, whose text the client gets) when the server cannot give
   // them. Empty: answers are not counted.
@@ -135,6 +145,10 @@ class session {
   bool in_transaction() const { return state_ == state::txn; }
   // A Berkeley DB transaction is open (and may hold locks).
   bool transaction_open() const { return snap_ != nullptr || write_ != nullptr; }
+  // When the open transaction's snapshot is due to be released (max: never).
+  std::chrono::steady_clock::time_point snapshot_deadline() const;
+  // Releases the snapshot if it is due (see above): the transaction fails.
+  void release_snapshot_if_due();
 
  private:
   enum class state { hello, idle, txn };
@@ -197,7 +211,8 @@ class session {
   session_config c_;
   std::uint64_t id_;
   state state_ = state::hello;
-  DbTxn* snap_ = nullptr;        // the snapshot the transaction reads
+  DbTxn* snap_ = nullptr;  // the snapshot the transaction reads
+  std::chrono::steady_clock::time_point snap_began_{};
   DbTxn* write_ = nullptr;       // its writes, once it has some
   wire::commit_id commit_id_{};  // the open transaction's
   struct failure {

@@ -50,6 +50,7 @@ TEST_CASE("qs-pageserver refuses a number that is negative, has trailing junk or
        "--buffer-mb: expected a whole number from 1 to 1000000, got '18446744073709551617'"},
       {{"--lock-timeout", "5000"}, "--lock-timeout: expected seconds from 0 to 4294"},
       {{"--idle-timeout", "-0.5"}, "--idle-timeout: expected seconds from 0 to 31536000"},
+      {{"--snapshot-max-age", "2y"}, "--snapshot-max-age: expected seconds from 0 to 31536000"},
       {{"--handshake-timeout", "1e3"}, "--handshake-timeout: expected seconds from 0.001 to 31536000"},
       {{"--tcp", "70000", "--secret-file", "x"}, "--tcp: expected [HOST:]PORT with PORT from 0 to 65535, got '70000'"},
   };
@@ -79,9 +80,10 @@ TEST_CASE("qs-pageserver --help lists the options; an unknown option is a usage 
   qs_test::test_dir dir;
   process h = spawn({QS_PAGESERVER, "--help"}, {}, dir.path(), "help");
   CHECK(h.wait(10000) == 0);
-  for (const char* option : {"--dir", "--unix", "--tcp", "--secret-file", "--ready-file", "--cache-mb",
-                             "--outcome-window", "--log-conflicts", "--max-connections", "--max-handshakes",
-                             "--handshake-timeout", "--idle-timeout", "--lock-timeout", "--txn-timeout", "--buffer-mb"})
+  for (const char* option :
+       {"--dir", "--unix", "--tcp", "--secret-file", "--ready-file", "--cache-mb", "--outcome-window",
+        "--log-conflicts", "--max-connections", "--max-handshakes", "--handshake-timeout", "--idle-timeout",
+        "--lock-timeout", "--txn-timeout", "--snapshot-max-age", "--buffer-mb"})
     CHECK(has(h.out(), option));
   outcome o = run_server(dir, "unknown", {"--cache-size", "64"});
   CHECK(o.status == 2);

@@ -236,6 +236,57 @@ TEST_CASE("a lock wait past --lock-timeout or --txn-timeout fails as a conflict 
   CHECK(b.out() == "value=1\n");
 }
 
+TEST_CASE("a snapshot kept past --snapshot-max-age is released, and its transaction says why at every request") {
+  using namespace qs::wire;
+  qs_test::test_dir dir;
+  server_process s(dir.sub("s"));
+  s.set_options({"--snapshot-max-age", "1"});
+  s.start();
+  wire_client a(s.port());
+  a.log_in(s.secret());
+  auto expect_released = [&](const request& r) {
+    a.send(r);
+    auto resp = a.receive();
+    const auto* e = std::get_if<error_response>(&resp);
+    REQUIRE(e);
+    CHECK(e->code == error_code::store);
+    CHECK(std::string(e->text) ==
+          "the transaction failed: its snapshot was released after 1 s, the limit of qs-pageserver "
+          "--snapshot-max-age (the server keeps every page version committed since a snapshot began); run it "
+          "again, in less time");
+  };
+  const bool quiet = GENERATE(true, false);
+  a.send(begin_request{});
+  REQUIRE(std::holds_alternative<begun_response>(a.receive()));
+  a.send(get_request{"r:nothing"});
+  REQUIRE(std::holds_alternative<value_response>(a.receive()));
+  if (quiet) {
+    // Nobody asks: the server releases it when due, and keeps the connection.
+    CHECK(wait_for_log(s, "snapshot released after 1 s (--snapshot-max-age); the transaction will abort", 1));
+    CHECK(a.open());
+  } else {
+    // A client that keeps asking (pings are no reads) meets the limit at
+    // its first request past it.
+    for (int i = 0; i < 12; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      a.send(ping_request{"", 1});
+      REQUIRE(std::holds_alternative<pong_response>(a.receive()));
+    }
+  }
+  expect_released(read_page_request{1, {}});
+  expect_released(get_request{"r:nothing"});
+  expect_released(scan_request{"r:"});
+  expect_released(commit_request{});
+  CHECK(wait_for_log(s, "snapshot released after 1 s", 1));
+  // The next transaction has a snapshot of its own.
+  a.send(begin_request{});
+  REQUIRE(std::holds_alternative<begun_response>(a.receive()));
+  a.send(get_request{"r:nothing"});
+  CHECK(std::holds_alternative<value_response>(a.receive()));
+  a.send(abort_request{});
+  CHECK(std::holds_alternative<ok_response>(a.receive()));
+}
+
 TEST_CASE("message buffers share one budget; a request that finds no room fails with the reason") {
   using qs_test::Blob;
   qs_test::test_dir dir;

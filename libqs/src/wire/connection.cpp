@@ -88,7 +88,7 @@ bool wait_readable(int fd, clock::time_point until) {
 }  // namespace
 
 received connection::receive(std::vector<std::byte>& buf, const receive_limits& l) {
-  clock::time_point until = l.deadline;
+  clock::time_point until = std::min(l.deadline, l.quiet_deadline);
   bool started = false;
   auto wait = [&] {
     if (!wait_readable(fd_, until))
@@ -124,6 +124,7 @@ received connection::receive(std::vector<std::byte>& buf, const receive_limits& 
       }
       if (!started) {
         started = true;
+        until = l.deadline;
         if (l.frame_time != clock::duration::zero()) until = std::min(until, clock::now() + l.frame_time);
       }
       got += static_cast<std::size_t>(r);

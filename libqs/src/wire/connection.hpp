@@ -52,6 +52,9 @@ struct receive_limits {
   std::uint32_t max = 0;
   // The whole frame must have come by then.
   clock::time_point deadline = clock::time_point::max();
+  // The frame's first byte must have come by then: a limit on how long the
+  // peer stays quiet, which a frame already arriving does not meet.
+  clock::time_point quiet_deadline = clock::time_point::max();
   // Once its first byte has come, the rest of the frame must come within
   // this (zero: no limit but the deadline).
   clock::duration frame_time{};
