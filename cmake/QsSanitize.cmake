@@ -19,8 +19,8 @@
 # test that meets it fails instead of printing and going on. What a
 # sanitizer's runtime must be told for qs's SIGSEGV handler to work is
 # compiled into the runtime (libqs/src/os/fault_signal.cpp, the
-# __*_default_options); README.md ("Sanitizers, gdb and valgrind") says it
-# for programs built otherwise. scripts/sanitize adds, in the tests'
+# __*_default_options); docs/tools.md ("Sanitizers, gdb and valgrind") says
+# it for programs built otherwise. scripts/sanitize adds, in the tests'
 # environment, what makes a finding in a child process fail its test.
 include(${CMAKE_CURRENT_LIST_DIR}/QsTargets.cmake)
 include_guard(GLOBAL)

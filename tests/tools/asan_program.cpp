@@ -1,5 +1,5 @@
 // asan_program: a program that uses qs, compiled with AddressSanitizer and
-// UndefinedBehaviorSanitizer as README.md ("Sanitizers, gdb and valgrind")
+// UndefinedBehaviorSanitizer as docs/tools.md ("Sanitizers, gdb and valgrind")
 // tells a user to; the qs runtime it links is the build's own. It shows that
 // qs's page faults and AddressSanitizer's SIGSEGV handling live together, with
 // no ASAN_OPTIONS:

@@ -1,5 +1,5 @@
 # Runs PROGRAM under gdb in batch mode, twice on one fresh database, with the
-# line README.md gives for qs ("handle SIGSEGV SIGBUS nostop noprint pass": the page
+# line docs/tools.md gives for qs ("handle SIGSEGV SIGBUS nostop noprint pass": the page
 # faults are qs's, and go to its handler), and checks what each run printed:
 # FIRST, then SECOND. gdb's exit status is the program's
 # (--return-child-result). Prints "gdb not found" (the test is then skipped)
