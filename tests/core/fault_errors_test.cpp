@@ -89,5 +89,5 @@ TEST_CASE("an error a fault raises inside noexcept code ends the process, naming
   CHECK(WTERMSIG(st) == SIGABRT);
   CHECK_THAT(said, Catch::Contains("qs: the process ends: a page fault raised") && Catch::Contains("page 3") &&
                        Catch::Contains("inside code that cannot throw") &&
-                       Catch::Contains("README, \"Errors in faults\""));
+                       Catch::Contains("docs/api.md, \"Errors in faults\""));
 }

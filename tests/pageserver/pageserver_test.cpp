@@ -559,7 +559,7 @@ TEST_CASE("a lost server met by a fault inside noexcept code ends the process, n
   CHECK(st == -SIGABRT);
   CHECK_THAT(w.err(), Catch::Contains("qs: the process ends: a page fault raised \"server " + s.unix_url()) &&
                           Catch::Contains("inside code that cannot throw") &&
-                          Catch::Contains("README, \"Errors in faults\"") &&
+                          Catch::Contains("docs/api.md, \"Errors in faults\"") &&
                           Catch::Contains("terminate called after throwing an instance of 'qs::connection_lost'"));
 }
 

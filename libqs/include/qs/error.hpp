@@ -17,8 +17,8 @@
 // can only abort (every later qs call in it, commit included, throws it
 // again). Raised inside code that cannot throw (a noexcept function, a
 // destructor), it ends the process through std::terminate, and qs says first
-// which error it was and that it came from a fault (README, "Errors in
-// faults").
+// which error it was and that it came from a fault (docs/api.md, "Errors
+// in faults").
 #pragma once
 
 #include <cstdint>

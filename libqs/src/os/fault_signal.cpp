@@ -146,7 +146,7 @@ void handler(int sig, siginfo_t* info, void* ctx) {
                        "\" inside code that cannot throw (a noexcept function or a destructor) or that "
                        "nothing caught. Errors raised in faults are I/O, corruption, a lost page server "
                        "or a programming error, never a conflict; the transaction was failed first, so nothing "
-                       "of it was committed (README, \"Errors in faults\")\n";
+                       "of it was committed (docs/api.md, \"Errors in faults\")\n";
     say(line.c_str());
   }
   if (previous_terminate) previous_terminate();
