@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <string>
 #include <vector>
 
 namespace qs::detail {
@@ -79,18 +80,42 @@ class forwarding {
 
 namespace {
 
-// "qs::detail::btree_leaf<int, Part, 507>" -> "int, Part"; "" for a type
-// that is not a B-tree's node.
-std::string btree_node_arguments(const std::string& type) {
-  for (const char* node : {"btree_leaf<", "btree_inner<", "btree_meta<"}) {
-    std::size_t at = type.find(node);
-    if (at == std::string::npos) continue;
-    std::string args = type.substr(at + std::strlen(node));
-    // The innermost node's arguments, without the trailing fan-out.
-    while (args.rfind("btree_leaf<", 0) == 0 || args.rfind("btree_inner<", 0) == 0)
-      args = args.substr(args.find('<') + 1);
-    std::size_t comma = args.rfind(',');
-    return comma == std::string::npos ? args : args.substr(0, comma);
+// The top-level template arguments of the template whose name ends at
+// `open` (the '<') in `type`, trimmed.
+std::vector<std::string> template_arguments(const std::string& type, std::size_t open) {
+  std::vector<std::string> args;
+  std::string arg;
+  int depth = 0;
+  for (std::size_t i = open + 1; i < type.size(); ++i) {
+    char c = type[i];
+    if (c == '<' || c == '(') ++depth;
+    if ((c == '>' || c == ')') && depth-- == 0) break;
+    if (c == ',' && depth == 0) {
+      args.push_back(arg);
+      arg.clear();
+      continue;
+    }
+    if (!(c == ' ' && arg.empty())) arg += c;
+  }
+  args.push_back(arg);
+  for (std::string& a : args)
+    while (!a.empty() && a.back() == ' ') a.pop_back();
+  return args;
+}
+
+// What a qs::btree_map (set, multimap, multiset) holds, in the program's
+// terms, for a type that is one or part of one: "int, Part" for
+// "qs::detail::basic_btree<int, Part, std::less<int>, ...>", its nodes
+// ("qs::detail::btree_leaf<int, Part, ..., 507>", btree_inner and
+// btree_meta); "" for any other type.
+std::string btree_arguments(const std::string& type) {
+  for (const char* name :
+       {"qs::detail::basic_btree<", "qs::detail::btree_meta<", "qs::detail::btree_leaf<", "qs::detail::btree_inner<"}) {
+    if (type.rfind(name, 0) != 0) continue;
+    std::vector<std::string> args = template_arguments(type, std::strlen(name) - 1);
+    if (std::strcmp(name, "qs::detail::btree_meta<") == 0) return btree_arguments(args[0]);  // its leaf
+    if (std::strcmp(name, "qs::detail::btree_inner<") == 0) return args[0];                  // keys only
+    return args.size() >= 2 ? args[0] + ", " + args[1] : args[0];
   }
   return "";
 }
@@ -110,18 +135,16 @@ std::vector<type_change> plan_evolution(database_impl& db, const options& opts) 
   };
   for (const auto& p : pending) {
     auto conv = opts.converters.find(p.program->name);
-    const std::string btree = btree_node_arguments(p.program->name);
+    const std::string btree = btree_arguments(p.program->name);
     if (!btree.empty())
       // A B-tree's nodes hold its keys and values by value, sorted and
       // counted in its own layout: they are not converted member by member.
-      throw schema_mismatch("schema evolution of database " + db.name() +
-                            ": a qs::btree_map (or set, multimap, "
-                            "multiset) holds <" +
-                            btree +
-                            "> by value, and that type's layout changed; qs does not "
-                            "convert B-tree nodes, and a converter cannot: with the old release, copy the entries "
-                            "out (or into a tree of pointers, qs::btree_map<K, V*>, whose values evolve like any "
-                            "object), then convert. (Node type " +
+      throw schema_mismatch("schema evolution of database " + db.name() + ": a qs::btree_map (or set, multimap, " +
+                            "multiset) holds <" + btree +
+                            "> by value, and that layout changed; qs does not convert B-tree nodes, and a "
+                            "converter cannot: with the old release, copy the entries out (or into a tree of "
+                            "pointers, qs::btree_map<K, V*>, whose values evolve like any object), then convert; "
+                            "nothing was converted (stored type " +
                             p.program->name + ")");
     changes.push_back(plan_change(db.name(), db.stored_layout(p.index), p.index, p.program,
                                   conv == opts.converters.end() ? nullptr : &conv->second, related));

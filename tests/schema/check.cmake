@@ -116,6 +116,24 @@ if(CASE STREQUAL "reader")
   expect("${err}" "schema mismatch")
   expect("${err}" "type Part")
   expect("${err}" "first differing member: stored '4 4 mass int', program '8 8 cost long int'")
+  # Converted in a reservation of 16 pages, smaller than the database: the
+  # conversion (one transaction that touches every page) stops, names the
+  # option and the size it needs, and converts nothing.
+  run("${V2}" "evolve;131072" 3)
+  expect("${err}" "set qs::options::reservation_bytes to more than the database's [0-9]+ MiB \\([0-9]+ bytes\\), twice that to be safe; nothing was converted")
+  run("${V3}" "" 0)
+  expect("${out}" "the list has 20000 parts")
+  # Within the default reservation it converts.
+  run("${V2}" evolve 0)
+  expect("${out}" "the list has 20000 parts")
+  file(REMOVE_RECURSE "${db}")
+  # A type kept by value in a qs::btree_map changed: refused in the
+  # program's terms (the tree's key and value types), nothing converted.
+  run("${V1}" tree 0)
+  run("${V2}" evolve 3)
+  expect("${err}" "a qs::btree_map \\(or set, multimap, multiset\\) holds <int, Reading> by value, and that layout changed")
+  expect("${err}" "qs::btree_map<K, V\\*>, whose values evolve like any object\\), then convert; nothing was converted")
+  run("${V3}" tree 0)
   file(REMOVE_RECURSE "${db}")
   message(STATUS "ok")
   return()

@@ -1,15 +1,24 @@
 // qs_schema_release1 / 2 / 3: releases of one program. Release 1 stores a
 // list of Parts; release 2 changed Part (dropped `mass`, added two members)
 // and only reads the list: it never allocates a Part. Release 3 kept Part
-// as release 1 had it and only reads the list too.
+// as release 1 had it and only reads the list too. Reading, kept by value
+// in a qs::btree_map, changes in release 2 as Part does.
 //
 //   qs_schema_releaseN DIR     release 1 stores 20000 Parts under root
 //                              "parts"; releases 2 and 3 count them
+//   qs_schema_releaseN DIR evolve [RESERVATION_BYTES]
+//                              the same, opened with qs::options::evolve
+//                              (and that reservation)
+//   qs_schema_releaseN DIR tree
+//                              stores 100 Readings in a qs::btree_map under
+//                              root "readings"
 //
 // Exit status 3 and the message on stderr when qs refuses something.
+#include <qs/btree.hpp>
 #include <qs/qs.hpp>
 
 #include <cstdio>
+#include <string>
 
 struct Part {
   QS_PERSISTENT(Part)
@@ -23,11 +32,33 @@ struct Part {
   Part* next;
 };
 
+struct Reading {
+  int id;
+#if QS_SCHEMA_RELEASE != 2
+  int mass;
+#else
+  long cost;
+#endif
+};
+
 int main(int argc, char** argv) {
-  if (argc != 2) return 2;
+  if (argc < 2 || argc > 4) return 2;
+  const std::string mode = argc > 2 ? argv[2] : "";
   try {
-    auto db = qs::database::open(argv[1]);
+    qs::options opts;
+    if (mode == "evolve") {
+      opts.evolve = true;
+      if (argc > 3) opts.reservation_bytes = std::stoull(argv[3]);
+    }
+    auto db = qs::database::open(argv[1], opts);
     qs::transaction tx(db);
+    if (mode == "tree") {
+      auto& readings = db.root<qs::btree_map<int, Reading>>("readings");
+      for (int i = 1; i <= 100; ++i) readings.insert({i, Reading{i, i % 97}});
+      std::printf("stored 100 readings\n");
+      tx.commit();
+      return 0;
+    }
     Part*& head = db.root<Part*>("parts");
 #if QS_SCHEMA_RELEASE == 1
     for (int i = 1; i <= 20000; ++i) {
