@@ -24,8 +24,9 @@
 # and it made their compilation three times as long (oo7_test.cpp: 221 s
 # with both, 79 s with AddressSanitizer alone, at -O1): more than half of
 # the build. The code they test (the runtime, qs-pageserver, the libraries
-# they share, OO7's and the examples' code) has both; so does every link. What a
-# sanitizer's runtime must be told for qs's SIGSEGV handler to work is
+# they share, OO7's and the examples' code) has both; so does every link.
+#
+# What a sanitizer's runtime must be told for qs's SIGSEGV handler to work is
 # compiled into the runtime (libqs/src/os/fault_signal.cpp, the
 # __*_default_options); docs/tools.md ("Sanitizers, gdb and valgrind") says
 # it for programs built otherwise. scripts/sanitize adds, in the tests'

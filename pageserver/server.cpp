@@ -254,11 +254,11 @@ void server::serve(client* c) {
           reason = "protocol error";
           break;
         } catch (const wire::timeout_error& e) {
-          const auto now = clock::now();
-          if (greeted && !e.inside_frame() && !(idle_limited && now >= l.deadline) && now >= s.snapshot_deadline()) {
-            s.release_snapshot_if_due();  // the connection stays: the client is told at its next request
+          // A snapshot that fell due while the client was quiet: released,
+          // and the connection stays (the client is told at its next request).
+          if (greeted && !e.inside_frame() && !(idle_limited && clock::now() >= l.deadline) &&
+              s.release_snapshot_if_due())
             continue;
-          }
           if (!greeted) {
             reason = "timed out in its handshake";
             farewell = "the server closed the connection: no complete hello within its handshake timeout of " +

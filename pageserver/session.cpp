@@ -87,14 +87,15 @@ std::chrono::steady_clock::time_point session::snapshot_deadline() const {
   return snap_began_ + c_.snapshot_max_age;
 }
 
-void session::release_snapshot_if_due() {
-  if (std::chrono::steady_clock::now() < snapshot_deadline()) return;
+bool session::release_snapshot_if_due() {
+  if (std::chrono::steady_clock::now() < snapshot_deadline()) return false;
   const std::string limit = seconds(c_.snapshot_max_age);
   fail(wire::error_code::store, "its snapshot was released after " + limit +
                                     ", the limit of qs-pageserver --snapshot-max-age (the server keeps every page "
                                     "version committed since a snapshot began); run it again, in less time");
   abort_txn(snap_);
   log_line(id_, "snapshot released after " + limit + " (--snapshot-max-age); the transaction will abort");
+  return true;
 }
 
 void session::fail(wire::error_code code, const std::string& text) {

@@ -148,7 +148,8 @@ class session {
   // When the open transaction's snapshot is due to be released (max: never).
   std::chrono::steady_clock::time_point snapshot_deadline() const;
   // Releases the snapshot if it is due (see above): the transaction fails.
-  void release_snapshot_if_due();
+  // Says whether it released one.
+  bool release_snapshot_if_due();
 
  private:
   enum class state { hello, idle, txn };
