@@ -22,7 +22,7 @@
 // The last line of bench is machine-readable: `RESULT key=value ...`.
 #include "oo7.hpp"
 
-#include <cli.hpp>
+#include <qs/cli/cli.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -3,8 +3,8 @@
 
 #include "log.hpp"
 
-#include <keys.hpp>
-#include <qs/error.hpp>
+#include <qs/base/error.hpp>
+#include <qs/format/keys.hpp>
 
 #include <db_cxx.h>
 

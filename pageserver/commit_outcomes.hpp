@@ -39,8 +39,8 @@
 // Thread-safety: every member may be called from any session thread at once.
 #pragma once
 
-#include <bdb_env.hpp>
-#include <messages.hpp>
+#include <qs/bdb/bdb_env.hpp>
+#include <qs/wire/messages.hpp>
 
 #include <atomic>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // (connection_limits.hpp).
 #include "connection_limits.hpp"
 
-#include <qs/error.hpp>
+#include <qs/base/error.hpp>
 
 namespace qs::server {
 

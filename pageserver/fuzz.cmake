@@ -12,9 +12,9 @@ include(QsFuzz)
 add_executable(qs_make_fuzz_corpus EXCLUDE_FROM_ALL fuzz/make_corpus.cpp)
 target_link_libraries(qs_make_fuzz_corpus PRIVATE qs_wire)
 
-set(_wire ${PROJECT_SOURCE_DIR}/libqs/src/wire)
+set(_wire ${PROJECT_SOURCE_DIR}/common/qs/wire)
 qs_add_fuzzer(qs_parser_fuzzer TARGET qs_parser_fuzzer_build TESTS pageserver_fuzz WHAT "wire-protocol"
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/parser_fuzzer.cpp ${_wire}/messages.cpp
-  INCLUDES ${PROJECT_SOURCE_DIR}/libqs/include ${_wire}
+  INCLUDES ${PROJECT_SOURCE_DIR}/common
   DEPENDS ${_wire}/messages.hpp ${_wire}/codec.hpp
   CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus MAX_LEN 4096)

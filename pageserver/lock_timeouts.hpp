@@ -18,7 +18,7 @@
 // thread only calls bdb_env::expire_waiters(), which is thread-safe.
 #pragma once
 
-#include <bdb_env.hpp>
+#include <qs/bdb/bdb_env.hpp>
 
 #include <chrono>
 #include <condition_variable>

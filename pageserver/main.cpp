@@ -3,10 +3,10 @@
 #include "log.hpp"
 #include "server.hpp"
 
-#include <cli.hpp>
-#include <connection.hpp>
+#include <qs/cli/cli.hpp>
+#include <qs/wire/connection.hpp>
 
-#include <qs/error.hpp>
+#include <qs/base/error.hpp>
 
 #include <pthread.h>
 #include <signal.h>

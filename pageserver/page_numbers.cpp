@@ -1,7 +1,7 @@
 // The server's page and frame counters (page_numbers.hpp).
 #include "page_numbers.hpp"
 
-#include <qs/error.hpp>
+#include <qs/base/error.hpp>
 
 #include <string>
 

@@ -9,7 +9,7 @@
 // (a client that aborts leaves a hole, which costs nothing but the number).
 #pragma once
 
-#include <bdb_env.hpp>
+#include <qs/bdb/bdb_env.hpp>
 
 #include <cstdint>
 #include <mutex>

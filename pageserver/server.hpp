@@ -38,8 +38,8 @@
 #include "lock_timeouts.hpp"
 #include "page_numbers.hpp"
 
-#include <bdb_env.hpp>
-#include <connection.hpp>
+#include <qs/bdb/bdb_env.hpp>
+#include <qs/wire/connection.hpp>
 
 #include <atomic>
 #include <chrono>

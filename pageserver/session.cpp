@@ -4,10 +4,10 @@
 
 #include "log.hpp"
 
-#include <keys.hpp>
-#include <page_record.hpp>
-#include <qs/error.hpp>
-#include <qs/pause_point.hpp>
+#include <qs/base/error.hpp>
+#include <qs/base/pause_point.hpp>
+#include <qs/format/keys.hpp>
+#include <qs/format/page_record.hpp>
 
 #include <db_cxx.h>
 

@@ -85,8 +85,8 @@
 #include "commit_outcomes.hpp"
 #include "page_numbers.hpp"
 
-#include <bdb_env.hpp>
-#include <messages.hpp>
+#include <qs/bdb/bdb_env.hpp>
+#include <qs/wire/messages.hpp>
 
 #include <atomic>
 #include <chrono>

@@ -16,7 +16,7 @@
 #include <qs/btree.hpp>
 #include <qs/qs.hpp>
 
-#include <cli.hpp>
+#include <qs/cli/cli.hpp>
 
 #include <unistd.h>
 

@@ -22,7 +22,7 @@
 // 1 KiB, not 8, which is why qs's commit can come in under this floor).
 #include <qs/qs.hpp>
 
-#include <cli.hpp>
+#include <qs/cli/cli.hpp>
 
 #include <db_cxx.h>
 #include <signal.h>
@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "checksum.hpp"
+#include <qs/format/checksum.hpp>
 
 namespace {
 

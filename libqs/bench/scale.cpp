@@ -17,7 +17,7 @@
 // Each prints one line `SCALE phase=... key=value ...`.
 #include <qs/qs.hpp>
 
-#include <cli.hpp>
+#include <qs/cli/cli.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -10,7 +10,7 @@
 // keep to the page. decode_mapping must refuse or decode, never crash.
 // Three types are known: 16 (24 bytes, with pointers), 17 (1 byte, none),
 // 18 (8 bytes, a pointer).
-#include "format/mapping.hpp"
+#include <qs/format/mapping.hpp>
 #include "page_check.hpp"
 #include "page_heap.hpp"
 

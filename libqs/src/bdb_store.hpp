@@ -1,5 +1,5 @@
 // bdb_store.hpp: the embedded store, a Berkeley DB transactional environment
-// (bdb_env.hpp) used by one client in its own process.
+// (qs/bdb/bdb_env.hpp) used by one client in its own process.
 //
 // The environment lives in a directory of its own (created when absent) and
 // is recovered when opened. A lock file keeps a second process from opening
@@ -14,7 +14,7 @@
 // Thread-safety: one thread at a time (store.hpp).
 #pragma once
 
-#include "bdb_env.hpp"
+#include <qs/bdb/bdb_env.hpp>
 #include "store.hpp"
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 // pages, freeing, and the persistent free-space list.
 #include "object_allocator.hpp"
 
-#include "keys.hpp"
+#include <qs/format/keys.hpp>
 #include "page_heap.hpp"
 
 #include <qs/error.hpp>

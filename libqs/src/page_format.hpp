@@ -21,8 +21,8 @@
 // Thread-safety: plain data and pure functions.
 #pragma once
 
-#include "checksum.hpp"
-#include "page_record.hpp"
+#include <qs/format/checksum.hpp>
+#include <qs/format/page_record.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // rewriting pointers into pages that could not keep their frames.
 #include "relocator.hpp"
 
-#include "mapping.hpp"
+#include <qs/format/mapping.hpp>
 #include "stopwatch.hpp"
 
 #include <qs/error.hpp>

@@ -1,5 +1,5 @@
 // remote_store.hpp: the store of a database served by qs-pageserver, the
-// client side of the wire protocol (wire/messages.hpp).
+// client side of the wire protocol (qs/wire/messages.hpp).
 //
 // Opened by qs::database::open("qs://host:port") (TCP, with the shared
 // secret from options::server_secret or $QS_SECRET) or
@@ -52,8 +52,8 @@
 // Thread-safety: one thread at a time (store.hpp).
 #pragma once
 
-#include "connection.hpp"
-#include "messages.hpp"
+#include <qs/wire/connection.hpp>
+#include <qs/wire/messages.hpp>
 #include "store.hpp"
 
 #include <map>

@@ -28,7 +28,7 @@
 // it under its database lock).
 #pragma once
 
-#include "page_record.hpp"
+#include <qs/format/page_record.hpp>
 
 #include <cstdint>
 #include <functional>

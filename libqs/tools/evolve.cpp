@@ -15,7 +15,7 @@
 #include <qs/database.hpp>
 #include <qs/error.hpp>
 
-#include <cli.hpp>
+#include <qs/cli/cli.hpp>
 
 #include <elf.h>
 

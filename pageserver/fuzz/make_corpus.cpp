@@ -6,7 +6,7 @@
 // Each file is a stream of frames as a connection carries them: a
 // conversation's worth of requests, every response type, and two framing
 // failures (an oversized and a truncated frame).
-#include <messages.hpp>
+#include <qs/wire/messages.hpp>
 
 #include <cstdio>
 #include <fstream>

@@ -8,7 +8,7 @@
 // and parse again to the same encoding. Any crash, sanitizer report or
 // mismatch is a bug; malformed_message, naming a message and a field, is the
 // expected answer to nonsense, and nothing else may be thrown.
-#include <messages.hpp>
+#include <qs/wire/messages.hpp>
 
 #include <cstdint>
 #include <cstdlib>

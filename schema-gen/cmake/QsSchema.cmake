@@ -51,8 +51,11 @@ set_property(GLOBAL PROPERTY QS_SCHEMA_GEN_SCRIPT "${_qs_schema_dir}/qs_schema_g
 # re-runs the generator as a change to the command does.
 file(GLOB _qs_schema_gen_modules CONFIGURE_DEPENDS "${_qs_schema_dir}/qs_schema/*.py")
 set_property(GLOBAL PROPERTY QS_SCHEMA_GEN_MODULES "${_qs_schema_gen_modules}")
+# qs's public headers, and the shared libraries' root that some of them
+# forward to (qs/error.hpp).
 get_filename_component(_qs_schema_include_dir "${_qs_schema_dir}/../libqs/include" ABSOLUTE)
-set_property(GLOBAL PROPERTY QS_SCHEMA_INCLUDE_DIR "${_qs_schema_include_dir}")
+get_filename_component(_qs_schema_common_dir "${_qs_schema_dir}/../common" ABSOLUTE)
+set_property(GLOBAL PROPERTY QS_SCHEMA_INCLUDE_DIR "${_qs_schema_include_dir};${_qs_schema_common_dir}")
 
 # The Python that runs the generator must have pyelftools. /usr/bin/python3
 # first (Debian's python3-pyelftools installs there), then the PATH's.

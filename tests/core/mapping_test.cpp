@@ -1,8 +1,8 @@
 // The pieces of relocation: free frames, mapping objects, moved runs.
 #include <catch2/catch.hpp>
 
+#include <qs/format/mapping.hpp>
 #include "frame_map.hpp"
-#include "mapping.hpp"
 #include "os/frames.hpp"
 #include "page_access.hpp"
 

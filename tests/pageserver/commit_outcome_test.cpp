@@ -9,8 +9,8 @@
 #include "ps_types.hpp"
 #include "support.hpp"
 
-#include <connection.hpp>
-#include <messages.hpp>
+#include <qs/wire/connection.hpp>
+#include <qs/wire/messages.hpp>
 
 #include <chrono>
 #include <random>

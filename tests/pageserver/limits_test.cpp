@@ -10,8 +10,8 @@
 #include "types.hpp"
 #include "wire_client.hpp"
 
-#include <connection.hpp>
-#include <messages.hpp>
+#include <qs/wire/connection.hpp>
+#include <qs/wire/messages.hpp>
 
 #include <netinet/in.h>
 #include <poll.h>

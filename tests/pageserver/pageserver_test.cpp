@@ -9,9 +9,9 @@
 #include "types.hpp"
 #include "wire_client.hpp"
 
-#include <bdb_env.hpp>
-#include <connection.hpp>
-#include <messages.hpp>
+#include <qs/bdb/bdb_env.hpp>
+#include <qs/wire/connection.hpp>
+#include <qs/wire/messages.hpp>
 
 #include <poll.h>
 #include <sys/socket.h>

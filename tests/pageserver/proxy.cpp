@@ -1,7 +1,7 @@
 // A loopback proxy that loses commits or their answers on demand (proxy.hpp).
 #include "proxy.hpp"
 
-#include <connection.hpp>
+#include <qs/wire/connection.hpp>
 
 #include <fcntl.h>
 #include <netinet/in.h>

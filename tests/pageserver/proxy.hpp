@@ -3,7 +3,7 @@
 //
 // The proxy listens on a free loopback port and forwards each connection to
 // the server's TCP port frame by frame (the u32 length prefix of
-// wire/codec.hpp). It reads each request's type from the first byte of its
+// qs/wire/codec.hpp). It reads each request's type from the first byte of its
 // body and, the protocol answering every request with exactly one response,
 // knows which response answers which request. Armed with a cut, it ends the
 // connection of the next commit (both ways, as a network failure would):
@@ -20,7 +20,7 @@
 // called from any thread.
 #pragma once
 
-#include <messages.hpp>
+#include <qs/wire/messages.hpp>
 
 #include <array>
 #include <atomic>

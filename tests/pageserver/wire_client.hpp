@@ -7,9 +7,9 @@
 
 #include <catch2/catch.hpp>
 
-#include <connection.hpp>
-#include <messages.hpp>
 #include <qs/error.hpp>
+#include <qs/wire/connection.hpp>
+#include <qs/wire/messages.hpp>
 
 #include <poll.h>
 #include <sys/socket.h>

@@ -3,7 +3,7 @@ compiler in a temporary directory and run qs_schema_gen on the objects, or
 import the stages of its package qs_schema.
 
 Environment (set by ctest, with defaults for a run from this folder):
-QS_SCHEMA_GEN (the tool), QS_INCLUDE_DIR (libqs/include), CXX (g++).
+QS_SCHEMA_GEN (the tool), QS_INCLUDE_DIR (libqs/include and common, separated by ':'), CXX (g++).
 """
 
 import importlib.util
@@ -16,7 +16,10 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOL = os.environ.get("QS_SCHEMA_GEN") or os.path.join(HERE, "..", "..", "schema-gen",
                                                         "qs_schema_gen.py")
-INCLUDE = os.environ.get("QS_INCLUDE_DIR") or os.path.join(HERE, "..", "..", "libqs", "include")
+INCLUDE = (os.environ.get("QS_INCLUDE_DIR") or os.pathsep.join(
+    os.path.join(HERE, "..", "..", d) for d in ("libqs/include", "common"))).split(os.pathsep)
+# The compiler's -I arguments for them.
+INCLUDE_FLAGS = [a for d in INCLUDE for a in ("-I", d)]
 CXX = os.environ.get("CXX") or "g++"
 
 # The package the tool runs (schema-gen/qs_schema), for the tests of its
@@ -63,7 +66,7 @@ class CompilingTest(unittest.TestCase):
         out = os.path.join(self.dir, "t%d.%s" % (self._n, "out" if link else "o"))
         with open(src, "w") as f:
             f.write((PRELUDE if prelude else "") + source)
-        cmd = [CXX, "-std=c++20", "-I", INCLUDE] + list(flags) + [src, "-o", out]
+        cmd = [CXX, "-std=c++20"] + INCLUDE_FLAGS + list(flags) + [src, "-o", out]
         if not link:
             cmd.insert(1, "-c")
         r = subprocess.run(cmd, capture_output=True, text=True)

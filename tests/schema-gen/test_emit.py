@@ -7,7 +7,7 @@ import os
 import subprocess
 import unittest
 
-from sgtest import CompilingTest, CXX, INCLUDE
+from sgtest import CompilingTest, CXX, INCLUDE_FLAGS
 from qs_schema.descriptor import Descriptor
 from qs_schema.emit import c_string, generate
 
@@ -92,7 +92,7 @@ class Emit(CompilingTest):
                 }
             """)
         exe = os.path.join(self.dir, "program")
-        r = subprocess.run([CXX, "-std=c++20", "-Wall", "-Wextra", "-Werror", "-I", INCLUDE,
+        r = subprocess.run([CXX, "-std=c++20", "-Wall", "-Wextra", "-Werror", *INCLUDE_FLAGS,
                             main, gen, "-o", exe], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         r = subprocess.run([exe], capture_output=True, text=True)

@@ -7,7 +7,7 @@ import subprocess
 import time
 import unittest
 
-from sgtest import CompilingTest, CXX, INCLUDE, VARIANTS, load_tool
+from sgtest import CompilingTest, CXX, INCLUDE_FLAGS, VARIANTS, load_tool
 
 tool = load_tool()
 
@@ -262,7 +262,7 @@ class Layout(CompilingTest):
         out = os.path.join(self.dir, "schema.cpp")
         self.assertEqual(self.run_tool(obj, output=out)[0], 0)
         r = subprocess.run([CXX, "-std=c++20", "-Wall", "-Wextra", "-Wpedantic", "-Werror",
-                            "-I", INCLUDE, "-c", out, "-o", out + ".o"],
+                            *INCLUDE_FLAGS, "-c", out, "-o", out + ".o"],
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(out) as f:

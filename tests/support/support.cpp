@@ -1,6 +1,6 @@
 #include "support.hpp"
 
-#include "bdb_env.hpp"
+#include <qs/bdb/bdb_env.hpp>
 
 #include "page_format.hpp"
 

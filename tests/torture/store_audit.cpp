@@ -1,10 +1,10 @@
 // The record-level audit of a torture database (store_audit.hpp).
 #include "store_audit.hpp"
 
-#include "checksum.hpp"
-#include "keys.hpp"
+#include <qs/format/checksum.hpp>
+#include <qs/format/keys.hpp>
+#include <qs/format/mapping.hpp>
 #include "location.hpp"
-#include "mapping.hpp"
 #include "page_check.hpp"
 #include "page_format.hpp"
 #include "page_heap.hpp"

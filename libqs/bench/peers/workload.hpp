@@ -21,7 +21,7 @@
 // Thread-safety: plain functions of their arguments; no shared state.
 #pragma once
 
-#include <cli.hpp>
+#include <qs/cli/cli.hpp>
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-// mapping.hpp: a page's mapping object, and the relocation of pointers.
+// qs/format/mapping.hpp: a page's mapping object, and the relocation of pointers.
 //
 // Pointers are stored on disk as the virtual addresses they had in memory.
 // Each page's mapping object lists the runs of frames its pointer words

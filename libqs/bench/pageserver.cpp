@@ -30,9 +30,9 @@
 //    is a run of the transaction's body.
 #include <qs/qs.hpp>
 
-#include <cli.hpp>
-#include <connection.hpp>
-#include <messages.hpp>
+#include <qs/cli/cli.hpp>
+#include <qs/wire/connection.hpp>
+#include <qs/wire/messages.hpp>
 
 #include <fcntl.h>
 #include <signal.h>

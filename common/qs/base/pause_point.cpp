@@ -1,4 +1,4 @@
-#include <qs/pause_point.hpp>
+#include <qs/base/pause_point.hpp>
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "mapping.hpp"
+#include <qs/format/mapping.hpp>
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-// page_record.hpp: the bytes of a page record in the store, the same in
+// qs/format/page_record.hpp: the bytes of a page record in the store, the same in
 // every swizzling mode, and read by the runtime and by qs-pageserver.
 //
 // A page record is a record_header followed by the page image; the image is

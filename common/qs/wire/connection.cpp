@@ -1,5 +1,5 @@
-// Framed messages over stream sockets, and socket set-up (wire/connection.hpp).
-#include "connection.hpp"
+// Framed messages over stream sockets, and socket set-up (qs/wire/connection.hpp).
+#include <qs/wire/connection.hpp>
 
 #include <arpa/inet.h>
 #include <netdb.h>

@@ -1,4 +1,4 @@
-// wire/codec.hpp: the byte encoding of qs-pageserver messages, and the two
+// qs/wire/codec.hpp: the byte encoding of qs-pageserver messages, and the two
 // walks over a message's field description (messages.hpp) that encode and
 // parse it.
 //
@@ -23,7 +23,7 @@
 // thread at a time and share nothing.
 #pragma once
 
-#include <qs/error.hpp>
+#include <qs/base/error.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// keys.hpp: the metadata records of a database, and their encodings.
+// qs/format/keys.hpp: the metadata records of a database, and their encodings.
 //
 //   "format"        "qs 4"
 //   "page_size"     page size in bytes (decimal)

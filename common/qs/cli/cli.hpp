@@ -1,4 +1,4 @@
-// cli/cli.hpp: the command lines of qs's programs. qs-pageserver, qs-evolve,
+// qs/cli/cli.hpp: the command lines of qs's programs. qs-pageserver, qs-evolve,
 // the OO7 programs and the benchmarks declare their options with CLI11 and
 // read them through parse(), so that every program answers a bad command
 // line the same way: "PROGRAM: OPTION: expected ..., got 'VALUE'" on

@@ -1,9 +1,9 @@
-// Parsing and encoding of qs-pageserver messages (wire/messages.hpp): one
+// Parsing and encoding of qs-pageserver messages (qs/wire/messages.hpp): one
 // generic walk per direction over each message's field description. The
 // parsers treat the body as hostile: every read is bounds-checked by the
 // reader, every count is bounded by the bytes left, every field by its
 // limits, and every message must be consumed exactly.
-#include "messages.hpp"
+#include <qs/wire/messages.hpp>
 
 #include <type_traits>
 #include <utility>

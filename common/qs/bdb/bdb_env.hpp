@@ -1,4 +1,4 @@
-// bdb_env.hpp: one Berkeley DB transactional environment and its databases,
+// qs/bdb/bdb_env.hpp: one Berkeley DB transactional environment and its databases,
 // shared by every transaction that uses it.
 //
 // The embedded store (bdb_store) opens one for its single client;
@@ -51,7 +51,7 @@
 // transaction from one thread at a time.
 #pragma once
 
-#include <qs/error.hpp>
+#include <qs/base/error.hpp>
 
 #include <atomic>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// wire/connection.hpp: framed messages over a stream socket (TCP or Unix),
+// qs/wire/connection.hpp: framed messages over a stream socket (TCP or Unix),
 // and the addresses qs-pageserver listens on and clients connect to.
 //
 // A connection owns its descriptor. send() writes one whole frame; receive()
@@ -18,7 +18,7 @@
 // shutdown(), which any thread may call to wake its reader.
 #pragma once
 
-#include "codec.hpp"
+#include <qs/wire/codec.hpp>
 
 #include <chrono>
 #include <cstdint>

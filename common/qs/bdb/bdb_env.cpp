@@ -1,8 +1,8 @@
 // The Berkeley DB environment shared by the transactions of one database
 // directory (see bdb_env.hpp).
-#include "bdb_env.hpp"
+#include <qs/bdb/bdb_env.hpp>
 
-#include <qs/error.hpp>
+#include <qs/base/error.hpp>
 
 #include <db_cxx.h>
 

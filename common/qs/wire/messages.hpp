@@ -1,4 +1,4 @@
-// wire/messages.hpp: the messages of the qs-pageserver protocol, one type per
+// qs/wire/messages.hpp: the messages of the qs-pageserver protocol, one type per
 // request and per response, and their parsers and encoders (the one
 // definition both sides compile).
 //
@@ -55,7 +55,7 @@
 // Thread-safety: messages are values; parse and encode share no state.
 #pragma once
 
-#include "codec.hpp"
+#include <qs/wire/codec.hpp>
 
 #include <cstdint>
 #include <optional>

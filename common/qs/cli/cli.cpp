@@ -1,5 +1,5 @@
-// The command lines of qs's programs (cli.hpp).
-#include "cli.hpp"
+// The command lines of qs's programs (qs/cli/cli.hpp).
+#include <qs/cli/cli.hpp>
 
 #include <charconv>
 #include <cmath>

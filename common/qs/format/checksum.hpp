@@ -1,4 +1,4 @@
-// checksum.hpp: CRC-32C, and the checksum of a page record.
+// qs/format/checksum.hpp: CRC-32C, and the checksum of a page record.
 //
 // A record's checksum covers its header, with the checksum field taken as
 // zero, followed by its image (page_record.hpp). The CRC uses the SSE4.2
@@ -8,7 +8,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
-#include "page_record.hpp"
+#include <qs/format/page_record.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,5 @@
 // CRC-32C (Castagnoli), with the SSE4.2 instruction when the CPU has it.
-#include "checksum.hpp"
+#include <qs/format/checksum.hpp>
 
 #include <array>
 #include <cstring>

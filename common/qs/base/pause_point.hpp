@@ -1,0 +1,23 @@
+// qs/base/pause_point.hpp: named points where a process can be stopped for a
+// test. Programs include it as <qs/pause_point.hpp>, the public name; the
+// runtime and qs-pageserver share it (common/).
+//
+// Crash tests kill a process with SIGKILL at a chosen point and reopen the
+// database. A pause point is such a point: when the environment variable
+// QS_PAUSE_AT names it ("commit.before_store_commit", or "name:N" for its
+// N-th pass), the process writes one byte to the descriptor named by
+// QS_PAUSE_FD and stops there for good, waiting to be killed. Without
+// QS_PAUSE_AT a pause point costs one load and a branch.
+//
+// The runtime's points: commit.half_written (half of the written pages are in
+// the store transaction), commit.before_store_commit, commit.after_store_commit.
+// qs-pageserver's: server.commit.half_applied (half of a commit's pages are
+// in its Berkeley DB transaction), server.commit.before_commit,
+// server.commit.after_commit (committed, the client not told yet).
+#pragma once
+
+namespace qs {
+
+void pause_point(const char* name) noexcept;
+
+}  // namespace qs
