@@ -27,24 +27,16 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <qs/ref.hpp>  // QS_SOFTWARE_SWIZZLE
+#include <qs/ref.hpp>  // QS_SOFTWARE_SWIZZLE, object_header
 
 namespace qs::detail {
 
-// In software mode (QS_SOFTWARE_SWIZZLE) the header also carries the
-// object's uniqueness tag, which every qs::ref to the object repeats: a
+// object_header (qs/ref.hpp, one definition for the page format and
+// qs::ref): in software mode (QS_SOFTWARE_SWIZZLE) the header also carries
+// the object's uniqueness tag, which every qs::ref to the object repeats: a
 // reference whose tag is not in the header names an object that was deleted.
 // Tags are never 0 in a live object; freeing an object zeroes its tag. The
-// tag is the last word before the payload (qs/ref.hpp reads it there).
-struct object_header {
-  std::uint32_t type;
-  std::uint32_t size;  // payload bytes
-#if QS_SOFTWARE_SWIZZLE
-  std::uint32_t tag;
-  std::uint32_t reserved;
-#endif
-};
-static_assert(sizeof(object_header) == (QS_SOFTWARE_SWIZZLE ? 16 : 8));
+// tag is the last word before the payload (qs::ref::get reads it there).
 
 inline std::uint32_t tag_of([[maybe_unused]] const object_header& h) {
 #if QS_SOFTWARE_SWIZZLE

@@ -57,6 +57,26 @@ namespace qs {
 
 inline constexpr bool software_swizzling = QS_SOFTWARE_SWIZZLE != 0;
 
+namespace detail {
+
+// The header in front of every persistent object on a page: its type (an
+// index into the database's type table) and payload size, and in software
+// mode the object's uniqueness tag, the last word before the payload, which
+// every qs::ref to the object repeats (ref::get reads it there). The one
+// definition of it: the page format (libqs/src/page_format.hpp, which says
+// what each field means) and qs::ref both use this one.
+struct object_header {
+  std::uint32_t type;
+  std::uint32_t size;  // payload bytes
+#if QS_SOFTWARE_SWIZZLE
+  std::uint32_t tag;
+  std::uint32_t reserved;
+#endif
+};
+static_assert(sizeof(object_header) == (QS_SOFTWARE_SWIZZLE ? 16 : 8));
+
+}  // namespace detail
+
 #if !QS_SOFTWARE_SWIZZLE
 
 template <class T>
@@ -128,7 +148,8 @@ class ref {
     if (page_ < r.count) {
       if (std::byte* base = r.pages[page_]) {
         std::uint32_t t;
-        std::memcpy(&t, base + offset_ - 8, sizeof t);  // object_header::tag
+        std::memcpy(&t, base + offset_ - sizeof(detail::object_header) + offsetof(detail::object_header, tag),
+                    sizeof t);
         if (t == tag_) return reinterpret_cast<T*>(base + offset_);
       }
     }
