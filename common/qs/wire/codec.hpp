@@ -163,8 +163,9 @@ class field_encoder {
     w_.u8(v ? 1 : 0);
     if (v) each(*v);
   }
-  // A condition on the fields walked so far.
-  void check(bool, const char*) {}
+  // A condition on the fields walked so far; `field` names the one it is
+  // about (for errors).
+  void check(bool, const char*, const char*) {}
 
  private:
   writer& w_;
@@ -228,8 +229,10 @@ class field_decoder {
     v.reset();
     if (present) each(v.emplace());
   }
-  void check(bool ok, const char* problem) {
-    if (!ok) throw protocol_error(problem);
+  void check(bool ok, const char* field, const char* problem) {
+    if (ok) return;
+    at(field);
+    throw protocol_error(problem);
   }
   // The field being read: its path from the message ("pages[1].parts[0].offset").
   std::string field() const {

@@ -149,7 +149,7 @@ struct part {
   static void fields(M& m, W& w) {
     w.u32("offset", m.offset, 0, max_record - 1);
     w.bytes("data", m.data, max_record, 1);
-    w.check(std::uint64_t{m.offset} + m.data.size() <= max_record, "a patch outside the page record");
+    w.check(std::uint64_t{m.offset} + m.data.size() <= max_record, "data", "a patch outside the page record");
   }
 };
 
@@ -176,7 +176,7 @@ struct page_op {
     if (m.kind == page_op_kind::put) w.bytes("record", m.record, max_record, 1);
     if (m.kind == page_op_kind::patch) {
       w.list("parts", m.parts, 8, [&](auto& p) { part::fields(p, w); });
-      w.check(!m.parts.empty(), "a page patch with no parts");
+      w.check(!m.parts.empty(), "parts", "a page patch with no parts");
     }
     if (m.kind != page_op_kind::remove) {
       w.enumeration("mapping_op", m.mapping_op, mapping_change::keep, mapping_change::remove);
@@ -251,7 +251,8 @@ struct begin_request {
   static void fields(M& m, W& w) {
     w.list("reserve", m.reserve, 8, [&](auto& p) { w.u64("page", p); });
     w.list("reserve_read", m.reserve_read, 8, [&](auto& p) { w.u64("page", p); });
-    w.check(m.reserve.size() + m.reserve_read.size() <= max_reserved, "more pages to reserve than a begin may");
+    w.check(m.reserve.size() + m.reserve_read.size() <= max_reserved, "reserve",
+            "more pages to reserve (reserve and reserve_read) than a begin may");
   }
 };
 
