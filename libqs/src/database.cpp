@@ -2,6 +2,7 @@
 // opening a database, and the calls that forward to its coordinator.
 #include "bdb_store.hpp"
 #include "database_impl.hpp"
+#include "evolution_access.hpp"
 #include "open_databases.hpp"
 #include "os/machine.hpp"
 #include "remote_store.hpp"
@@ -74,7 +75,7 @@ database database::open(const std::string& path, const options& opts) {
     try {
       detail::evolve_database(*impl, opts);
     } catch (const reservation_full& e) {
-      const std::uint64_t need = impl->page_limit() * impl->page_size();
+      const std::uint64_t need = detail::evolution_access(*impl).page_limit() * impl->page_size();
       throw reservation_full(std::string(e.what()) +
                              "; schema evolution converts in one transaction that touches every page: set "
                              "qs::options::reservation_bytes to more than the database's " +

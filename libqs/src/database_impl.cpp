@@ -1,4 +1,4 @@
-// The coordinator: wiring the components, and the sequences that span them.
+// The coordinator: its lock, its entry points, and the fault path.
 #include "database_impl.hpp"
 
 #include "catalog.hpp"
@@ -54,36 +54,27 @@ std::uint32_t pool_pages_for(const options& o, std::uint32_t page_size, const st
   return static_cast<std::uint32_t>(pages);
 }
 
+namespace {
+
+// The runtime of the database in `s`: its catalog opened or created (which
+// says the page size), the pool sized for it.
+runtime make_runtime(store& s, const options& opts) {
+  std::uint32_t page_size = opts.page_size;
+  std::unique_ptr<frame_space> frames = open_catalog(s, opts, page_size);
+  const std::uint32_t pool_pages = pool_pages_for(opts, page_size, s.name());
+  return runtime(s, std::move(frames), page_size, pool_pages, opts);
+}
+
+}  // namespace
+
 database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
     : store_(std::move(s)),
       fork_generation_(fork_generation()),
-      page_size_(opts.page_size),
-      durable_(opts.durable),
-      schema_(*store_, store_->name()) {
-  std::unique_ptr<frame_space> frames = open_catalog(*store_, opts, page_size_);
-  const std::string& n = store_->name();
-  pool_pages_ = pool_pages_for(opts, page_size_, n);
-  pool_ = std::make_unique<buffer_pool>(pool_pages_, page_size_);
-  access_ = make_page_access(std::move(frames), *pool_, table_);
-  words_ = std::make_unique<page_words>(schema_, store_->shared(), page_size_, n);
-  pointers_ = std::make_unique<pointer_check>(*words_, *access_, table_, page_size_, n);
-  relocator_ = std::make_unique<relocator>(*access_, table_, *words_, log_, stats_, opts, page_size_, n);
-  pager_ = std::make_unique<pager>(*store_, *pool_, table_, log_, *access_, *relocator_, *words_, *pointers_, stats_,
-                                   page_size_, n);
-  pager_->set_prefetch(opts.prefetch_pages);
-  allocator_ =
-      std::make_unique<object_allocator>(*store_, *pager_, *relocator_, *access_, table_, log_, schema_, page_size_, n);
-  refs_ = make_references(*pager_, *relocator_, *access_, table_, log_, stats_, n);
-  roots_ = std::make_unique<roots>(*store_, *refs_, *allocator_, log_, n);
-  indexes_ = std::make_unique<indexes>(*store_, *refs_, n);
-  schema_.set_evolving(opts.evolve);
-  schema_.load();
-  // The allocator reads its free-space list at the first allocation: a
-  // program that only reads opens in the same time whatever the database's
-  // size and fragmentation.
-  register_fault_range(access_->frames().base(), access_->frames().end(), this);
-  add_open_database(this, access_.get(), &store_->name());
-  access_->make_current(this);
+      rt_(make_runtime(*store_, opts)),
+      tx_(rt_, opts.durable) {
+  register_fault_range(rt_.access->frames().base(), rt_.access->frames().end(), this);
+  add_open_database(this, rt_.access.get(), &store_->name());
+  rt_.access->make_current(this);
 }
 
 database_impl::~database_impl() {
@@ -96,62 +87,30 @@ database_impl::~database_impl() {
     return;
   }
   remove_open_database(this);
-  access_->forget_current(this);
+  rt_.access->forget_current(this);
   unregister_fault_range(this);
-  if (log_.open()) {
+  if (tx_.open()) {
     try {
-      abort_locked();
+      tx_.abort();
     } catch (...) {
     }
   }
 }
 
-void database_impl::require_transaction(const std::string& what) const {
-  if (!log_.open()) throw no_transaction(what + " in database " + name() + " needs a transaction");
-  if (!in_this_transaction()) outside_transaction(what);
-  throw_if_failed();
-}
-
-bool database_impl::in_this_transaction() const {
-  const std::thread::id me = std::this_thread::get_id();
-  if (me == txn_thread_) return true;
-  for (const std::thread::id& t : joined_threads_)
-    if (t == me) return true;
-  return false;
-}
-
-void database_impl::outside_transaction(const std::string& what) const {
-  throw no_transaction(what + " in database " + name() +
-                       ": this thread is not in the open transaction, which another thread began (a transaction "
-                       "belongs to its thread; qs::join_transaction lets another thread work in it)");
-}
-
 void database_impl::join() {
   lock_scope g(*this);
-  if (!log_.open()) throw no_transaction("joining a transaction in database " + name() + ": none is open");
-  if (!in_this_transaction()) joined_threads_.push_back(std::this_thread::get_id());
+  tx_.join();
 }
 
 void database_impl::leave() {
   lock_scope g(*this);
-  const std::thread::id me = std::this_thread::get_id();
-  for (auto it = joined_threads_.begin(); it != joined_threads_.end(); ++it)
-    if (*it == me) {
-      joined_threads_.erase(it);
-      return;
-    }
-}
-
-void database_impl::throw_if_failed() const {
-  if (failed_) std::rethrow_exception(failed_);
+  tx_.leave();
 }
 
 bool database_impl::fail_transaction(std::exception_ptr e) noexcept {
   try {
     lock_scope g(*this);
-    if (!log_.open()) return false;
-    if (!failed_) failed_ = std::move(e);
-    return true;
+    return tx_.fail(std::move(e));
   } catch (...) {
     return false;
   }
@@ -159,17 +118,17 @@ bool database_impl::fail_transaction(std::exception_ptr e) noexcept {
 
 statistics database_impl::stats() const {
   lock_scope g(*this);
-  statistics s = stats_;
-  s.resident_pages = pool_->size() - pool_->free_slots();
+  statistics s = rt_.stats;
+  s.resident_pages = rt_.pool.size() - rt_.pool.free_slots();
   s.kernel_mappings = process_mappings();
-  s.frame_memory_bytes = access_->frames().memory_bytes();
-  s.frame_control = frame_control_name(access_->frames().control());
+  s.frame_memory_bytes = rt_.access->frames().memory_bytes();
+  s.frame_control = frame_control_name(rt_.access->frames().control());
   return s;
 }
 
 bool database_impl::in_transaction() const {
   lock_scope g(*this);
-  return log_.open();
+  return tx_.open();
 }
 
 void database_impl::on_fault(void* address, bool write) {
@@ -183,34 +142,34 @@ void database_impl::on_fault(void* address, bool write) {
     // Whatever catches the error, the transaction can only abort now
     // (qs/error.hpp: errors raised in faults).
     // (A thread outside the transaction is refused without failing it.)
-    if (log_.open() && !failed_ && in_this_transaction()) failed_ = std::current_exception();
+    tx_.fail_from_fault(std::current_exception());
     throw;
   }
-  stats_.fault_ns += ns_since(t0);
+  rt_.stats.fault_ns += ns_since(t0);
 }
 
 void database_impl::serve_fault(void* address, bool write) {
-  access_->check_fault(address);
-  page_desc* d = table_.by_frame(access_->frames().frame_of(address));
+  rt_.access->check_fault(address);
+  page_desc* d = rt_.table.by_frame(rt_.access->frames().frame_of(address));
   if (d && (d->state() == page_state::writable || (d->state() == page_state::readable && !write))) return;
   if (!d) invalid_persistent_pointer(address, ("no page of database " + name() + " is at this address").c_str());
-  if (!log_.open() || !in_this_transaction()) {
+  if (!tx_.open() || !tx_.in_this_transaction()) {
     char at[32];
     std::snprintf(at, sizeof at, "%#" PRIxPTR, reinterpret_cast<std::uintptr_t>(address));
     const std::string object = "persistent object at " + std::string(at) + " (page " + std::to_string(d->page);
-    if (!log_.open()) throw no_transaction(object + " of database " + name() + ") touched outside a transaction");
-    outside_transaction(object + ") " + (write ? "written" : "read"));
+    if (!tx_.open()) throw no_transaction(object + " of database " + name() + ") touched outside a transaction");
+    tx_.outside(object + ") " + (write ? "written" : "read"));
   }
   // A failed transaction's faults are still served (from its snapshot):
   // the failure is raised where an exception is safe, by the next explicit
   // call and by commit, never from a fault.
   if (d->state() == page_state::absent || d->state() == page_state::stale) {
-    ++stats_.read_faults;
-    pager_->make_current(d);
+    ++rt_.stats.read_faults;
+    rt_.pages.make_current(d);
   }
   if (write && d->state() != page_state::writable) {
-    ++stats_.write_faults;
-    pager_->make_writable(d);
+    ++rt_.stats.write_faults;
+    rt_.pages.make_writable(d);
   }
   d->referenced = true;
 }
@@ -218,163 +177,84 @@ void database_impl::serve_fault(void* address, bool write) {
 void database_impl::begin() {
   ensure_alternate_stack();
   lock_scope g(*this);
-  if (log_.open()) throw error("database " + name() + ": a transaction is already open on this handle");
-  // A reservation smaller than the database: when a quarter of its frames
-  // is left, the transaction starts from a fresh assignment (the counter
-  // wrap of QuickStore), so that it can take any page the database has.
-  if (relocator_->running_short()) reset_frames();
-  store_->begin();
-  log_.opened();
-  txn_thread_ = std::this_thread::get_id();
-  joined_threads_.clear();
-  access_->make_current(this);
-  txn_log_start_ = store_->log_position();
-  access_->begin_transaction();
-  // Other clients may have changed the cached pages since the last
-  // transaction: each is revalidated when first touched.
-  if (store_->shared()) pager_->mark_all_stale();
+  tx_.begin(this);
 }
 
 void database_impl::commit() {
   lock_scope g(*this);
-  // (Not require_transaction: a failed transaction's commit aborts it, below.)
-  if (!log_.open()) throw no_transaction("commit in database " + name() + " needs a transaction");
-  auto t0 = std::chrono::steady_clock::now();
-  try {
-    throw_if_failed();
-    refs_->announce_root_cells();
-    for (page_desc* d : log_.written()) pointers_->check(d, pager_->image(d), true);
-    for (page_desc* d : log_.suspects()) {
-      // Evicted holding a non-persistent pointer: look again.
-      pager_->make_current(d);
-      pointers_->check(d, pager_->image(d), true);
-    }
-    // One-time relocation: pages rewritten when they came in go back to the
-    // store with their new pointers, so that later runs find them in place;
-    // and the roots this process used name their cells where they are now.
-    for (page_desc* d : log_.relocated()) {
-      if (!log_.relocate_pending(d) || d->state() != page_state::readable) continue;
-      pager_->write_back(d);
-    }
-    if (!log_.relocated().empty()) roots_->update_records();
-    const std::vector<page_desc*>& written = log_.written();
-    for (std::size_t i = 0; i < written.size(); ++i) {
-      if (i == written.size() / 2) pause_point("commit.half_written");
-      pager_->write_back(written[i]);
-    }
-    for (page_desc* d : log_.created()) pager_->store_unbuilt(d);
-    allocator_->commit();
-    pause_point("commit.before_store_commit");
-    store_->commit(durable_);
-    pause_point("commit.after_store_commit");
-  } catch (...) {
-    abort_locked();
-    throw;
-  }
-  pager_->committed();
-  log_.reset();
-  schema_.commit();
-  ++stats_.commits;
-  stats_.log_bytes += store_->log_position() - txn_log_start_;
-  stats_.commit_ns += ns_since(t0);
+  tx_.commit();
 }
 
 void database_impl::abort() {
   lock_scope g(*this);
-  if (log_.open()) abort_locked();
-}
-
-void database_impl::abort_locked() {
-  failed_ = nullptr;
-  refs_->restore_root_cells();  // first: a cell may be on a page this transaction created
-  // Pages created by this transaction disappear.
-  for (page_desc* d : std::vector<page_desc*>(log_.created())) pager_->drop(d);
-  pager_->aborted();
-  log_.reset();
-  roots_->forget();
-  schema_.abort();
-  ++stats_.aborts;
-  store_->abort();
-  allocator_->abort();
-}
-
-void database_impl::reset_frames() {
-  pager_->evict_all_clean();
-  table_.clear();
-  relocator_->reset();
-  roots_->forget();
-  allocator_->forget_current_page();
-  ++stats_.frame_resets;
+  if (tx_.open()) tx_.abort();
 }
 
 void database_impl::release_cache() {
   lock_scope g(*this);
-  if (log_.open()) throw error("database " + name() + ": release_cache inside a transaction");
-  pager_->evict_all_clean();
+  if (tx_.open()) throw error("database " + name() + ": release_cache inside a transaction");
+  rt_.pages.evict_all_clean();
 }
 
 void* database_impl::allocate(const type_descriptor* d, std::size_t bytes, const void* near_object) {
   lock_scope g(*this);
-  require_transaction("allocating a persistent object");
-  return allocator_->allocate(d, bytes, near_object);
+  tx_.require("allocating a persistent object");
+  return rt_.allocator.allocate(d, bytes, near_object);
 }
 
 void database_impl::deallocate(void* p) {
   lock_scope g(*this);
-  require_transaction("freeing a persistent object");
-  allocator_->deallocate(p);
+  tx_.require("freeing a persistent object");
+  rt_.allocator.deallocate(p);
 }
 
 std::uint32_t database_impl::open_index(const std::string& name, bool unique) {
   lock_scope g(*this);
-  return indexes_->open(name, unique);
+  return rt_.index.open(name, unique);
 }
 
 void database_impl::index_insert(std::uint32_t ix, const std::string& name, std::string_view key,
                                  std::string_view value) {
   lock_scope g(*this);
-  require_transaction("updating index " + name);
-  indexes_->insert(ix, name, key, value);
+  tx_.require("updating index " + name);
+  rt_.index.insert(ix, name, key, value);
 }
 
 bool database_impl::index_erase(std::uint32_t ix, std::string_view key, std::string_view value) {
   lock_scope g(*this);
-  require_transaction("updating an index");
-  return indexes_->erase(ix, key, value);
+  tx_.require("updating an index");
+  return rt_.index.erase(ix, key, value);
 }
 
 std::vector<index_entry> database_impl::index_scan(std::uint32_t ix, std::string_view lo, std::string_view hi,
                                                    std::size_t limit) {
   lock_scope g(*this);
-  if (log_.open() && !in_this_transaction()) outside_transaction("reading an index");
-  throw_if_failed();
-  return indexes_->scan(ix, lo, hi, limit);
+  tx_.require_not_other("reading an index");
+  return rt_.index.scan(ix, lo, hi, limit);
 }
 
 void* database_impl::root_cell(std::string_view name, const type_descriptor* d, std::size_t size,
                                const std::type_info& t) {
   lock_scope g(*this);
-  if (log_.open() && !in_this_transaction()) outside_transaction("the root '" + std::string(name) + "'");
-  throw_if_failed();
-  return roots_->cell(name, d, size, t);
+  tx_.require_not_other("the root '" + std::string(name) + "'");
+  return rt_.named.cell(name, d, size, t);
 }
 
 bool database_impl::has_root(std::string_view name) {
   lock_scope g(*this);
-  throw_if_failed();
-  return roots_->exists(name);
+  tx_.throw_if_failed();
+  return rt_.named.exists(name);
 }
 
 void* database_impl::resolve_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag, bool for_write) {
   lock_scope g(*this);
-  if (log_.open() && !in_this_transaction()) outside_transaction("a persistent object");
-  throw_if_failed();
-  return refs_->resolve_identity(page, offset, tag, for_write);
+  tx_.require_not_other("a persistent object");
+  return rt_.refs->resolve_identity(page, offset, tag, for_write);
 }
 
 void database_impl::identify(const void* p, std::uint64_t& page, std::uint32_t& offset, std::uint32_t& tag) {
   lock_scope g(*this);
-  refs_->identify(p, page, offset, tag);
+  rt_.refs->identify(p, page, offset, tag);
 }
 
 }  // namespace qs::detail

@@ -1,49 +1,35 @@
-// database_impl.hpp: one open database, the coordinator of its components.
+// database_impl.hpp: one open database, the coordinator: its lock, and
+// the entry points the public API, the fault handler and software mode's
+// references call.
 //
-// The components each own their state and call only downwards:
-//
-//   database_impl ─┬─ roots ───────────┐
-//                  ├─ indexes ─────────┤
-//                  ├─ references (mode, upper half)
-//                  ├─ object_allocator ┤
-//                  └─ pager ─┬─ relocator ─┬─ page_access (mode, lower half)
-//                            ├─ pointer_check ┤
-//                            └─ page_words ───┴─ schema_registry
-//   (all of them over transaction_log, page_table, buffer_pool and the store)
-//
-// database_impl wires them, holds the lock, and runs the sequences that
-// span components: a fault, begin, commit, abort, a fresh frame assignment.
+// What it coordinates is built elsewhere, once: the components of the page
+// cache in a runtime (runtime.hpp), the sequences at a transaction's edges
+// in a transaction_engine (transaction_engine.hpp), and schema evolution's
+// view of pages, roots and index entries in evolution_access
+// (evolution_access.hpp), a facade over the runtime that takes this lock.
+// Each entry point here takes the lock, asks the engine whether the calling
+// thread may act, and hands the work to one component; the fault path
+// (serve_fault) is the one sequence of its own.
 //
 // Invariants (beyond those of the parts):
-//  * log_.open() <=> the store has a transaction open.
 //  * Page and frame numbers come from store::allocate_pages.
 //  * A database belongs to the process that opened it: in a child made by
 //    fork() its memory is gone (os/frames.hpp) and every call is refused.
 //
-// Thread-safety: one mutex guards everything here. Entry points (the fault
-// handler, allocation, transaction begin/commit/abort, roots, indexes,
-// software mode's references) take it; the components assume it is held.
-// While holding it, the runtime reads and writes pages only through its own
-// view of the frames' memory (page_access::image), never through the frames,
-// so it cannot fault on its own lock.
+// Thread-safety: one mutex guards the runtime and the engine. Entry points
+// (the fault handler, allocation, transaction begin/commit/abort, roots,
+// indexes, software mode's references, evolution_access) take it; the
+// components assume it is held. While holding it, the runtime reads and
+// writes pages only through its own view of the frames' memory
+// (page_access::image), never through the frames, so it cannot fault on its
+// own lock.
 #pragma once
 
-#include "buffer_pool.hpp"
-#include "indexes.hpp"
-#include "object_allocator.hpp"
 #include "os/fault_signal.hpp"
-#include "page_access.hpp"
-#include "page_table.hpp"
-#include "page_words.hpp"
-#include "pager.hpp"
-#include "pointer_check.hpp"
-#include "references.hpp"
-#include "relocator.hpp"
-#include "roots.hpp"
-#include "schema_registry.hpp"
+#include "runtime.hpp"
 #include "store.hpp"
 #include "thread_annotations.hpp"
-#include "transaction_log.hpp"
+#include "transaction_engine.hpp"
 
 #include <qs/database.hpp>
 #include <qs/index.hpp>
@@ -72,8 +58,6 @@ class database_impl final : public fault_target {
 
   // fault_target
   void on_fault(void* address, bool write) override QS_EXCLUDES(mutex_);
-  // The fault itself; on_fault fails the transaction with what it throws.
-  void serve_fault(void* address, bool write) QS_REQUIRES(mutex_);
 
   void begin() QS_EXCLUDES(mutex_);
   // The calling thread works in the open transaction (begun by another
@@ -105,108 +89,40 @@ class database_impl final : public fault_target {
       QS_EXCLUDES(mutex_);
   bool has_root(std::string_view name) QS_EXCLUDES(mutex_);
 
-  // Schema evolution's entry points (schema_evolution.hpp). The pass runs
-  // like a program, in a transaction, touching objects through their frames;
-  // these list what is on a page and rewrite what lives outside pages.
-  struct object_span {
-    std::byte* address;
-    std::uint32_t type;
-    std::uint64_t bytes;
-  };
-  // Why this database cannot be converted here, or empty.
-  std::string evolution_refused() QS_EXCLUDES(mutex_);
-  std::vector<schema_registry::pending_change> pending_changes() QS_EXCLUDES(mutex_);
-  type_layout stored_layout(std::uint32_t index) QS_EXCLUDES(mutex_);
-  // The program's layout of a type by name, or the stored one, or empty.
-  std::string members_of(const std::string& type) QS_EXCLUDES(mutex_);
-  std::uint32_t adopt_type(const schema_registry::pending_change& p) QS_EXCLUDES(mutex_);
-  // One more than the highest page number handed out.
-  std::uint64_t page_limit() QS_EXCLUDES(mutex_);
-  // The numbers of the stored pages in [first, last), in order.
-  std::vector<std::uint64_t> stored_pages(std::uint64_t first, std::uint64_t last) QS_EXCLUDES(mutex_);
-  // Brings page `page` in and lists its objects (a large object on its first
-  // page only), or the addresses of its pointer words (not vptrs). False
-  // when the database has no such page.
-  bool objects_on_page(std::uint64_t page, std::vector<object_span>& out) QS_EXCLUDES(mutex_);
-  struct pointer_word {
-    std::byte* address;
-    std::string_view pointee;  // what its member points to, or empty (pointees_of)
-  };
-  bool pointer_words_on_page(std::uint64_t page, std::vector<pointer_word>& out) QS_EXCLUDES(mutex_);
-  // Rewrites named roots and qs::index entries that locate an object that
-  // `forward` moves; returns how many changed.
-  std::uint64_t move_roots(const std::function<void*(void*)>& forward) QS_EXCLUDES(mutex_);
-  std::uint64_t move_index_entries(const std::function<void*(void*)>& forward) QS_EXCLUDES(mutex_);
-
   // Software mode's entry points of qs/ref.hpp.
   void* resolve_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag, bool for_write)
       QS_EXCLUDES(mutex_);
   void identify(const void* p, std::uint64_t& page, std::uint32_t& offset, std::uint32_t& tag) QS_EXCLUDES(mutex_);
 
+  // Runs f(runtime&, transaction_engine&) under the lock, and returns what
+  // it returns: how the facades over the runtime (evolution_access) reach
+  // it.
+  template <class F>
+  decltype(auto) with_runtime(F&& f) QS_EXCLUDES(mutex_);
+
   void release_cache() QS_EXCLUDES(mutex_);
   // The reservation's and the pool's bounds never change while the database
   // is open: no lock.
-  bool contains(const void* p) const QS_NO_THREAD_SAFETY_ANALYSIS { return access_->contains(p); }
-  std::uint32_t page_size() const { return page_size_; }
-  std::uint32_t pool_pages() const { return pool_pages_; }
+  bool contains(const void* p) const QS_NO_THREAD_SAFETY_ANALYSIS { return rt_.access->contains(p); }
+  std::uint32_t page_size() const QS_NO_THREAD_SAFETY_ANALYSIS { return rt_.page_size; }
+  std::uint32_t pool_pages() const QS_NO_THREAD_SAFETY_ANALYSIS { return rt_.pool.size(); }
   // Whether the program's touches fault pages in (hardware mode). Fixed for
   // the database's life: no lock.
-  bool faults_pages_in() const QS_NO_THREAD_SAFETY_ANALYSIS { return access_->faults_pages_in(); }
+  bool faults_pages_in() const QS_NO_THREAD_SAFETY_ANALYSIS { return rt_.access->faults_pages_in(); }
   // The store's name never changes: no lock.
   const std::string& name() const QS_NO_THREAD_SAFETY_ANALYSIS { return store_->name(); }
   statistics stats() const QS_EXCLUDES(mutex_);
 
  private:
   friend class lock_scope;
-  void abort_locked() QS_REQUIRES(mutex_);
-  // Throws when no transaction is open, or when it failed (fail_transaction).
-  void require_transaction(const std::string& what) const QS_REQUIRES(mutex_);
-  // Whether the calling thread may touch persistent data in the open
-  // transaction (it began it, or joined it).
-  bool in_this_transaction() const QS_REQUIRES(mutex_);
-  // The qs::no_transaction of a thread outside the open transaction.
-  [[noreturn]] void outside_transaction(const std::string& what) const QS_REQUIRES(mutex_);
-  void throw_if_failed() const QS_REQUIRES(mutex_);
-  // Between transactions, when the reservation runs short: forget every
-  // frame assignment (the pool is emptied).
-  void reset_frames() QS_REQUIRES(mutex_);
-  // The page's descriptor, given frames now when it has none; nullptr when
-  // the database has no such page.
-  page_desc* desc_of_page(std::uint64_t page) QS_REQUIRES(mutex_);
-  // The same, brought up to date for the open transaction (schema
-  // evolution's walks).
-  page_desc* current_page(std::uint64_t page) QS_REQUIRES(mutex_);
-  // Each layout's pointees (evolution_plan.hpp's pointees_of), by type name.
-  std::unordered_map<std::string, std::vector<std::string>> pointees_ QS_GUARDED_BY(mutex_);
+  // The fault itself; on_fault fails the transaction with what it throws.
+  void serve_fault(void* address, bool write) QS_REQUIRES(mutex_);
 
   mutable mutex mutex_;
-  std::unique_ptr<store> store_ QS_PT_GUARDED_BY(mutex_);
+  std::unique_ptr<store> store_;
   const std::uint64_t fork_generation_;  // of the process that opened it
-  std::uint32_t page_size_;
-  std::uint32_t pool_pages_;
-  const bool durable_;
-  statistics stats_ QS_GUARDED_BY(mutex_);
-  schema_registry schema_ QS_GUARDED_BY(mutex_);
-  page_table table_ QS_GUARDED_BY(mutex_);
-  transaction_log log_ QS_GUARDED_BY(mutex_);
-  std::uint64_t txn_log_start_ QS_GUARDED_BY(mutex_) = 0;
-  std::exception_ptr failed_ QS_GUARDED_BY(mutex_);  // see fail_transaction; null after abort
-  // The threads that may touch persistent data while a transaction is open:
-  // the one that began it, and those that joined it (qs::join_transaction).
-  std::thread::id txn_thread_ QS_GUARDED_BY(mutex_);
-  std::vector<std::thread::id> joined_threads_ QS_GUARDED_BY(mutex_);
-  // The components: each pointer is set once, in the constructor; what it
-  // points to is guarded by the lock.
-  std::unique_ptr<buffer_pool> pool_ QS_PT_GUARDED_BY(mutex_);
-  std::unique_ptr<page_access> access_ QS_PT_GUARDED_BY(mutex_);
-  std::unique_ptr<page_words> words_ QS_PT_GUARDED_BY(mutex_);
-  std::unique_ptr<pointer_check> pointers_ QS_PT_GUARDED_BY(mutex_);
-  std::unique_ptr<relocator> relocator_ QS_PT_GUARDED_BY(mutex_);
-  std::unique_ptr<pager> pager_ QS_PT_GUARDED_BY(mutex_);
-  std::unique_ptr<object_allocator> allocator_ QS_PT_GUARDED_BY(mutex_);
-  std::unique_ptr<references> refs_ QS_PT_GUARDED_BY(mutex_);
-  std::unique_ptr<roots> roots_ QS_PT_GUARDED_BY(mutex_);
-  std::unique_ptr<indexes> indexes_ QS_PT_GUARDED_BY(mutex_);
+  runtime rt_ QS_GUARDED_BY(mutex_);
+  transaction_engine tx_ QS_GUARDED_BY(mutex_);
 };
 
 // Holds a database's mutex and marks the thread as inside the runtime.
@@ -223,5 +139,11 @@ class QS_SCOPED_CAPABILITY lock_scope {
  private:
   mutex& mutex_;
 };
+
+template <class F>
+decltype(auto) database_impl::with_runtime(F&& f) {
+  lock_scope g(*this);
+  return f(rt_, tx_);
+}
 
 }  // namespace qs::detail

@@ -1,6 +1,7 @@
 // Schema evolution: the pass over the database.
 #include "schema_evolution.hpp"
 
+#include "evolution_access.hpp"
 #include "evolution_plan.hpp"
 #include "stopwatch.hpp"
 
@@ -123,15 +124,16 @@ std::string btree_arguments(const std::string& type) {
 }  // namespace
 
 std::vector<type_change> plan_evolution(database_impl& db, const options& opts) {
-  std::vector<schema_registry::pending_change> pending = db.pending_changes();
+  evolution_access ev(db);
+  std::vector<schema_registry::pending_change> pending = ev.pending_changes();
   std::vector<type_change> changes;
   if (pending.empty()) return changes;
-  if (std::string why = db.evolution_refused(); !why.empty())
+  if (std::string why = ev.refused(); !why.empty())
     throw schema_mismatch("database " + db.name() + " stores type " + pending.front().program->name +
                           " with a layout that differs from the program's, and cannot be converted here: " + why);
   changes.reserve(pending.size());
   auto related = [&](const std::string& from, const std::string& to) {
-    return lists_base(from, db.members_of(to)) || lists_base(to, db.members_of(from));
+    return lists_base(from, ev.members_of(to)) || lists_base(to, ev.members_of(from));
   };
   for (const auto& p : pending) {
     auto conv = opts.converters.find(p.program->name);
@@ -146,7 +148,7 @@ std::vector<type_change> plan_evolution(database_impl& db, const options& opts) 
                             "pointers, qs::btree_map<K, V*>, whose values evolve like any object), then convert; "
                             "nothing was converted (stored type " +
                             p.program->name + ")");
-    changes.push_back(plan_change(db.name(), db.stored_layout(p.index), p.index, p.program,
+    changes.push_back(plan_change(db.name(), ev.stored_layout(p.index), p.index, p.program,
                                   conv == opts.converters.end() ? nullptr : &conv->second, related));
   }
   return changes;
@@ -157,7 +159,8 @@ void evolve_database(database_impl& db, const options& opts) {
   // 1. Every plan first: a refusal writes nothing.
   std::vector<type_change> changes = plan_evolution(db, opts);
   if (changes.empty()) return;
-  std::vector<schema_registry::pending_change> pending = db.pending_changes();
+  evolution_access ev(db);
+  std::vector<schema_registry::pending_change> pending = ev.pending_changes();
   const std::string& name = db.name();
   for (const type_change& c : changes)
     std::fprintf(stderr, "qs: database %s: converting %s: %s\n", name.c_str(), c.name.c_str(), c.summary.c_str());
@@ -169,16 +172,16 @@ void evolve_database(database_impl& db, const options& opts) {
   db.begin();
   try {
     // 2. New indexes for the program's layouts.
-    for (const auto& p : pending) db.adopt_type(p);
+    for (const auto& p : pending) ev.adopt_type(p);
 
     // 3. Copy every object of a changed type into its new layout.
-    const std::uint64_t limit = db.page_limit();
-    const std::vector<std::uint64_t> stored = db.stored_pages(0, limit);
+    const std::uint64_t limit = ev.page_limit();
+    const std::vector<std::uint64_t> stored = ev.stored_pages(0, limit);
     forwarding fw;
-    std::vector<database_impl::object_span> objects;
+    std::vector<evolution_access::object_span> objects;
     std::vector<std::byte> old_bytes, new_bytes;
     for (std::uint64_t page : stored) {
-      if (!db.objects_on_page(page, objects)) continue;
+      if (!ev.objects_on_page(page, objects)) continue;
       for (const auto& o : objects) {
         auto it = by_old_index.find(o.type);
         if (it == by_old_index.end()) continue;
@@ -222,11 +225,11 @@ void evolve_database(database_impl& db, const options& opts) {
     // The stored pages, then those this transaction made (numbered from the
     // counter on).
     std::vector<std::uint64_t> all = stored;
-    for (std::uint64_t page = limit, now = db.page_limit(); page < now; ++page) all.push_back(page);
-    std::vector<database_impl::pointer_word> words;
+    for (std::uint64_t page = limit, now = ev.page_limit(); page < now; ++page) all.push_back(page);
+    std::vector<evolution_access::pointer_word> words;
     std::uint64_t rewritten = 0, examined = 0;
     for (std::uint64_t page : all) {
-      if (!db.pointer_words_on_page(page, words)) continue;
+      if (!ev.pointer_words_on_page(page, words)) continue;
       for (const auto& w : words) {
         std::uintptr_t v;
         std::memcpy(&v, w.address, sizeof v);
@@ -240,8 +243,8 @@ void evolve_database(database_impl& db, const options& opts) {
     }
     // 6. References kept outside pages.
     auto forward = [&](void* p) { return reinterpret_cast<void*>(fw.forward(reinterpret_cast<std::uintptr_t>(p))); };
-    std::uint64_t roots = db.move_roots(forward);
-    std::uint64_t entries = db.move_index_entries(forward);
+    std::uint64_t roots = ev.move_roots(forward);
+    std::uint64_t entries = ev.move_index_entries(forward);
     pause_point("evolve.rewritten");
     const double rewrite_s = static_cast<double>(ns_since(t0)) / 1e9 - copy_s;
 

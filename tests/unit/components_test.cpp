@@ -1,6 +1,6 @@
-// The runtime's components wired over the in-memory store, without a
-// database_impl: the pager, the relocator, the allocator, roots and indexes,
-// each driven directly.
+// The runtime's components wired over the in-memory store, as a database
+// wires them (runtime.hpp) but without its coordinator: the pager, the
+// relocator, the allocator, roots and indexes, each driven directly.
 #include <catch2/catch.hpp>
 
 #include "buffer_pool.hpp"
@@ -16,7 +16,9 @@
 #include "references.hpp"
 #include "relocator.hpp"
 #include "roots.hpp"
+#include "runtime.hpp"
 #include "schema_registry.hpp"
+#include "transaction_engine.hpp"
 #include "transaction_log.hpp"
 
 #include <qs/error.hpp>
@@ -32,62 +34,30 @@ namespace {
 
 constexpr std::uint32_t page_size = 8192;
 
-// What database_impl wires, over a mem_store: one "process" of a database.
-struct rig {
+// What a database wires (runtime.hpp), over a mem_store: one "process" of
+// a database, whose transactions the runtime's own engine begins, commits
+// and aborts.
+struct rig : runtime {
   explicit rig(qs_test::mem_store& s, std::uint32_t pool_pages = 16, std::uintptr_t base = 0x7e0000000000,
                const qs::options& o = {})
-      : store(s), opts(o), pool(pool_pages, page_size) {
-    access = make_page_access(
-        std::make_unique<frame_space>(base, std::uint64_t{4096} * page_size, page_size, false, mode_frame_control()),
-        pool, table);
-    pointers = std::make_unique<pointer_check>(words, *access, table, page_size, name);
-    relocate = std::make_unique<relocator>(*access, table, words, log, stats, opts, page_size, name);
-    pages =
-        std::make_unique<pager>(store, pool, table, log, *access, *relocate, words, *pointers, stats, page_size, name);
-    alloc = std::make_unique<object_allocator>(store, *pages, *relocate, *access, table, log, schema, page_size, name);
-    refs = make_references(*pages, *relocate, *access, table, log, stats, name);
-    named = std::make_unique<roots>(store, *refs, *alloc, log, name);
-    index = std::make_unique<indexes>(store, *refs, name);
-    schema.load();
-    alloc->load();
+      : runtime(s,
+                std::make_unique<frame_space>(base, std::uint64_t{4096} * ::page_size, ::page_size, false,
+                                              mode_frame_control()),
+                ::page_size, pool_pages, o),
+        store(s),
+        engine(*this, true) {
+    allocator.load();
   }
-  void begin() {
-    store.begin();
-    log.opened();
-  }
-  // What database_impl::commit does, minus roots and relocation.
-  void commit() {
-    for (page_desc* d : log.written()) pointers->check(d, pages->image(d), true);
-    for (page_desc* d : log.written()) pages->write_back(d);
-    for (page_desc* d : log.created()) pages->store_unbuilt(d);
-    alloc->commit();
-    store.commit(true);
-    pages->committed();
-    log.reset();
-    schema.commit();
-  }
+  void begin() { engine.begin(nullptr); }
+  void commit() { engine.commit(); }
+  void abort() { engine.abort(); }
   std::byte* image_of(const void* p) {
     page_desc* d = access->page_of(p);
-    return pages->image(d) + (static_cast<const std::byte*>(p) - access->address(d));
+    return pages.image(d) + (static_cast<const std::byte*>(p) - access->address(d));
   }
 
   qs_test::mem_store& store;
-  std::string name = "mem";
-  qs::options opts;
-  qs::statistics stats;
-  schema_registry schema{store, name};
-  page_table table;
-  transaction_log log;
-  buffer_pool pool;
-  std::unique_ptr<page_access> access;
-  page_words words{schema, false, page_size, name};
-  std::unique_ptr<pointer_check> pointers;
-  std::unique_ptr<relocator> relocate;
-  std::unique_ptr<pager> pages;
-  std::unique_ptr<object_allocator> alloc;
-  std::unique_ptr<references> refs;
-  std::unique_ptr<roots> named;
-  std::unique_ptr<indexes> index;
+  transaction_engine engine;
 };
 
 qs_test::mem_store_options store_options() {
@@ -104,7 +74,7 @@ TEST_CASE("pager: a page written back is diffed, read back checked, and evicted 
   {
     rig r(store);
     r.begin();
-    void* p = r.alloc->allocate(raw_descriptor(), 4000, nullptr);
+    void* p = r.allocator.allocate(raw_descriptor(), 4000, nullptr);
     std::memset(r.image_of(p), 7, 4000);
     page = r.access->page_of(p)->page;
     r.commit();
@@ -113,12 +83,12 @@ TEST_CASE("pager: a page written back is diffed, read back checked, and evicted 
   }
   rig r(store);  // a fresh "process": nothing resident
   r.begin();
-  page_desc* d = r.relocate->ensure_run(0, page, 1);
-  r.pages->page_in(d);
+  page_desc* d = r.relocate.ensure_run(0, page, 1);
+  r.pages.page_in(d);
   CHECK(d->state() == page_state::readable);
-  CHECK(r.pages->image(d)[sizeof(page_header) + 64] == std::byte{7});
-  r.pages->make_writable(d);
-  r.pages->image(d)[sizeof(page_header) + 100] = std::byte{9};
+  CHECK(r.pages.image(d)[sizeof(page_header) + 64] == std::byte{7});
+  r.pages.make_writable(d);
+  r.pages.image(d)[sizeof(page_header) + 100] = std::byte{9};
   std::uint64_t before = r.stats.diff_bytes;
   r.commit();
   CHECK(r.stats.diff_bytes - before == 8);  // only the word that changed
@@ -128,17 +98,17 @@ TEST_CASE("pager: a page written back is diffed, read back checked, and evicted 
   r.begin();
   std::vector<void*> objects;
   for (int i = 0; i < 40; ++i) {
-    void* p = r.alloc->allocate(raw_descriptor(), 6000, nullptr);
+    void* p = r.allocator.allocate(raw_descriptor(), 6000, nullptr);
     std::memset(r.image_of(p), i + 1, 6000);
     objects.push_back(p);
   }
   CHECK(r.stats.dirty_evictions > 0);
   r.commit();
-  r.pages->evict_all_clean();
+  r.pages.evict_all_clean();
   r.begin();
   for (int i = 0; i < 40; ++i) {
     page_desc* o = r.access->page_of(objects[i]);
-    r.pages->make_current(o);
+    r.pages.make_current(o);
     REQUIRE(r.image_of(objects[i])[5999] == std::byte(i + 1));
   }
   store.abort();
@@ -150,7 +120,7 @@ TEST_CASE("pager: a record whose checksum fails is refused, and its slot given b
   {
     rig r(store);
     r.begin();
-    void* p = r.alloc->allocate(raw_descriptor(), 64, nullptr);
+    void* p = r.allocator.allocate(raw_descriptor(), 64, nullptr);
     page = r.access->page_of(p)->page;
     r.commit();
   }
@@ -167,8 +137,8 @@ TEST_CASE("pager: a record whose checksum fails is refused, and its slot given b
   }
   rig r(store);
   r.begin();
-  page_desc* d = r.relocate->ensure_run(0, page, 1);
-  CHECK_THROWS_AS(r.pages->page_in(d), qs::corrupt_page);
+  page_desc* d = r.relocate.ensure_run(0, page, 1);
+  CHECK_THROWS_AS(r.pages.page_in(d), qs::corrupt_page);
   CHECK(d->state() == page_state::absent);
   std::uint32_t slot;
   int free_slots = 0;
@@ -185,10 +155,10 @@ TEST_CASE("relocator: a page whose target's frames are taken points to the targe
     rig r(store);
     r.begin();
     // Two objects of one pointer each, on two pages: a points to b.
-    void* a = r.alloc->allocate(pointer_descriptor(), 8, nullptr);
-    void* filler = r.alloc->allocate(raw_descriptor(), 8152, nullptr);  // fills a's page
+    void* a = r.allocator.allocate(pointer_descriptor(), 8, nullptr);
+    void* filler = r.allocator.allocate(raw_descriptor(), 8152, nullptr);  // fills a's page
     (void)filler;
-    void* b = r.alloc->allocate(pointer_descriptor(), 8, nullptr);
+    void* b = r.allocator.allocate(pointer_descriptor(), 8, nullptr);
     std::memcpy(r.image_of(a), &b, sizeof b);
     a_page = r.access->page_of(a)->page;
     b_page = r.access->page_of(b)->page;
@@ -200,13 +170,13 @@ TEST_CASE("relocator: a page whose target's frames are taken points to the targe
   rig r(store);
   r.begin();
   // Something else holds b's frame in this process.
-  REQUIRE(r.relocate->take_frames(b_frame, 1) == b_frame);
-  page_desc* a = r.relocate->ensure_run(0, a_page, 1);
-  r.pages->page_in(a);
+  REQUIRE(r.relocate.take_frames(b_frame, 1) == b_frame);
+  page_desc* a = r.relocate.ensure_run(0, a_page, 1);
+  r.pages.page_in(a);
   page_desc* b = r.table.by_page(b_page);
   REQUIRE(b != nullptr);  // given frames when a came in
   CHECK(b->frame != b_frame);
-  std::byte* obj = r.pages->image(a) + sizeof(page_header) + sizeof(object_header);
+  std::byte* obj = r.pages.image(a) + sizeof(page_header) + sizeof(object_header);
   void* now;
   std::memcpy(&now, obj, sizeof now);
   CHECK(r.access->page_of(now) == b);
@@ -223,11 +193,11 @@ std::uint64_t page_with_freed_space(qs_test::mem_store& store) {
   std::vector<void*> objects;
   rig r(store);
   r.begin();
-  for (int i = 0; i < 60; ++i) objects.push_back(r.alloc->allocate(raw_descriptor(), 120, nullptr));
+  for (int i = 0; i < 60; ++i) objects.push_back(r.allocator.allocate(raw_descriptor(), 120, nullptr));
   std::uint64_t page = r.access->page_of(objects[0])->page;
   r.commit();
   r.begin();
-  for (int i = 0; i < 60; i += 2) r.alloc->deallocate(objects[i]);
+  for (int i = 0; i < 60; i += 2) r.allocator.deallocate(objects[i]);
   r.commit();
   return page;
 }
@@ -239,7 +209,7 @@ TEST_CASE("allocator: freed space is listed at commit and reused by the next pro
   const std::uint64_t page = page_with_freed_space(store);
   rig r(store);
   r.begin();
-  void* p = r.alloc->allocate(raw_descriptor(), 120, nullptr);
+  void* p = r.allocator.allocate(raw_descriptor(), 120, nullptr);
   CHECK(r.access->page_of(p)->page == page);  // the freed space, not a new page
   std::uint64_t pages_before = store.page_count();
   r.commit();
@@ -255,15 +225,12 @@ TEST_CASE("allocator: on a shared store, an abort sends the next small object to
   const std::uint64_t listed = page_with_freed_space(store);
   rig r(store);
   r.begin();
-  void* first = r.alloc->allocate(raw_descriptor(), 120, nullptr);
+  void* first = r.allocator.allocate(raw_descriptor(), 120, nullptr);
   CHECK(r.access->page_of(first)->page == listed);  // offered to everyone
-  r.pages->aborted();
-  r.log.reset();
-  store.abort();
-  r.alloc->abort();
+  r.abort();
   r.begin();
-  void* retry = r.alloc->allocate(raw_descriptor(), 120, nullptr);
-  void* next = r.alloc->allocate(raw_descriptor(), 120, nullptr);
+  void* retry = r.allocator.allocate(raw_descriptor(), 120, nullptr);
+  void* next = r.allocator.allocate(raw_descriptor(), 120, nullptr);
   CHECK(r.access->page_of(retry)->page != listed);
   CHECK(r.access->page_of(next) == r.access->page_of(retry));  // follows it
   r.commit();
@@ -273,17 +240,13 @@ TEST_CASE("allocator: an abort forgets the transaction's pages and its free-spac
   qs_test::mem_store store(store_options());
   rig r(store);
   r.begin();
-  void* keep = r.alloc->allocate(raw_descriptor(), 100, nullptr);
+  void* keep = r.allocator.allocate(raw_descriptor(), 100, nullptr);
   r.commit();
   r.begin();
-  void* gone = r.alloc->allocate(raw_descriptor(), 8100, nullptr);  // more than keep's page has left
+  void* gone = r.allocator.allocate(raw_descriptor(), 8100, nullptr);  // more than keep's page has left
   page_desc* d = r.access->page_of(gone);
   REQUIRE(d->is_new());
-  for (page_desc* c : std::vector<page_desc*>(r.log.created())) r.pages->drop(c);
-  r.pages->aborted();
-  r.log.reset();
-  store.abort();
-  r.alloc->abort();
+  r.abort();
   CHECK(r.access->page_of(gone) == nullptr);
   CHECK(r.access->page_of(keep) != nullptr);
   CHECK(store.page_count() == 1);
@@ -293,25 +256,25 @@ TEST_CASE("roots and indexes: locations that lead back to their objects") {
   qs_test::mem_store store(store_options());
   rig r(store);
   r.begin();
-  void* cell = r.named->cell("head", pointer_descriptor(), 8, typeid(void*));
-  CHECK(r.named->cell("head", pointer_descriptor(), 8, typeid(void*)) == cell);
-  CHECK_THROWS_AS(r.named->cell("head", raw_descriptor(), 8, typeid(long)), qs::root_type_mismatch);
-  void* obj = r.alloc->allocate(raw_descriptor(), 32, nullptr);
-  std::uint32_t ix = r.index->open("by_key", true);
+  void* cell = r.named.cell("head", pointer_descriptor(), 8, typeid(void*));
+  CHECK(r.named.cell("head", pointer_descriptor(), 8, typeid(void*)) == cell);
+  CHECK_THROWS_AS(r.named.cell("head", raw_descriptor(), 8, typeid(long)), qs::root_type_mismatch);
+  void* obj = r.allocator.allocate(raw_descriptor(), 32, nullptr);
+  std::uint32_t ix = r.index.open("by_key", true);
   std::string ref(reinterpret_cast<const char*>(&obj), sizeof obj);
-  r.index->insert(ix, "by_key", "k1", ref);
-  CHECK_THROWS_AS(r.index->insert(ix, "by_key", "k1", ref), qs::duplicate_key);
-  auto found = r.index->scan(ix, "k1", "k1", 0);
+  r.index.insert(ix, "by_key", "k1", ref);
+  CHECK_THROWS_AS(r.index.insert(ix, "by_key", "k1", ref), qs::duplicate_key);
+  auto found = r.index.scan(ix, "k1", "k1", 0);
   REQUIRE(found.size() == 1);
   CHECK(found[0].value == ref);
-  CHECK(r.index->erase(ix, "k1", ref));
-  CHECK(r.index->scan(ix, "", "\xff", 0).empty());
+  CHECK(r.index.erase(ix, "k1", ref));
+  CHECK(r.index.scan(ix, "", "\xff", 0).empty());
   r.commit();
   // Another process finds the root by name.
   rig again(store, 16, 0x7d0000000000);
   again.begin();
-  CHECK(again.named->exists("head"));
-  CHECK_FALSE(again.named->exists("tail"));
+  CHECK(again.named.exists("head"));
+  CHECK_FALSE(again.named.exists("tail"));
   store.abort();
 }
 
@@ -345,30 +308,30 @@ TEST_CASE("pager: a write-back the store refuses leaves the page's header and ma
   {
     rig r(store);
     r.begin();
-    void* a = r.alloc->allocate(pointer_descriptor(), 8, nullptr);
+    void* a = r.allocator.allocate(pointer_descriptor(), 8, nullptr);
     page = r.access->page_of(a)->page;
     r.commit();
   }
   rig r(store);
   r.begin();
-  page_desc* d = r.relocate->ensure_run(0, page, 1);
-  r.pages->page_in(d);
+  page_desc* d = r.relocate.ensure_run(0, page, 1);
+  r.pages.page_in(d);
   record_header before = d->hdr;
   std::string mapping_before = d->mapping;
-  r.pages->make_writable(d);
+  r.pages.make_writable(d);
   // A pointer to another page of its own: the mapping object would change.
-  void* b = r.alloc->allocate(raw_descriptor(), 8160, nullptr);  // more than d has left
-  void* a = r.pages->image(d) + sizeof(page_header) + sizeof(object_header);
+  void* b = r.allocator.allocate(raw_descriptor(), 8160, nullptr);  // more than d has left
+  void* a = r.pages.image(d) + sizeof(page_header) + sizeof(object_header);
   std::memcpy(a, &b, sizeof b);
   REQUIRE(r.access->page_of(b) != d);
   store.fail_next = true;
-  CHECK_THROWS_AS(r.pages->write_back(d), qs::deadlock);
+  CHECK_THROWS_AS(r.pages.write_back(d), qs::deadlock);
   CHECK(d->hdr.version == before.version);
   CHECK(d->hdr.checksum == before.checksum);
   CHECK(d->hdr.mapping_entries == before.mapping_entries);
   CHECK(d->mapping == mapping_before);
   // Written again, it goes through with the next version.
-  r.pages->write_back(d);
+  r.pages.write_back(d);
   CHECK(d->hdr.version == before.version + 1);
   CHECK(d->hdr.mapping_entries == 1);
   store.abort();
@@ -379,12 +342,12 @@ TEST_CASE("pager: a commit that changes only data keeps the mapping; one that ch
   rig r(store);
   r.begin();
   // One page holding a pointer cell and raw bytes; targets on other pages.
-  void* cell = r.alloc->allocate(pointer_descriptor(), 8, nullptr);
-  void* data = r.alloc->allocate(raw_descriptor(), 64, cell);
-  void* filler = r.alloc->allocate(raw_descriptor(), 8000, nullptr);
+  void* cell = r.allocator.allocate(pointer_descriptor(), 8, nullptr);
+  void* data = r.allocator.allocate(raw_descriptor(), 64, cell);
+  void* filler = r.allocator.allocate(raw_descriptor(), 8000, nullptr);
   (void)filler;
-  void* t1 = r.alloc->allocate(raw_descriptor(), 8000, nullptr);
-  void* t2 = r.alloc->allocate(raw_descriptor(), 8000, nullptr);
+  void* t1 = r.allocator.allocate(raw_descriptor(), 8000, nullptr);
+  void* t2 = r.allocator.allocate(raw_descriptor(), 8000, nullptr);
   std::uint64_t page = r.access->page_of(cell)->page;
   REQUIRE(r.access->page_of(data)->page == page);
   REQUIRE(r.access->page_of(t1)->page != page);
@@ -397,7 +360,7 @@ TEST_CASE("pager: a commit that changes only data keeps the mapping; one that ch
   // Data only: the stored mapping is the one before, and only data went out.
   r.begin();
   page_desc* d = r.access->page_of(cell);
-  r.pages->make_writable(d);
+  r.pages.make_writable(d);
   r.image_of(data)[8] = std::byte{42};
   std::uint64_t before = r.stats.diff_bytes;
   r.commit();
@@ -406,7 +369,7 @@ TEST_CASE("pager: a commit that changes only data keeps the mapping; one that ch
 
   // The pointer now leads to t2's page: the mapping must say so.
   r.begin();
-  r.pages->make_writable(d);
+  r.pages.make_writable(d);
   std::memcpy(r.image_of(cell), &t2, sizeof t2);
   r.commit();
   std::optional<std::string> second = store.stored_mapping(page);
@@ -420,8 +383,8 @@ TEST_CASE("pager: an eviction whose one-time write-back the store refuses leaves
   {
     rig r(store);
     r.begin();
-    void* a = r.alloc->allocate(pointer_descriptor(), 8, nullptr);
-    void* b = r.alloc->allocate(raw_descriptor(), 8160, nullptr);  // on a page of its own
+    void* a = r.allocator.allocate(pointer_descriptor(), 8, nullptr);
+    void* b = r.allocator.allocate(raw_descriptor(), 8160, nullptr);  // on a page of its own
     REQUIRE(r.access->page_of(a) != r.access->page_of(b));
     page = r.access->page_of(a)->page;
     std::memcpy(r.image_of(a), &b, sizeof b);
@@ -434,16 +397,16 @@ TEST_CASE("pager: an eviction whose one-time write-back the store refuses leaves
   o.force_relocation_percent = 100;
   rig r(store, 16, 0x7e0000000000, o);
   r.begin();
-  page_desc* d = r.relocate->ensure_run(0, page, 1);
-  r.pages->page_in(d);
+  page_desc* d = r.relocate.ensure_run(0, page, 1);
+  r.pages.page_in(d);
   REQUIRE(r.log.relocate_pending(d));
   store.fail_next_put = true;
-  CHECK_THROWS_AS(r.pages->evict(d), qs::connection_lost);
+  CHECK_THROWS_AS(r.pages.evict(d), qs::connection_lost);
   // Still resident: its frame shows its slot, as it did before (a later
   // revalidation only changes the frame's protection).
   REQUIRE(d->resident());
   r.access->set_access(d, false);
-  CHECK(std::memcmp(r.access->address(d), r.pages->image(d), page_size) == 0);
+  CHECK(std::memcmp(r.access->address(d), r.pages.image(d), page_size) == 0);
   store.abort();
 }
 
