@@ -99,7 +99,7 @@ database_impl::~database_impl() {
 
 void database_impl::join() {
   lock_scope g(*this);
-  tx_.join();
+  tx_.join(this);
 }
 
 void database_impl::leave() {

@@ -1,17 +1,23 @@
 // software_current.hpp: the database software mode's references resolve
-// in: the one whose transaction began last (or, between transactions, was
-// last used). software_mode.cpp's page_access sets it; the entry points of
-// qs/ref.hpp (software_ref.cpp) read it.
+// in, one per thread: the one whose transaction the thread began or joined
+// last (or, between transactions, opened last). software_mode.cpp's
+// page_access sets it, with the thread's residency table (qs/ref.hpp's
+// sw_residency); the entry points of qs/ref.hpp (software_ref.cpp) read it.
 //
-// Thread-safety: an atomic pointer; the database it names must be used by
-// one thread at a time, as its references are.
+// Invariant: no thread's current database is a closed one. Closing a
+// database (page_access::forget_current) clears it in every thread that
+// has it, with that thread's residency table.
+//
+// Thread-safety: each thread reads and sets its own; closing clears others'
+// under a mutex, and a database must not be closed while another thread
+// still uses it (as with any database).
 #pragma once
-
-#include <atomic>
 
 namespace qs::detail {
 
 class database_impl;
-extern std::atomic<database_impl*> software_current_database;
+
+// The calling thread's current database in software mode, or nullptr.
+database_impl* software_current_database() noexcept;
 
 }  // namespace qs::detail

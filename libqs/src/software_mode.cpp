@@ -10,6 +10,7 @@
 #include "relocator.hpp"
 #include "software_current.hpp"
 #include "stopwatch.hpp"
+#include "thread_annotations.hpp"
 
 #include <qs/error.hpp>
 #include <qs/ref.hpp>
@@ -23,10 +24,37 @@
 
 namespace qs::detail {
 
-// The residency table of the current database (qs/ref.hpp reads it inline).
-residency sw_residency;
+// The residency table of the calling thread's current database (qs/ref.hpp
+// reads it inline).
+thread_local constinit residency sw_residency;
 
-std::atomic<database_impl*> software_current_database{nullptr};
+namespace {
+
+// A thread's current database (software_current.hpp), registered while the
+// thread lives so that closing a database can clear it everywhere.
+struct thread_current;
+mutex threads_mutex;
+std::vector<thread_current*> threads QS_GUARDED_BY(threads_mutex);
+
+struct thread_current {
+  database_impl* db = nullptr;
+  residency* table = &sw_residency;
+  thread_current() {
+    lock_guard g(threads_mutex);
+    threads.push_back(this);
+  }
+  ~thread_current() {
+    lock_guard g(threads_mutex);
+    threads.erase(std::find(threads.begin(), threads.end(), this));
+  }
+  thread_current(const thread_current&) = delete;
+  thread_current& operator=(const thread_current&) = delete;
+};
+thread_local thread_current this_thread;
+
+}  // namespace
+
+database_impl* software_current_database() noexcept { return this_thread.db; }
 
 namespace {
 
@@ -73,12 +101,16 @@ class software_access final : public page_access {
   // pins it until the transaction ends.
   void begin_transaction() override { hide_all(); }
   void make_current(database_impl* db) override {
-    software_current_database.store(db);
+    this_thread.db = db;
     sw_residency = {table(), table_pages};
   }
   void forget_current(database_impl* db) override {
-    database_impl* expected = db;
-    if (software_current_database.compare_exchange_strong(expected, nullptr)) sw_residency = {};
+    lock_guard g(threads_mutex);
+    for (thread_current* t : threads)
+      if (t->db == db) {
+        t->db = nullptr;
+        *t->table = {};
+      }
   }
 
   std::byte* address(const page_desc* d) const override {

@@ -14,8 +14,11 @@ namespace qs::detail {
 namespace {
 
 database_impl& current() {
-  database_impl* db = software_current_database.load();
-  if (!db) throw no_transaction("a qs::ref was followed, but no database is open");
+  database_impl* db = software_current_database();
+  if (!db)
+    throw no_transaction(
+        "a qs::ref was followed, but this thread has no database (open one, or begin or join a transaction of "
+        "one, in this thread)");
   return *db;
 }
 

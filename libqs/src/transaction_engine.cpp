@@ -86,9 +86,10 @@ void transaction_engine::abort() {
   rt_.allocator.abort();
 }
 
-void transaction_engine::join() {
+void transaction_engine::join(database_impl* db) {
   if (!open()) throw no_transaction("joining a transaction in database " + rt_.name + ": none is open");
   if (!in_this_transaction()) joined_.push_back(std::this_thread::get_id());
+  rt_.access->make_current(db);
 }
 
 void transaction_engine::leave() {

@@ -51,8 +51,9 @@ class transaction_engine {
   // Undoes the open transaction. Requires open().
   void abort();
 
-  // The calling thread works in the open transaction until leave().
-  void join();
+  // The calling thread works in the open transaction until leave(); `db`
+  // becomes its current database (software mode's references).
+  void join(database_impl* db);
   void leave();
   // Whether the calling thread began or joined the open transaction.
   bool in_this_transaction() const;

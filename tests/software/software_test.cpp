@@ -7,8 +7,13 @@
 
 #include <qs/qs.hpp>
 
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <tuple>
 
 static_assert(qs::software_swizzling, "this test is built against qs-software");
 
@@ -379,4 +384,103 @@ TEST_CASE("software mode: a freed block reused by an object 8 bytes smaller leav
   qs::destroy(d.get());
   qs::destroy(c.get());
   t.commit();
+}
+
+TEST_CASE("software mode: two threads with a database each follow their own references, interleaved") {
+  // Each thread's references resolve in the database whose transaction it
+  // began: thread B beginning a transaction of its database between thread
+  // A's begin and A's first dereference changes nothing for A.
+  qs_test::test_dir dir;
+  store_list(dir.sub("a"), 300);
+  store_list(dir.sub("b"), 1000);
+  std::mutex m;
+  std::condition_variable cv;
+  int step = 0;  // 1: A began; 2: B began; 3: A summed
+  auto wait_for = [&](int s) {
+    std::unique_lock<std::mutex> l(m);
+    cv.wait(l, [&] { return step >= s; });
+  };
+  auto reach = [&](int s) {
+    {
+      std::lock_guard<std::mutex> l(m);
+      step = s;
+    }
+    cv.notify_all();
+  };
+  std::int64_t sum_a = 0, sum_b = 0;
+  std::exception_ptr error_a, error_b;
+  std::thread a([&] {
+    try {
+      auto db = qs::database::open(dir.sub("a"), qs_test::small_options());
+      qs::transaction t(db);
+      reach(1);
+      wait_for(2);
+      qs::ref<Node> head = db.root<qs::ref<Node>>("list");
+      sum_a = sum(head);
+      qs::write(head)->value += 1000000;
+      t.commit();
+      reach(3);
+    } catch (...) {
+      error_a = std::current_exception();
+      reach(3);
+    }
+  });
+  std::thread b([&] {
+    try {
+      wait_for(1);
+      auto db = qs::database::open(dir.sub("b"), qs_test::small_options());
+      qs::transaction t(db);
+      reach(2);
+      wait_for(3);
+      qs::ref<Node> head = db.root<qs::ref<Node>>("list");
+      sum_b = sum(head);
+      qs::write(head)->value += 2000000;
+      t.commit();
+    } catch (...) {
+      error_b = std::current_exception();
+    }
+  });
+  a.join();
+  b.join();
+  auto message = [](std::exception_ptr e) -> std::string {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      return x.what();
+    }
+  };
+  if (error_a) FAIL("thread A: " << message(error_a));
+  if (error_b) FAIL("thread B: " << message(error_b));
+  CHECK(sum_a == 300 * 301 / 2);
+  CHECK(sum_b == 1000 * 1001 / 2);
+  // Each commit went to its own database.
+  for (auto [name, n, added] : {std::tuple{"a", 300, 1000000}, std::tuple{"b", 1000, 2000000}}) {
+    auto db = qs::database::open(dir.sub(name), qs_test::small_options());
+    qs::transaction t(db);
+    CHECK(sum(db.root<qs::ref<Node>>("list")) == std::int64_t{n} * (n + 1) / 2 + added);
+    t.commit();
+  }
+}
+
+TEST_CASE("software mode: a thread that has no database says so when it follows a reference") {
+  qs_test::test_dir dir;
+  store_list(dir.sub("db"), 10);
+  auto db = qs::database::open(dir.sub("db"), qs_test::small_options());
+  qs::ref<Node> head;
+  {
+    qs::transaction t(db);
+    head = db.root<qs::ref<Node>>("list");
+    t.commit();
+  }
+  db.release_cache();
+  std::string what;
+  std::thread other([&] {
+    try {
+      (void)head->value;
+    } catch (const qs::no_transaction& e) {
+      what = e.what();
+    }
+  });
+  other.join();
+  CHECK_THAT(what, Catch::Contains("this thread has no database"));
 }

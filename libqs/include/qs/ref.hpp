@@ -99,12 +99,14 @@ namespace detail {
 
 // The residency table of the database references resolve in: pages[p] is
 // the address of page p's bytes in memory, or null when the page is absent
-// (or must be revalidated first).
+// (or must be revalidated first). One per thread: a thread's references
+// resolve in the database whose transaction it began or joined last (or
+// opened last), so threads with a database each do not disturb each other.
 struct residency {
   std::byte* const* pages = nullptr;
   std::uint64_t count = 0;
 };
-extern residency sw_residency;
+extern thread_local constinit residency sw_residency;
 
 // The slow path of a dereference: fetches the page (and a large object's
 // whole run), checks the tag; throws qs::dangling_reference.
