@@ -236,7 +236,7 @@ std::vector<index_entry> database_impl::index_scan(std::uint32_t ix, std::string
 void* database_impl::root_cell(std::string_view name, const type_descriptor* d, std::size_t size,
                                const std::type_info& t) {
   lock_scope g(*this);
-  tx_.require_not_other("the root '" + std::string(name) + "'");
+  tx_.require_not_other("the root", name);
   return rt_.named.cell(name, d, size, t);
 }
 

@@ -24,21 +24,33 @@
 
 namespace qs::detail {
 
-// The residency table of the calling thread's current database (qs/ref.hpp
-// reads it inline).
-thread_local constinit residency sw_residency;
+// The table every thread's references may read inline, while all that have
+// a database have the same one (qs/ref.hpp).
+residency sw_residency;
 
 namespace {
 
-// A thread's current database (software_current.hpp), registered while the
-// thread lives so that closing a database can clear it everywhere.
+// The calling thread's current database and its residency table
+// (software_current.hpp): plain thread-locals, read on the slow path.
+thread_local constinit database_impl* current_db = nullptr;
+thread_local constinit residency current_table;
+
+// The threads that have had a current database, so that closing one can
+// clear it everywhere and the shared table can be chosen: a thread
+// registers at its first make_current and leaves the list when it ends.
 struct thread_current;
 mutex threads_mutex;
 std::vector<thread_current*> threads QS_GUARDED_BY(threads_mutex);
 
+// Sets sw_residency to the one table every thread with a database has, or
+// empties it. Readers on other threads may be reading it meanwhile: the
+// count goes to 0 first and the pages pointer is never nulled, so a reader
+// sees a count and a table that belong together, or a count of 0.
+void share_table() QS_REQUIRES(threads_mutex);
+
 struct thread_current {
-  database_impl* db = nullptr;
-  residency* table = &sw_residency;
+  database_impl** db = &current_db;
+  residency* table = &current_table;
   thread_current() {
     lock_guard g(threads_mutex);
     threads.push_back(this);
@@ -46,15 +58,35 @@ struct thread_current {
   ~thread_current() {
     lock_guard g(threads_mutex);
     threads.erase(std::find(threads.begin(), threads.end(), this));
+    share_table();
   }
   thread_current(const thread_current&) = delete;
   thread_current& operator=(const thread_current&) = delete;
 };
 thread_local thread_current this_thread;
 
+void share_table() {
+  const residency* one = nullptr;
+  database_impl* db = nullptr;
+  for (thread_current* t : threads) {
+    if (!*t->db) continue;
+    if (db && *t->db != db) {
+      one = nullptr;
+      break;
+    }
+    db = *t->db;
+    one = t->table;
+  }
+  __atomic_store_n(&sw_residency.count, std::uint64_t{0}, __ATOMIC_RELEASE);
+  if (!one) return;
+  __atomic_store_n(&sw_residency.pages, one->pages, __ATOMIC_RELEASE);
+  __atomic_store_n(&sw_residency.count, one->count, __ATOMIC_RELEASE);
+}
+
 }  // namespace
 
-database_impl* software_current_database() noexcept { return this_thread.db; }
+database_impl* software_current_database() noexcept { return current_db; }
+const residency& software_current_residency() noexcept { return current_table; }
 
 namespace {
 
@@ -101,16 +133,20 @@ class software_access final : public page_access {
   // pins it until the transaction ends.
   void begin_transaction() override { hide_all(); }
   void make_current(database_impl* db) override {
-    this_thread.db = db;
-    sw_residency = {table(), table_pages};
+    static_cast<void>(&this_thread);  // registers the thread, at its first use
+    lock_guard g(threads_mutex);
+    current_db = db;
+    current_table = {table(), table_pages};
+    share_table();
   }
   void forget_current(database_impl* db) override {
     lock_guard g(threads_mutex);
     for (thread_current* t : threads)
-      if (t->db == db) {
-        t->db = nullptr;
+      if (*t->db == db) {
+        *t->db = nullptr;
         *t->table = {};
       }
+    share_table();
   }
 
   std::byte* address(const page_desc* d) const override {

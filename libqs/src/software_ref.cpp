@@ -25,6 +25,9 @@ database_impl& current() {
 }  // namespace
 
 void* sw_resolve(std::uint64_t page, std::uint32_t offset, std::uint32_t tag) {
+  // Threads with different databases: the inline path's table is empty,
+  // and this thread's own is read here, without the database's lock.
+  if (void* p = sw_resident(software_current_residency(), page, offset, tag)) return p;
   return current().resolve_identity(page, offset, tag, false);
 }
 

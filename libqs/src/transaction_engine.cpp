@@ -125,9 +125,8 @@ void transaction_engine::require(const std::string& what) const {
   throw_if_failed();
 }
 
-void transaction_engine::require_not_other(const std::string& what) const {
-  if (open() && !in_this_transaction()) outside(what);
-  throw_if_failed();
+void transaction_engine::outside_named(const char* what, std::string_view name) const {
+  outside(name.empty() ? std::string(what) : std::string(what) + " '" + std::string(name) + "'");
 }
 
 void transaction_engine::outside(const std::string& what) const {

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -69,9 +70,15 @@ class transaction_engine {
   void require(const std::string& what) const;
   // Throws when a transaction is open that the calling thread is not in, or
   // when it failed: what a call that also works outside a transaction needs.
-  void require_not_other(const std::string& what) const;
+  // `what` (with `name`, quoted, when given) is made into a message only to
+  // refuse: software mode's references pass here on every slow path.
+  void require_not_other(const char* what, std::string_view name = {}) const {
+    if (open() && !in_this_transaction()) outside_named(what, name);
+    throw_if_failed();
+  }
   // The qs::no_transaction of a thread outside the open transaction.
   [[noreturn]] void outside(const std::string& what) const;
+  [[noreturn]] void outside_named(const char* what, std::string_view name) const;
   void throw_if_failed() const;
 
  private:

@@ -97,16 +97,32 @@ T* static_ref_cast(U* p) noexcept {
 
 namespace detail {
 
-// The residency table of the database references resolve in: pages[p] is
-// the address of page p's bytes in memory, or null when the page is absent
-// (or must be revalidated first). One per thread: a thread's references
-// resolve in the database whose transaction it began or joined last (or
-// opened last), so threads with a database each do not disturb each other.
+// A residency table: pages[p] is the address of page p's bytes in memory,
+// or null when the page is absent (or must be revalidated first).
 struct residency {
   std::byte* const* pages = nullptr;
   std::uint64_t count = 0;
 };
-extern thread_local constinit residency sw_residency;
+// A thread's references resolve in its own database: the one whose
+// transaction it began or joined last (or opened last). sw_residency is
+// that database's table while every thread that has a database has the same
+// one (a program with one database: always), so that the inline path below
+// reads it at a fixed address; otherwise it is empty, and each dereference
+// takes sw_resolve, which reads the thread's own table.
+extern residency sw_residency;
+
+// The object at `offset` of page `page` whose uniqueness tag is `tag`, when
+// table `r` has its page; else nullptr.
+inline void* sw_resident(const residency& r, std::uint64_t page, std::uint32_t offset, std::uint32_t tag) noexcept {
+  if (page < r.count) {
+    if (std::byte* base = r.pages[page]) {
+      std::uint32_t t;
+      std::memcpy(&t, base + offset - sizeof(object_header) + offsetof(object_header, tag), sizeof t);
+      if (t == tag) return base + offset;
+    }
+  }
+  return nullptr;
+}
 
 // The slow path of a dereference: fetches the page (and a large object's
 // whole run), checks the tag; throws qs::dangling_reference.
@@ -146,15 +162,7 @@ class ref {
   // The object's address, fetching its page when absent.
   T* get() const {
     if (offset_ == 0) return nullptr;
-    const detail::residency& r = detail::sw_residency;
-    if (page_ < r.count) {
-      if (std::byte* base = r.pages[page_]) {
-        std::uint32_t t;
-        std::memcpy(&t, base + offset_ - sizeof(detail::object_header) + offsetof(detail::object_header, tag),
-                    sizeof t);
-        if (t == tag_) return reinterpret_cast<T*>(base + offset_);
-      }
-    }
+    if (void* p = detail::sw_resident(detail::sw_residency, page_, offset_, tag_)) return static_cast<T*>(p);
     return static_cast<T*>(detail::sw_resolve(page_, offset_, tag_));
   }
   T* operator->() const { return get(); }
