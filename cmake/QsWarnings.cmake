@@ -12,7 +12,7 @@
 # visited (only qs's directories are).
 #
 # QS_WERROR=ON adds -Werror. Under clang the set also has -Wthread-safety,
-# which checks the annotations of libqs/src/thread_annotations.hpp.
+# which checks the annotations of libqs/src/util/thread_annotations.hpp.
 include(${CMAKE_CURRENT_LIST_DIR}/QsTargets.cmake)
 include_guard(GLOBAL)
 

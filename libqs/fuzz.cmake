@@ -7,9 +7,9 @@ include(QsFuzz)
 set(_src ${CMAKE_CURRENT_SOURCE_DIR}/src)
 set(_format ${PROJECT_SOURCE_DIR}/common/qs/format)
 qs_add_fuzzer(qs_page_fuzzer TARGET qs_page_fuzzer_build TESTS page_fuzz WHAT "page"
-  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/page_fuzzer.cpp ${_src}/page_check.cpp ${_src}/page_heap.cpp
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/page_fuzzer.cpp ${_src}/core/page_check.cpp ${_src}/core/page_heap.cpp
           ${_format}/checksum.cpp ${_format}/mapping.cpp
   INCLUDES ${PROJECT_SOURCE_DIR}/libqs/include ${PROJECT_SOURCE_DIR}/common ${_src}
-  DEPENDS ${_src}/page_check.hpp ${_src}/page_heap.hpp ${_src}/page_format.hpp ${_format}/page_record.hpp
+  DEPENDS ${_src}/core/page_check.hpp ${_src}/core/page_heap.hpp ${_src}/core/page_format.hpp ${_format}/page_record.hpp
           ${_format}/mapping.hpp
   CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus MAX_LEN 8192)

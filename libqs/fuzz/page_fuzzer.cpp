@@ -11,8 +11,8 @@
 // Three types are known: 16 (24 bytes, with pointers), 17 (1 byte, none),
 // 18 (8 bytes, a pointer).
 #include <qs/format/mapping.hpp>
-#include "page_check.hpp"
-#include "page_heap.hpp"
+#include "core/page_check.hpp"
+#include "core/page_heap.hpp"
 
 #include <cstdint>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 // qs::corrupt_page naming the record, never a crash.
 #include <catch2/catch.hpp>
 
-#include "page_access.hpp"
+#include "mode/page_access.hpp"
 #include "support.hpp"
 #include "types.hpp"
 

@@ -3,7 +3,7 @@
 // crash inside the fault handler.
 #include <catch2/catch.hpp>
 
-#include "page_format.hpp"
+#include "core/page_format.hpp"
 #include "support.hpp"
 #include "types.hpp"
 

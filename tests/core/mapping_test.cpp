@@ -2,9 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include <qs/format/mapping.hpp>
-#include "frame_map.hpp"
+#include "core/frame_map.hpp"
+#include "mode/page_access.hpp"
 #include "os/frames.hpp"
-#include "page_access.hpp"
 
 #include <sys/mman.h>
 

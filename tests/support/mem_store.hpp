@@ -1,4 +1,4 @@
-// mem_store.hpp: a store (libqs/src/store.hpp) kept in memory, for fast unit
+// mem_store.hpp: a store (libqs/src/store/store.hpp) kept in memory, for fast unit
 // tests of runtime components.
 //
 // It implements the whole store interface with the embedded store's
@@ -28,7 +28,7 @@
 // Thread-safety: none; one thread at a time, like every store.
 #pragma once
 
-#include "store.hpp"
+#include "store/store.hpp"
 
 #include <cstddef>
 #include <cstdint>

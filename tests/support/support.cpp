@@ -2,7 +2,7 @@
 
 #include <qs/bdb/bdb_env.hpp>
 
-#include "page_format.hpp"
+#include "core/page_format.hpp"
 
 #include <catch2/catch.hpp>
 

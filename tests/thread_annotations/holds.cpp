@@ -1,8 +1,8 @@
 // Locking that clang's thread-safety analysis must accept: every use of
-// libqs/src/thread_annotations.hpp the runtime is expected to make, correct.
+// libqs/src/util/thread_annotations.hpp the runtime is expected to make, correct.
 // tests/thread_annotations/check.cmake compiles it with -Wthread-safety
 // -Werror (clang) and with g++, where the annotations are empty.
-#include "thread_annotations.hpp"
+#include "util/thread_annotations.hpp"
 
 #include <condition_variable>
 

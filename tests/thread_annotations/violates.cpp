@@ -1,7 +1,7 @@
 // Locking mistakes that clang's thread-safety analysis must report, one per
 // function; tests/thread_annotations/check.cmake expects each diagnostic. The
 // file is valid C++: g++, for which the annotations are empty, compiles it.
-#include "thread_annotations.hpp"
+#include "util/thread_annotations.hpp"
 
 namespace {
 

@@ -1,8 +1,8 @@
 // The checker of the crash torture (check.hpp).
 #include "check.hpp"
 
-#include "bdb_store.hpp"
-#include "remote_store.hpp"
+#include "store/bdb_store.hpp"
+#include "store/remote_store.hpp"
 #include "store_audit.hpp"
 #include "verify.hpp"
 

@@ -4,11 +4,11 @@
 #include <qs/format/checksum.hpp>
 #include <qs/format/keys.hpp>
 #include <qs/format/mapping.hpp>
-#include "location.hpp"
-#include "page_check.hpp"
-#include "page_format.hpp"
-#include "page_heap.hpp"
-#include "schema_registry.hpp"
+#include "core/location.hpp"
+#include "core/page_check.hpp"
+#include "core/page_format.hpp"
+#include "core/page_heap.hpp"
+#include "core/schema_registry.hpp"
 
 #include <cstdio>
 #include <cstring>

@@ -19,7 +19,7 @@
 // Thread-safety: uses the store alone; nothing else may write it meanwhile.
 #pragma once
 
-#include "store.hpp"
+#include "store/store.hpp"
 
 #include <cstdint>
 #include <map>

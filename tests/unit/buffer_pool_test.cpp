@@ -1,9 +1,9 @@
 // The buffer pool's slots and its clock.
 #include <catch2/catch.hpp>
 
-#include "buffer_pool.hpp"
-#include "page_table.hpp"
-#include "transaction_log.hpp"
+#include "core/buffer_pool.hpp"
+#include "core/page_table.hpp"
+#include "core/transaction_log.hpp"
 
 using namespace qs::detail;
 

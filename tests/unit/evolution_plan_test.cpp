@@ -1,6 +1,6 @@
 // Unit tests of evolution_plan: member lists matched by name, values
 // converted or refused, offsets mapped, hostile stored layouts refused.
-#include "evolution_plan.hpp"
+#include "evolution/evolution_plan.hpp"
 
 #include <qs/error.hpp>
 

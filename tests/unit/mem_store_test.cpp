@@ -3,8 +3,8 @@
 // mem_store and on the embedded bdb_store, whose observations must agree.
 #include <catch2/catch.hpp>
 
-#include "bdb_store.hpp"
 #include "mem_store.hpp"
+#include "store/bdb_store.hpp"
 
 #include <qs/error.hpp>
 

@@ -1,7 +1,7 @@
 // The page descriptor's state machine and the page table.
 #include <catch2/catch.hpp>
 
-#include "page_table.hpp"
+#include "core/page_table.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // The transaction log: its lists, saved objects, and the one reset.
 #include <catch2/catch.hpp>
 
-#include "transaction_log.hpp"
+#include "core/transaction_log.hpp"
 
 #include <cstring>
 #include <vector>

@@ -63,7 +63,7 @@ namespace detail {
 // index into the database's type table) and payload size, and in software
 // mode the object's uniqueness tag, the last word before the payload, which
 // every qs::ref to the object repeats (ref::get reads it there). The one
-// definition of it: the page format (libqs/src/page_format.hpp, which says
+// definition of it: the page format (libqs/src/core/page_format.hpp, which says
 // what each field means) and qs::ref both use this one.
 struct object_header {
   std::uint32_t type;

@@ -1,0 +1,260 @@
+// The coordinator: its lock, its entry points, and the fault path.
+#include "api/database_impl.hpp"
+
+#include "api/catalog.hpp"
+#include "core/open_databases.hpp"
+#include "os/machine.hpp"
+#include "util/stopwatch.hpp"
+
+#include <qs/pause_point.hpp>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+
+namespace qs::detail {
+namespace {
+
+thread_local int lock_depth = 0;
+
+}  // namespace
+
+lock_scope::lock_scope(const database_impl& db) : mutex_(db.mutex_) {
+  if (db.fork_generation_ != fork_generation())
+    throw error("database " + db.name() +
+                " was opened by the parent of this process: a child made by fork() cannot use it (open it again "
+                "in the child; an embedded database once the parent has closed it)");
+  mutex_.lock();
+  ++lock_depth;
+}
+lock_scope::~lock_scope() {
+  --lock_depth;
+  mutex_.unlock();
+}
+bool lock_scope::held() noexcept { return lock_depth > 0; }
+
+std::uint32_t pool_pages_for(const options& o, std::uint32_t page_size, const std::string& name) {
+  const frame_control control = mode_frame_control();
+  std::uint64_t pages = o.pool_pages ? o.pool_pages
+                        : o.pool_bytes
+                            ? o.pool_bytes / page_size
+                            : default_pool_pages(page_size, o.reservation_bytes, control == frame_control::protection);
+  const std::string given = o.pool_bytes && !o.pool_pages
+                                ? std::to_string(o.pool_bytes) + " bytes (" + std::to_string(pages) + " pages of " +
+                                      std::to_string(page_size) + " bytes)"
+                                : std::to_string(pages) + " pages";
+  if (pages < 16)
+    throw invalid_argument("database " + name + ": a buffer pool needs at least 16 pages, not " + given +
+                           " (0 sizes it from the machine)");
+  if (pages > 0x7fffffff || pages * page_size > o.reservation_bytes)
+    throw invalid_argument("database " + name + ": a buffer pool of " + given +
+                           " is larger than the frame reservation (options::reservation_bytes, " +
+                           std::to_string(o.reservation_bytes >> 20) + " MiB)");
+  check_map_budget(pages, control);
+  return static_cast<std::uint32_t>(pages);
+}
+
+namespace {
+
+// The runtime of the database in `s`: its catalog opened or created (which
+// says the page size), the pool sized for it.
+runtime make_runtime(store& s, const options& opts) {
+  std::uint32_t page_size = opts.page_size;
+  std::unique_ptr<frame_space> frames = open_catalog(s, opts, page_size);
+  const std::uint32_t pool_pages = pool_pages_for(opts, page_size, s.name());
+  return runtime(s, std::move(frames), page_size, pool_pages, opts);
+}
+
+}  // namespace
+
+database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
+    : store_(std::move(s)),
+      fork_generation_(fork_generation()),
+      rt_(make_runtime(*store_, opts)),
+      tx_(rt_, opts.durable) {
+  register_fault_range(rt_.access->frames().base(), rt_.access->frames().end(), this);
+  add_open_database(this, rt_.access.get(), &store_->name());
+  rt_.access->make_current(this);
+}
+
+database_impl::~database_impl() {
+  if (fork_generation_ != fork_generation()) {
+    // A forked child's copy: the store's handles (Berkeley DB's environment,
+    // a page server's socket) are the parent's, and are left alone.
+    (void)store_.release();
+    remove_open_database(this);
+    unregister_fault_range(this);
+    return;
+  }
+  remove_open_database(this);
+  rt_.access->forget_current(this);
+  unregister_fault_range(this);
+  if (tx_.open()) {
+    try {
+      tx_.abort();
+    } catch (...) {
+    }
+  }
+}
+
+void database_impl::join() {
+  lock_scope g(*this);
+  tx_.join(this);
+}
+
+void database_impl::leave() {
+  lock_scope g(*this);
+  tx_.leave();
+}
+
+bool database_impl::fail_transaction(std::exception_ptr e) noexcept {
+  try {
+    lock_scope g(*this);
+    return tx_.fail(std::move(e));
+  } catch (...) {
+    return false;
+  }
+}
+
+statistics database_impl::stats() const {
+  lock_scope g(*this);
+  statistics s = rt_.stats;
+  s.resident_pages = rt_.pool.size() - rt_.pool.free_slots();
+  s.kernel_mappings = process_mappings();
+  s.frame_memory_bytes = rt_.access->frames().memory_bytes();
+  s.frame_control = frame_control_name(rt_.access->frames().control());
+  return s;
+}
+
+bool database_impl::in_transaction() const {
+  lock_scope g(*this);
+  return tx_.open();
+}
+
+void database_impl::on_fault(void* address, bool write) {
+  if (lock_scope::held())
+    invalid_persistent_pointer(address, "the qs runtime touched a protected frame while holding its lock");
+  auto t0 = std::chrono::steady_clock::now();
+  lock_scope g(*this);
+  try {
+    serve_fault(address, write);
+  } catch (...) {
+    // Whatever catches the error, the transaction can only abort now
+    // (qs/error.hpp: errors raised in faults).
+    // (A thread outside the transaction is refused without failing it.)
+    tx_.fail_from_fault(std::current_exception());
+    throw;
+  }
+  rt_.stats.fault_ns += ns_since(t0);
+}
+
+void database_impl::serve_fault(void* address, bool write) {
+  rt_.access->check_fault(address);
+  page_desc* d = rt_.table.by_frame(rt_.access->frames().frame_of(address));
+  if (d && (d->state() == page_state::writable || (d->state() == page_state::readable && !write))) return;
+  if (!d) invalid_persistent_pointer(address, ("no page of database " + name() + " is at this address").c_str());
+  if (!tx_.open() || !tx_.in_this_transaction()) {
+    char at[32];
+    std::snprintf(at, sizeof at, "%#" PRIxPTR, reinterpret_cast<std::uintptr_t>(address));
+    const std::string object = "persistent object at " + std::string(at) + " (page " + std::to_string(d->page);
+    if (!tx_.open()) throw no_transaction(object + " of database " + name() + ") touched outside a transaction");
+    tx_.outside(object + ") " + (write ? "written" : "read"));
+  }
+  // A failed transaction's faults are still served (from its snapshot):
+  // the failure is raised where an exception is safe, by the next explicit
+  // call and by commit, never from a fault.
+  if (d->state() == page_state::absent || d->state() == page_state::stale) {
+    ++rt_.stats.read_faults;
+    rt_.pages.make_current(d);
+  }
+  if (write && d->state() != page_state::writable) {
+    ++rt_.stats.write_faults;
+    rt_.pages.make_writable(d);
+  }
+  d->referenced = true;
+}
+
+void database_impl::begin() {
+  ensure_alternate_stack();
+  lock_scope g(*this);
+  tx_.begin(this);
+}
+
+void database_impl::commit() {
+  lock_scope g(*this);
+  tx_.commit();
+}
+
+void database_impl::abort() {
+  lock_scope g(*this);
+  if (tx_.open()) tx_.abort();
+}
+
+void database_impl::release_cache() {
+  lock_scope g(*this);
+  if (tx_.open()) throw error("database " + name() + ": release_cache inside a transaction");
+  rt_.pages.evict_all_clean();
+}
+
+void* database_impl::allocate(const type_descriptor* d, std::size_t bytes, const void* near_object) {
+  lock_scope g(*this);
+  tx_.require("allocating a persistent object");
+  return rt_.allocator.allocate(d, bytes, near_object);
+}
+
+void database_impl::deallocate(void* p) {
+  lock_scope g(*this);
+  tx_.require("freeing a persistent object");
+  rt_.allocator.deallocate(p);
+}
+
+std::uint32_t database_impl::open_index(const std::string& name, bool unique) {
+  lock_scope g(*this);
+  return rt_.index.open(name, unique);
+}
+
+void database_impl::index_insert(std::uint32_t ix, const std::string& name, std::string_view key,
+                                 std::string_view value) {
+  lock_scope g(*this);
+  tx_.require("updating index " + name);
+  rt_.index.insert(ix, name, key, value);
+}
+
+bool database_impl::index_erase(std::uint32_t ix, std::string_view key, std::string_view value) {
+  lock_scope g(*this);
+  tx_.require("updating an index");
+  return rt_.index.erase(ix, key, value);
+}
+
+std::vector<index_entry> database_impl::index_scan(std::uint32_t ix, std::string_view lo, std::string_view hi,
+                                                   std::size_t limit) {
+  lock_scope g(*this);
+  tx_.require_not_other("reading an index");
+  return rt_.index.scan(ix, lo, hi, limit);
+}
+
+void* database_impl::root_cell(std::string_view name, const type_descriptor* d, std::size_t size,
+                               const std::type_info& t) {
+  lock_scope g(*this);
+  tx_.require_not_other("the root", name);
+  return rt_.named.cell(name, d, size, t);
+}
+
+bool database_impl::has_root(std::string_view name) {
+  lock_scope g(*this);
+  tx_.throw_if_failed();
+  return rt_.named.exists(name);
+}
+
+void* database_impl::resolve_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag, bool for_write) {
+  lock_scope g(*this);
+  tx_.require_not_other("a persistent object");
+  return rt_.refs->resolve_identity(page, offset, tag, for_write);
+}
+
+void database_impl::identify(const void* p, std::uint64_t& page, std::uint32_t& offset, std::uint32_t& tag) {
+  lock_scope g(*this);
+  rt_.refs->identify(p, page, offset, tag);
+}
+
+}  // namespace qs::detail

@@ -1,0 +1,41 @@
+// The components of one open database, wired in one place (runtime.hpp).
+#include "api/runtime.hpp"
+
+#include <utility>
+
+namespace qs::detail {
+
+runtime::runtime(store& s, std::unique_ptr<frame_space> frames, std::uint32_t page_size_bytes, std::uint32_t pool_pages,
+                 const options& opts)
+    : storage(s),
+      name(s.name()),
+      page_size(page_size_bytes),
+      schema(s, name),
+      pool(pool_pages, page_size),
+      access(make_page_access(std::move(frames), pool, table)),
+      words(schema, s.shared(), page_size, name),
+      pointers(words, *access, table, page_size, name),
+      relocate(*access, table, words, log, stats, opts, page_size, name),
+      pages(s, pool, table, log, *access, relocate, words, pointers, stats, page_size, name),
+      allocator(s, pages, relocate, *access, table, log, schema, page_size, name),
+      refs(make_references(pages, relocate, *access, table, log, stats, name)),
+      named(s, *refs, allocator, log, name),
+      index(s, *refs, name) {
+  pages.set_prefetch(opts.prefetch_pages);
+  schema.set_evolving(opts.evolve);
+  schema.load();
+  // The allocator reads its free-space list at the first allocation: a
+  // program that only reads opens in the same time whatever the database's
+  // size and fragmentation.
+}
+
+void runtime::reset_frames() {
+  pages.evict_all_clean();
+  table.clear();
+  relocate.reset();
+  named.forget();
+  allocator.forget_current_page();
+  ++stats.frame_resets;
+}
+
+}  // namespace qs::detail

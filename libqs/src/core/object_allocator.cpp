@@ -1,0 +1,229 @@
+// The object allocator: placing new objects, large objects on contiguous
+// pages, freeing, and the persistent free-space list.
+#include "core/object_allocator.hpp"
+
+#include <qs/format/keys.hpp>
+#include "core/page_heap.hpp"
+
+#include <qs/error.hpp>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <utility>
+
+namespace qs::detail {
+
+object_allocator::object_allocator(store& s, pager& pages, relocator& frames, page_access& access, page_table& table,
+                                   transaction_log& log, schema_registry& schema, std::uint32_t page_size,
+                                   const std::string& db_name)
+    : store_(s),
+      pages_(pages),
+      frames_(frames),
+      access_(access),
+      table_(table),
+      log_(log),
+      schema_(schema),
+      page_size_(page_size),
+      db_name_(db_name) {}
+
+void* object_allocator::allocate(const type_descriptor* d, std::size_t bytes, const void* near_object) {
+  if (d->size == 0 || bytes % d->size != 0)
+    throw invalid_argument("database " + db_name_ + ": allocating " + std::to_string(bytes) + " bytes of type " +
+                           d->name + " whose size is " + std::to_string(d->size));
+  if (d->align > page_size_ / 4 || (d->align & (d->align - 1)))
+    throw invalid_argument(std::string("type ") + d->name + " has an alignment of " + std::to_string(d->align) +
+                           " bytes, which qs cannot place");
+  // A record header and an object header hold the payload's size in 32
+  // bits; a large object's payload also shares its first page.
+  if (bytes > std::uint64_t{0xffffffff} - page_size_)
+    throw invalid_argument("database " + db_name_ + ": an object of " + std::to_string(bytes) + " bytes (type " +
+                           d->name + ") is larger than qs can store (" +
+                           std::to_string(std::uint64_t{0xffffffff} - page_size_) + " bytes at most)");
+  ensure_loaded();
+  std::uint32_t type = schema_.index_of(d);
+  std::uint64_t payload = round8(bytes ? bytes : 1);
+  std::uint32_t align = std::max<std::uint32_t>(d->align, 8);
+  if (payload + align - 8 <= small_payload_limit(page_size_))
+    return allocate_small(type, static_cast<std::uint32_t>(payload), align, near_object);
+  if (align > 8)
+    throw invalid_argument(std::string("type ") + d->name +
+                           ": over-aligned objects larger than a page are not supported");
+  return allocate_large(type, payload);
+}
+
+page_desc* object_allocator::new_page(page_kind kind, std::uint64_t page, std::uint64_t frame, std::uint64_t run_first,
+                                      std::uint32_t run_pages) {
+  page_desc* d = table_.add(page, frame, run_first, run_pages);
+  d->created();
+  d->hdr = {record_magic, 0, d->frame, kind, 0, 0, 0, 0, 0, 0};
+  log_.add_created(d);
+  return d;
+}
+
+void* object_allocator::try_allocate_on(page_desc* d, std::uint32_t type, std::uint32_t payload, std::uint32_t align) {
+  if (d->hdr.kind != page_kind::small && d->state() != page_state::absent) return nullptr;
+  pages_.make_current(d);
+  if (d->hdr.kind != page_kind::small) return nullptr;
+  d->referenced = true;
+  if (heap_available(pages_.image(d), page_size_) < payload + sizeof(object_header)) return nullptr;
+  if (d->needs_page_before()) pages_.make_writable(d);
+  if (access_.pins_transaction_pages()) log_.pin(d);
+  std::uint32_t off = heap_allocate(pages_.image(d), page_size_, type, payload, align);
+  changed(d);
+  return off ? access_.address(d) + off : nullptr;
+}
+
+void* object_allocator::allocate_small(std::uint32_t type, std::uint32_t payload, std::uint32_t align,
+                                       const void* near_object) {
+  if (near_object) {
+    if (page_desc* n = access_.page_of(near_object))
+      if (void* p = try_allocate_on(n, type, payload, align)) return p;
+  }
+  if (current_page_) {
+    if (page_desc* c = table_.by_page(current_page_))
+      if (void* p = try_allocate_on(c, type, payload, align)) return p;
+  }
+  // Pages with room, smallest room first that may fit; a few tries at most.
+  auto need = static_cast<std::uint32_t>(payload + sizeof(object_header) + (align > 8 ? align : 0));
+  const bool listed = !std::exchange(fresh_after_abort_, false);
+  for (int tries = 0; listed && tries < 4; ++tries) {
+    auto it = by_room_.lower_bound({need, 0});
+    if (it == by_room_.end()) break;
+    std::uint64_t page = it->second;
+    room_entry& entry = free_space_.at(page);
+    page_desc* d =
+        frames_.ensure_run(reinterpret_cast<std::uint64_t>(access_.frames().frame_address(entry.frame)), page, 1);
+    // Whatever happens, this page is not offered again for this size.
+    by_room_.erase(it);
+    entry.room = need - 1;
+    by_room_.insert({need - 1, page});
+    if (!d || d->page != page) continue;
+    if (void* p = try_allocate_on(d, type, payload, align)) {
+      current_page_ = page;
+      return p;
+    }
+  }
+  store::page_range r = store_.allocate_pages(1);
+  std::uint64_t frame = frames_.take_frames(r.frame, 1);
+  page_desc* d = new_page(page_kind::small, r.page, frame, r.page, 1);
+  current_page_ = d->page;
+  void* p = try_allocate_on(d, type, payload, align);
+  if (!p)
+    throw error("database " + db_name_ + ": an empty page could not take an object of " + std::to_string(payload) +
+                " bytes");
+  return p;
+}
+
+void* object_allocator::allocate_large(std::uint32_t type, std::uint64_t payload) {
+  std::uint64_t n = large_object_pages(payload, page_size_);
+  store::page_range first = store_.allocate_pages(n);
+  first.frame = frames_.take_frames(first.frame, n);
+  page_desc* head = nullptr;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    page_desc* d = new_page(i == 0 ? page_kind::large_head : page_kind::large_tail, first.page + i, first.frame + i,
+                            first.page, static_cast<std::uint32_t>(n));
+    d->hdr.type = type;
+    d->hdr.size = static_cast<std::uint32_t>(payload);
+    d->hdr.index = static_cast<std::uint32_t>(i);
+    if (i == 0) head = d;
+  }
+  pages_.page_in(head);
+  head->referenced = true;
+  if (access_.builds_whole_objects()) {
+    // The mode touches no frame that is not mapped: the whole object is
+    // built now, and stays for the transaction.
+    for (std::uint64_t i = 1; i < n; ++i) pages_.page_in(table_.by_page(first.page + i));
+    for (std::uint64_t i = 0; i < n; ++i) log_.pin(table_.by_page(first.page + i));
+  }
+  return access_.address(head) + sizeof(page_header) + sizeof(object_header);
+}
+
+void object_allocator::deallocate(void* p) {
+  page_desc* d = access_.page_of(p);
+  auto where = [&] {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%p", p);
+    return std::string(buf);
+  };
+  if (!d) throw error("database " + db_name_ + ": delete of " + where() + ", which is no persistent object");
+  pages_.make_current(d);
+  auto off = static_cast<std::uint32_t>(static_cast<std::byte*>(p) - access_.address(d));
+  if (d->hdr.kind == page_kind::small) {
+    if (!heap_object_at(pages_.image(d), page_size_, off))
+      throw error("database " + db_name_ + ": delete of " + where() + " on page " + std::to_string(d->page) +
+                  ", where no persistent object starts");
+    if (d->needs_page_before()) pages_.make_writable(d);
+    heap_free(pages_.image(d), page_size_, off);
+    changed(d);
+    return;
+  }
+  if (d->hdr.kind != page_kind::large_head || off != sizeof(page_header) + sizeof(object_header))
+    throw error("database " + db_name_ + ": delete of " + where() + " inside a large object on page " +
+                std::to_string(d->page));
+  std::uint64_t n = large_object_pages(d->hdr.size, page_size_);
+  std::uint64_t page0 = d->page;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    page_desc* t = i == 0 ? d : table_.by_page(page0 + i);
+    if (t) {
+      // The page keeps its frame: if the transaction aborts, an object that
+      // existed before it is back, and the pointers to it on restored pages
+      // lead to it again. One the transaction created stays on its created
+      // list, so that an abort drops it with the page numbers it took.
+      pages_.discard(t);
+      t->stored();
+    }
+    store_.delete_page(page0 + i);
+  }
+}
+
+void object_allocator::changed(page_desc* d) {
+  changed_[d->page] = {d->frame, heap_available(pages_.image(d), page_size_)};
+}
+
+void object_allocator::set_room(std::uint64_t page, std::uint64_t frame, std::uint32_t room) {
+  auto old = free_space_.find(page);
+  bool listed = old != free_space_.end();
+  if (listed) {
+    by_room_.erase({old->second.room, page});
+    free_space_.erase(old);
+  }
+  if (room >= page_size_ / 8) {
+    free_space_[page] = {frame, room};
+    by_room_.insert({room, page});
+    store_.put(space_key(page), std::to_string(frame) + " " + std::to_string(room));
+  } else if (listed) {
+    store_.del(space_key(page));
+  }
+}
+
+void object_allocator::commit() {
+  if (!changed_.empty()) ensure_loaded();
+  for (const auto& [page, e] : changed_) set_room(page, e.frame, e.room);
+  changed_.clear();
+}
+
+void object_allocator::abort() {
+  changed_.clear();
+  current_page_ = 0;
+  fresh_after_abort_ = store_.shared();
+  free_space_.clear();
+  by_room_.clear();
+  loaded_ = false;
+}
+
+void object_allocator::load() {
+  free_space_.clear();
+  by_room_.clear();
+  loaded_ = false;
+  store_.scan("s:", [&](std::string_view key, std::string_view value) {
+    std::uint64_t page = from_be64(key.substr(2)), frame = 0;
+    std::uint32_t room = 0;
+    std::sscanf(std::string(value).c_str(), "%" SCNu64 " %" SCNu32, &frame, &room);
+    free_space_[page] = {frame, room};
+    by_room_.insert({room, page});
+  });
+  loaded_ = true;
+}
+
+}  // namespace qs::detail

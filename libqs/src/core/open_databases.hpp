@@ -1,0 +1,27 @@
+// core/open_databases.hpp: the process-wide list of open databases, to find the
+// database an address belongs to (qs::near, delete, software mode's
+// qs::ref from an address, and the commit's message for a pointer into
+// another database).
+//
+// Invariants: a database is listed from the end of its construction to the
+// start of its destruction; each entry's memory ranges are its page_access's.
+//
+// Thread-safety: every function is safe to call from any thread (one
+// process-wide mutex).
+#pragma once
+
+#include <string>
+
+namespace qs::detail {
+
+class database_impl;
+class page_access;
+
+void add_open_database(database_impl* db, const page_access* access, const std::string* name);
+void remove_open_database(database_impl* db) noexcept;
+// The open database whose memory holds p, or nullptr.
+database_impl* database_of(const void* p) noexcept;
+// Its name, or empty.
+std::string name_of_database_at(const void* p);
+
+}  // namespace qs::detail

@@ -1,0 +1,115 @@
+#include "core/page_heap.hpp"
+
+#include <cstring>
+
+namespace qs::detail {
+namespace {
+
+page_header* header(std::byte* image) { return reinterpret_cast<page_header*>(image); }
+object_header* at(std::byte* image, std::uint32_t off) { return reinterpret_cast<object_header*>(image + off); }
+
+std::uint32_t pad_for(std::uint32_t header_off, std::uint32_t align) {
+  if (align <= 8) return 0;
+  std::uint32_t payload = header_off + sizeof(object_header);
+  return (align - payload % align) % align;  // a multiple of 8: both are
+}
+
+// Places an object whose header goes at `off` + `pad`; [off, off + pad) becomes
+// a free block. Zeroes the payload. Returns the payload offset.
+std::uint32_t place(std::byte* image, std::uint32_t off, std::uint32_t pad, std::uint32_t type, std::uint32_t payload) {
+  if (pad) *at(image, off) = make_header(free_type, pad - static_cast<std::uint32_t>(sizeof(object_header)));
+  std::uint32_t h = off + pad;
+  *at(image, h) = make_header(type, payload);
+  // Software mode: a tag this page has not given before (0 is never one).
+  std::uint32_t tag = ++header(image)->last_tag;
+  if (tag == 0) tag = ++header(image)->last_tag;
+  set_tag(*at(image, h), tag);
+  std::memset(image + h + sizeof(object_header), 0, payload);
+  return h + sizeof(object_header);
+}
+
+}  // namespace
+
+void init_small_page(std::byte* image, std::uint32_t page_size) {
+  std::memset(image, 0, page_size);
+  *header(image) = {page_magic, sizeof(page_header), 0, 0};
+}
+
+std::uint32_t heap_allocate(std::byte* image, std::uint32_t page_size, std::uint32_t type, std::uint32_t payload,
+                            std::uint32_t align) {
+  page_header* ph = header(image);
+  const std::uint32_t hs = sizeof(object_header);
+  std::uint32_t off = sizeof(page_header);
+  if (ph->free_bytes >= hs + payload) {
+    while (off < ph->top) {
+      object_header* oh = at(image, off);
+      if (oh->type == free_type) {
+        // Merge the free blocks that follow.
+        for (std::uint32_t next = off + hs + oh->size; next < ph->top && at(image, next)->type == free_type;
+             next = off + hs + oh->size)
+          oh->size += hs + at(image, next)->size;
+        std::uint32_t total = hs + oh->size;
+        std::uint32_t pad = pad_for(off, align);
+        // The block is taken when the object fills it or leaves room for a
+        // free block's header after it: in software mode a header is 16
+        // bytes, so 8 bytes left over would be a header that overruns.
+        const std::uint32_t need = pad + hs + payload;
+        if (need == total || need + hs <= total) {
+          std::uint32_t rest = total - need;  // 0 or at least a header
+          std::uint32_t p = place(image, off, pad, type, payload);
+          if (rest) *at(image, off + pad + hs + payload) = make_header(free_type, rest - hs);
+          ph->free_bytes -= hs + payload;
+          return p;
+        }
+      }
+      off += hs + oh->size;
+    }
+  }
+  off = ph->top;
+  std::uint32_t pad = pad_for(off, align);
+  if (std::uint64_t{off} + pad + hs + payload > page_size) return 0;
+  std::uint32_t p = place(image, off, pad, type, payload);
+  ph->top = off + pad + hs + payload;
+  ph->free_bytes += pad;
+  return p;
+}
+
+const object_header* heap_object_at(const std::byte* image, std::uint32_t page_size, std::uint32_t offset) {
+  const object_header* found = nullptr;
+  heap_for_each(image, page_size, [&](std::uint32_t p, const object_header& oh) {
+    if (p == offset) found = &oh;
+  });
+  return found;
+}
+
+bool heap_free(std::byte* image, std::uint32_t page_size, std::uint32_t offset) {
+  auto* oh = const_cast<object_header*>(heap_object_at(image, page_size, offset));
+  if (!oh) return false;
+  oh->type = free_type;
+  set_tag(*oh, 0);
+  // Recompute the tail and the free total: trailing free blocks go back to it.
+  page_header* ph = header(image);
+  const std::uint32_t hs = sizeof(object_header);
+  std::uint32_t off = sizeof(page_header), used_end = off, free_total = 0;
+  while (off < ph->top) {
+    object_header* h = at(image, off);
+    std::uint32_t end = off + hs + h->size;
+    if (h->type != free_type) used_end = end;
+    off = end;
+  }
+  for (off = sizeof(page_header); off < used_end;) {
+    object_header* h = at(image, off);
+    if (h->type == free_type) free_total += hs + h->size;
+    off += hs + h->size;
+  }
+  ph->top = used_end;
+  ph->free_bytes = free_total;
+  return true;
+}
+
+std::uint32_t heap_available(const std::byte* image, std::uint32_t page_size) {
+  auto* ph = reinterpret_cast<const page_header*>(image);
+  return ph->free_bytes + (page_size - ph->top);
+}
+
+}  // namespace qs::detail

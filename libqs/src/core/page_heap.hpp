@@ -1,0 +1,61 @@
+// core/page_heap.hpp: allocation inside one small-object page.
+//
+// Works on a page image (page_format.hpp) through the buffer pool's address of
+// it; knows nothing of stores, frames or transactions. Allocation is first
+// fit over the free blocks, merging neighbouring free blocks as it walks, then
+// from the never-allocated tail. Freeing turns an object into a free block,
+// or gives it back to the tail when it is the last object.
+//
+// Invariants (on a page these functions accept):
+//  * objects tile [sizeof(page_header), top) exactly.
+//  * header.free_bytes is the total size of the free blocks, headers included.
+#pragma once
+
+#include "core/page_format.hpp"
+
+#include <cstdint>
+
+namespace qs::detail {
+
+void init_small_page(std::byte* image, std::uint32_t page_size);
+
+// Room for the largest object a small page can take, in payload bytes.
+constexpr std::uint32_t small_payload_limit(std::uint32_t page_size) {
+  return page_size - static_cast<std::uint32_t>(sizeof(page_header) + sizeof(object_header));
+}
+
+// Allocates an object of `type` whose payload is `payload` bytes (a multiple
+// of 8) aligned to `align`. Returns the payload's offset in the page, or 0
+// when it does not fit.
+std::uint32_t heap_allocate(std::byte* image, std::uint32_t page_size, std::uint32_t type, std::uint32_t payload,
+                            std::uint32_t align);
+
+// Frees the object whose payload starts at `offset`. False when no object
+// starts there.
+bool heap_free(std::byte* image, std::uint32_t page_size, std::uint32_t offset);
+
+// The object whose payload starts at `offset`, or nullptr.
+const object_header* heap_object_at(const std::byte* image, std::uint32_t page_size, std::uint32_t offset);
+
+// Bytes free on the page, in blocks and in the tail.
+std::uint32_t heap_available(const std::byte* image, std::uint32_t page_size);
+
+// Calls f(payload_offset, header) for every allocated object. The walk
+// stops at the first object that does not end inside the page (an image
+// changed in memory behind the allocator's back; page_check.hpp refuses such
+// records before they are used), so it never reads outside the image.
+template <class F>
+void heap_for_each(const std::byte* image, std::uint32_t page_size, F f) {
+  auto* ph = reinterpret_cast<const page_header*>(image);
+  std::uint64_t top = ph->top < page_size ? ph->top : page_size;
+  std::uint64_t off = sizeof(page_header);
+  while (off + sizeof(object_header) <= top) {
+    auto* oh = reinterpret_cast<const object_header*>(image + off);
+    std::uint64_t payload = off + sizeof(object_header);
+    if (payload + oh->size > top) return;
+    if (oh->type != free_type) f(static_cast<std::uint32_t>(payload), *oh);
+    off = payload + oh->size;
+  }
+}
+
+}  // namespace qs::detail

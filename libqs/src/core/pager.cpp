@@ -1,0 +1,468 @@
+// The pager: page-in, write enabling, write-back and eviction.
+#include "core/pager.hpp"
+
+#include "core/diff.hpp"
+#include "core/page_check.hpp"
+#include "core/page_heap.hpp"
+#include "core/unknown_vtable.hpp"
+#include "util/stopwatch.hpp"
+
+#include <qs/error.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace qs::detail {
+namespace {
+
+std::string hex(std::uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%#" PRIx64, v);
+  return buf;
+}
+
+}  // namespace
+
+pager::pager(store& s, buffer_pool& pool, page_table& table, transaction_log& log, page_access& access,
+             relocator& frames, page_words& words, pointer_check& pointers, statistics& stats, std::uint32_t page_size,
+             const std::string& db_name)
+    : store_(s),
+      pool_(pool),
+      table_(table),
+      log_(log),
+      access_(access),
+      frames_(frames),
+      words_(words),
+      pointers_(pointers),
+      stats_(stats),
+      page_size_(page_size),
+      db_name_(db_name),
+      zero_page_(std::make_unique<std::byte[]>(page_size)) {}
+
+std::uint32_t pager::take_slot(page_desc* d) {
+  std::uint32_t slot;
+  while (!pool_.take_free(d, slot)) {
+    page_desc* v = pool_.victim();
+    if (!v) throw error(access_.pool_full_message(db_name_, pool_.size()));
+    evict(v);
+  }
+  return slot;
+}
+
+void pager::show(page_desc* d, bool writable) {
+  auto t0 = std::chrono::steady_clock::now();
+  access_.show(d, writable);
+  stats_.protect_ns += ns_since(t0);
+}
+
+void pager::free_slot(std::uint32_t slot, std::uint64_t frame) {
+  pool_.release(slot);
+  access_.frames().release(frame);
+}
+
+void pager::release_slot(page_desc* d) {
+  free_slot(d->slot(), d->frame);
+  // The mapping object comes again with the record; until then the page
+  // keeps only its frame, so that what stays behind does not grow with
+  // every page a process has seen.
+  std::string().swap(d->mapping);
+  d->evicted();
+}
+
+void pager::page_in(page_desc* d) {
+  std::uint32_t slot = take_slot(d);
+  std::byte* img = image(d);
+  if (d->origin() == page_origin::unbuilt) {
+    // A page created in this transaction that has never been built.
+    std::memset(img, 0, page_size_);
+    if (d->hdr.kind == page_kind::small) {
+      init_small_page(img, page_size_);
+    } else if (d->hdr.kind == page_kind::large_head) {
+      *reinterpret_cast<page_header*>(img) = {page_magic, page_size_, 0, 1};
+      auto* oh = reinterpret_cast<object_header*>(img + sizeof(page_header));
+      *oh = make_header(d->hdr.type, d->hdr.size);
+      set_tag(*oh, 1);
+    }
+    d->built(slot);
+    show(d, true);
+    log_.add_written(d);
+    return;
+  }
+  record_header h;
+  std::string m;
+  try {
+    auto t0 = std::chrono::steady_clock::now();
+    bool found = store_.read_page(d->page, h, img, m);
+    stats_.fetch_ns += ns_since(t0);
+    if (!found)
+      throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " at frame " +
+                                      std::to_string(d->frame) + " has no record in the store");
+    accept_record(d, h, img, std::move(m));
+  } catch (...) {
+    free_slot(slot, d->frame);
+    throw;
+  }
+  ++stats_.pages_fetched;
+  count_refetch(d);
+  d->loaded(slot);
+  show(d, false);
+}
+
+void pager::make_current(page_desc* d) {
+  if (d->state() == page_state::absent) {
+    page_in(d);
+    if (prefetch_ && d->origin() == page_origin::stored) prefetch_after(d);
+  } else if (d->state() == page_state::stale) {
+    revalidate(d);
+  }
+}
+
+void pager::prefetch_after(const page_desc* d) {
+  // The way the program goes: a list built by prepending is read from its
+  // last page down.
+  const bool down = d->page < last_read_;
+  // Guesses pay when the program goes through neighbouring pages: the
+  // page it came from (the last one read, or the one next to this one) is
+  // near. A lookup that lands on scattered pages reads nothing ahead.
+  const std::uint64_t gap = down ? last_read_ - d->page : d->page - last_read_;
+  const page_desc* before = table_.by_page(d->page - 1);
+  const page_desc* after = table_.by_page(d->page + 1);
+  const bool sequential =
+      gap <= 2 * std::uint64_t{prefetch_} || (before && before->resident()) || (after && after->resident());
+  last_read_ = d->page;
+  // Guesses take free slots only: read no more than there are.
+  const std::uint32_t window = std::min(prefetch_, pool_.free_slots());
+  if (!sequential || window == 0 || (down && d->page == 0)) return;
+  const std::uint64_t first = down ? (d->page > window ? d->page - window : 0) : d->page + 1;
+  const std::uint64_t last = down ? d->page - 1 : d->page + window;
+  auto t0 = std::chrono::steady_clock::now();
+  if (staging_.empty()) staging_.resize(std::size_t{prefetch_} * page_size_);
+  staged_.clear();
+  // Records are staged, then taken in the program's direction: a page that
+  // has no frame yet often gets one from the page taken in before it (the
+  // next node of a list).
+  auto want = [&](std::uint64_t page) -> std::byte* {
+    const page_desc* p = table_.by_page(page);
+    if (p && (p->state() != page_state::absent || p->origin() != page_origin::stored)) return nullptr;
+    if (staged_.size() == prefetch_) return nullptr;
+    staged_.push_back({page, {}, {}});
+    return staging_.data() + (staged_.size() - 1) * page_size_;
+  };
+  auto got = [&](std::uint64_t page, const record_header& h, std::string mapping) {
+    if (staged_.empty() || staged_.back().page != page) return;
+    staged_.back().h = h;
+    staged_.back().mapping = std::move(mapping);
+    staged_.back().complete = true;
+  };
+  try {
+    store_.read_range(first, last, want, got);
+  } catch (const error&) {
+    // A guess that failed: the pages are read, and their errors said, when
+    // the program touches them.
+  }
+  for (std::size_t k = 0; k < staged_.size(); ++k) {
+    std::size_t i = down ? staged_.size() - 1 - k : k;
+    if (staged_[i].complete && !take_in(staged_[i], staging_.data() + i * page_size_)) break;
+  }
+  staged_.clear();
+  stats_.prefetch_ns += ns_since(t0);
+}
+
+bool pager::take_in(staged_page& s, const std::byte* img) {
+  page_desc* p = table_.by_page(s.page);
+  if (!p || p->state() != page_state::absent || p->origin() != page_origin::stored) return true;
+  std::uint32_t slot;
+  if (!pool_.take_free(p, slot)) return false;  // a guess never evicts a page
+  std::memcpy(image(p), img, page_size_);
+  try {
+    accept_record(p, s.h, image(p), std::move(s.mapping));
+  } catch (const error&) {
+    free_slot(slot, p->frame);
+    return true;  // refused again, with its message, when touched
+  }
+  ++stats_.pages_fetched;
+  ++stats_.pages_prefetched;
+  count_refetch(p);
+  p->loaded(slot);
+  show(p, false);
+  return true;
+}
+
+void pager::revalidate(page_desc* d) {
+  // The page is resident (its frame inaccessible) from an earlier
+  // transaction; the store resends it only if another client changed it.
+  record_header h;
+  std::string m;
+  try {
+    switch (store_.read_page_if_changed(d->page, d->hdr.version, h, image(d), m)) {
+      case store::page_read::absent:
+        throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " at frame " +
+                                        std::to_string(d->frame) + " has no record in the store any more");
+      case store::page_read::unchanged: break;
+      case store::page_read::read:
+        accept_record(d, h, image(d), std::move(m));
+        ++stats_.pages_fetched;
+        break;
+    }
+  } catch (...) {
+    evict_clean(d);  // the cached image is no good now
+    throw;
+  }
+  d->revalidated();
+  show(d, false);  // hidden since the transaction began
+}
+
+void pager::accept_record(page_desc* d, const record_header& h, std::byte* img, std::string mapping) {
+  if (h.magic != record_magic)
+    throw corrupt_page(d->page,
+                       "database " + db_name_ + ": page " + std::to_string(d->page) + " has a damaged record header");
+  auto t0 = std::chrono::steady_clock::now();
+  std::uint32_t sum = record_checksum(h, img, page_size_);
+  auto t1 = std::chrono::steady_clock::now();
+  stats_.fetch_ns += static_cast<std::uint64_t>((t1 - t0).count());
+  if (sum != h.checksum)
+    throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) +
+                                    " failed its checksum (stored " + hex(h.checksum) + ", computed " + hex(sum) +
+                                    "); the page is not used");
+  if (h.kind != page_kind::small && d->page - d->run_first != h.index)
+    throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " is page " +
+                                    std::to_string(h.index) + " of a large object, but was reached as page " +
+                                    std::to_string(d->page - d->run_first) + " of one");
+  std::string wrong = check_page(
+      h, img, page_size_, [&](std::uint32_t type, bool& has_words) { return words_.type_size(type, has_words); });
+  if (!wrong.empty())
+    throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " holds " + wrong +
+                                    "; the page is not used");
+  d->hdr = h;
+  d->mapping = std::move(mapping);
+  fix_vptrs(d, img);
+  stats_.swizzle_ns += ns_since(t1);
+  frames_.relocate(d, img);
+}
+
+void pager::fix_vptrs(page_desc* d, std::byte* img) {
+  words_.for_each(d, img, [&](std::uint32_t off, bool is_vptr, const type_layout& l, std::uint32_t which) {
+    if (!is_vptr) return;
+    const vptr_entry* e = l.program && which < l.program->vptr_count ? &l.program->vptrs[which] : nullptr;
+    const void* point =
+        e && e->vtable ? static_cast<const char*>(e->vtable) + e->address_point : unknown_vtable(l.name);
+    auto want = reinterpret_cast<std::uintptr_t>(point);
+    std::uintptr_t have;
+    std::memcpy(&have, img + off, sizeof have);
+    if (have != want) {
+      std::memcpy(img + off, &want, sizeof want);
+      d->mark_rewritten();
+    }
+  });
+}
+
+void pager::make_writable(page_desc* d) {
+  bool was_writable = d->state() == page_state::writable;  // software mode: objects saved
+  std::memcpy(before_image(d), image(d), page_size_);
+  log_.put_back_saved(d, before_image(d));
+  if (was_writable) {
+    d->took_page_before();
+    return;
+  }
+  d->made_writable(undo_kind::page);
+  access_.set_access(d, true);
+  log_.add_written(d);
+}
+
+void pager::make_writable_by_objects(page_desc* d) {
+  d->made_writable(d->whole_page_logged() ? undo_kind::none : undo_kind::objects);
+  log_.add_written(d);
+}
+
+void pager::write_back(page_desc* d) {
+  std::byte* img = image(d);
+  // Whole when the stored image is not the before-image (a new page, or one
+  // whose pointers or vptrs were rewritten when it came in), or when nothing
+  // says what changed (one-time relocation's write-back).
+  const std::vector<saved_object>* saved = d->undo() == undo_kind::page ? nullptr : &log_.saved(d);
+  bool whole = d->is_new() || d->rewritten() || (saved && saved->empty());
+  std::vector<byte_range> ranges;
+  if (!whole) {
+    if (d->undo() == undo_kind::page) {
+      diff_pages(before_image(d), img, page_size_, ranges);
+    } else {
+      // Software mode: only the objects written can differ. The image with
+      // their before-images in place must be the stored one; if not,
+      // something was changed without qs::write, and storing the objects'
+      // ranges alone would leave a record that fails its checksum. (The
+      // checksum runs over the pieces; nothing is copied.)
+      std::uint32_t sum = record_header_checksum(d->hdr);
+      std::size_t at = 0;
+      for (const saved_object& o : *saved) {
+        sum = crc32c(crc32c(sum, img + at, o.offset - at), log_.saved_bytes(o), o.size);
+        at = o.offset + o.size;
+      }
+      if (crc32c(sum, img + at, page_size_ - at) != d->hdr.checksum)
+        throw error("database " + db_name_ + ": commit refused: page " + std::to_string(d->page) +
+                    " was changed outside the objects announced with qs::write (in software mode every update "
+                    "goes through qs::write); the transaction is aborted");
+      for (const saved_object& o : *saved) {
+        std::size_t first = ranges.size();
+        diff_pages(log_.saved_bytes(o), img + o.offset, o.size, ranges);
+        for (std::size_t i = first; i < ranges.size(); ++i) ranges[i].offset += o.offset;
+      }
+    }
+    if (ranges.empty()) return;
+  }
+  // The new header and mapping object are built aside and become d's only
+  // once the store took them: a write that fails (a lost connection, a
+  // deadlock during an early flush) leaves d as its record still is.
+  record_header h = d->hdr;
+  h.magic = record_magic;
+  h.frame = d->frame;
+  // The mapping object lists where the page's pointers lead: unchanged when
+  // no changed range holds a pointer word (most updates change data).
+  std::optional<std::string> mapping;
+  if (whole || words_.any_pointer_in(d, img, ranges)) mapping = frames_.mapping_of(d, img, h.mapping_entries);
+  ++h.version;  // clients caching the page see that it changed
+  h.checksum = record_checksum(h, img, page_size_);
+  if (whole) store_.put_page(d->page, h, img, mapping ? &*mapping : nullptr);
+  else store_.patch_page(d->page, h, img, ranges, mapping ? &*mapping : nullptr);
+  d->hdr = h;
+  if (mapping) d->mapping = std::move(*mapping);
+  if (whole) {
+    stats_.diff_bytes += page_size_;
+  } else {
+    for (auto& r : ranges) stats_.diff_bytes += r.length;
+  }
+  ++stats_.pages_written;
+  d->stored();
+  log_.add_logged(d);
+}
+
+void pager::store_unbuilt(page_desc* d) {
+  if (d->origin() != page_origin::unbuilt) return;
+  record_header h = d->hdr;
+  h.magic = record_magic;
+  h.checksum = record_checksum(h, zero_page_.get(), page_size_);
+  store_.put_page(d->page, h, zero_page_.get(), nullptr);
+  d->hdr = h;
+  d->stored();
+  ++stats_.pages_written;
+}
+
+void pager::count_refetch(page_desc* d) {
+  if (d->evicted_in != transaction_) return;
+  ++stats_.refetches;
+  // One line, once per open, when the transaction has fetched again more
+  // pages than the pool holds: it is thrashing, and the fix is one option.
+  if (++refetches_now_ <= pool_.size() || warned_thrashing_) return;
+  warned_thrashing_ = true;
+  std::fprintf(stderr,
+               "qs: database %s: the pool of %u pages (%u MiB) is smaller than this transaction's working set: "
+               "%" PRIu64
+               " pages were fetched again after being evicted; open it with a larger "
+               "qs::options::pool_pages (e.g. %u) to fetch each page once\n",
+               db_name_.c_str(), pool_.size(), static_cast<unsigned>(std::uint64_t{pool_.size()} * page_size_ >> 20),
+               refetches_now_, pool_.size() * 4);
+}
+
+void pager::evict(page_desc* d) {
+  ++stats_.evictions;
+  d->evicted_in = transaction_;
+  // The frame goes first: once unmapped, no other thread can still be
+  // writing to the page while its changes are diffed from the pool's copy.
+  access_.hide(d);
+  bool writable = d->state() == page_state::writable;
+  if (writable || log_.relocate_pending(d)) {
+    if (writable) {
+      ++stats_.dirty_evictions;
+      if (!pointers_.check(d, image(d), false)) log_.add_suspect(d);
+    }
+    try {
+      // One-time relocation writes a page it rewrote back; a page server
+      // may be lost.
+      write_back(d);
+    } catch (...) {
+      access_.show(d, writable);  // still resident: its frame shows its slot again
+      throw;
+    }
+    log_.relocation_written(d);
+    if (writable) {
+      log_.forget_saved(d);
+      log_.remove_written(d);
+    }
+  }
+  release_slot(d);
+}
+
+void pager::evict_clean(page_desc* d) {
+  access_.hide(d);
+  log_.forget_saved(d);
+  release_slot(d);
+}
+
+void pager::evict_all_clean() {
+  table_.for_each([&](page_desc* d) {
+    if (d->resident()) evict_clean(d);
+  });
+}
+
+void pager::discard(page_desc* d) {
+  if (d->resident()) {
+    access_.hide(d);
+    release_slot(d);
+  }
+  log_.forget(d);
+}
+
+void pager::drop(page_desc* d) {
+  discard(d);
+  frames_.give_back(d->frame, 1);
+  table_.erase(d);
+}
+
+void pager::mark_all_stale() {
+  bool any = false;
+  pool_.for_each_page([&](page_desc* d) {
+    if (d->state() == page_state::readable) d->made_stale();
+    any = true;
+  });
+  if (any) access_.hide_all();
+}
+
+void pager::committed() {
+  ++transaction_;
+  refetches_now_ = 0;
+  for (page_desc* d : log_.written()) {
+    d->made_readable();
+    access_.set_access(d, false);
+  }
+  release_before_images(log_.written().size());
+}
+
+void pager::release_before_images(std::size_t written) {
+  // After a transaction that wrote many pages, their before-images' memory
+  // is offered back (one call), so that memory follows the resident pages
+  // when the machine needs it.
+  if (written >= 1024) pool_.offer_before_images();
+}
+
+void pager::aborted() {
+  ++transaction_;
+  refetches_now_ = 0;
+  for (page_desc* d : std::vector<page_desc*>(log_.written())) {
+    if (log_.is_logged(d)) {
+      // Its resident image came back from the store transaction: forget it.
+      evict_clean(d);
+      continue;
+    }
+    if (d->undo() == undo_kind::page) std::memcpy(image(d), before_image(d), page_size_);
+    log_.put_back_saved(d, image(d));
+    d->made_readable();
+    access_.set_access(d, false);
+  }
+  for (page_desc* d : log_.logged())
+    if (d->resident()) evict_clean(d);
+  release_before_images(log_.written().size());
+}
+
+}  // namespace qs::detail

@@ -1,0 +1,151 @@
+// core/pager.hpp: pages in and out of the buffer pool.
+//
+// The pager brings a page's record into its frame's memory, under a pool
+// slot (checking it and rewriting its vptrs and pointers), makes a page
+// writable (taking its before-image), writes a page's changes to the store
+// transaction (diffing it against its before-image), and evicts pages to
+// make room (QuickStore's clock, buffer_pool.hpp), writing a dirty victim's
+// changes first. It is the only component that moves a page_desc through
+// its states (page_table.hpp), and it tells page_access of every move so the
+// program sees the page as its state allows.
+//
+// Invariants:
+//  * A resident page's image (page_access::image) is its record, with vptrs
+//    and pointers rewritten for this process, plus what the open
+//    transaction wrote.
+//  * A writable page is on the transaction log's written list; a page whose
+//    changes went to the store transaction is on its logged list.
+//  * A dirty page leaves the pool only after its changes are in the store
+//    transaction.
+//
+// Depends on: store, buffer_pool, page_table, transaction_log, page_access,
+// relocator, page_words, pointer_check. Calls nothing above it.
+//
+// Thread-safety: none; the runtime's lock guards it.
+#pragma once
+
+#include "core/buffer_pool.hpp"
+#include "core/page_table.hpp"
+#include "core/page_words.hpp"
+#include "core/pointer_check.hpp"
+#include "core/relocator.hpp"
+#include "core/transaction_log.hpp"
+#include "mode/page_access.hpp"
+#include "store/store.hpp"
+
+#include <qs/database.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qs::detail {
+
+class pager {
+ public:
+  pager(store& s, buffer_pool& pool, page_table& table, transaction_log& log, page_access& access, relocator& frames,
+        page_words& words, pointer_check& pointers, statistics& stats, std::uint32_t page_size,
+        const std::string& db_name);
+
+  std::byte* image(const page_desc* d) const { return access_.image(d); }
+  std::byte* before_image(const page_desc* d) const { return pool_.before(d->slot()); }
+  std::uint32_t page_size() const { return page_size_; }
+
+  // Brings d in: builds a new page's image, or reads its record.
+  void page_in(page_desc* d);
+  // Brings d's image up to date for the open transaction: faults it in when
+  // absent (and prefetches the pages after it), revalidates it with the
+  // store when stale.
+  void make_current(page_desc* d);
+  // Prefetch: after a page is read, the next `pages` pages in page order
+  // (the previous ones when the page came before the last one read) that
+  // have frames here and are absent are read in the same store pass
+  // (physical clustering: objects allocated together share neighbouring
+  // pages) and mapped readable, so that touching them costs no fault. Only
+  // free pool slots are used: a guess never evicts a page. 0 turns it off.
+  void set_prefetch(std::uint32_t pages) { prefetch_ = pages; }
+  // Takes d's before-image (taking in the objects saved on it so far) and
+  // makes it writable.
+  void make_writable(page_desc* d);
+  // Software mode: d becomes writable with its objects saved one by one
+  // (nothing is copied now).
+  void make_writable_by_objects(page_desc* d);
+  // Writes d's changes (or its whole image) to the store transaction.
+  void write_back(page_desc* d);
+  // The pages created by the open transaction whose image was never built
+  // (pages of a large object nobody touched) get their records.
+  void store_unbuilt(page_desc* d);
+
+  // Evicts d, writing its changes first when it is dirty.
+  void evict(page_desc* d);
+  // Forgets a resident page's image without writing it.
+  void evict_clean(page_desc* d);
+  // evict_clean() for every resident page (between transactions).
+  void evict_all_clean();
+  // Forgets a page's image and every transaction list it is on; it stays in
+  // the page table with its frame.
+  void discard(page_desc* d);
+  // discard(), and the page leaves the page table, its frame free again.
+  void drop(page_desc* d);
+
+  // A transaction begins on a shared store: every resident page must be
+  // revalidated before its next use.
+  void mark_all_stale();
+  // The open transaction committed: written pages become read-only.
+  void committed();
+  // The open transaction aborted: written pages get their before-images
+  // back, or are forgotten when their changes reached the store transaction.
+  void aborted();
+
+  std::uint32_t pool_pages() const { return pool_.size(); }
+
+ private:
+  std::uint32_t take_slot(page_desc* d);
+  void revalidate(page_desc* d);
+  // Checks a record read from the store for d (magic, checksum, run) and
+  // takes its header; throws qs::corrupt_page.
+  void accept_record(page_desc* d, const record_header& h, std::byte* img, std::string mapping);
+  void fix_vptrs(page_desc* d, std::byte* img);
+  void release_slot(page_desc* d);
+  // A slot goes back to the pool and the memory of the frame whose image it
+  // held to the kernel: the two always go together.
+  void free_slot(std::uint32_t slot, std::uint64_t frame);
+  void prefetch_after(const page_desc* d);
+  void release_before_images(std::size_t written);
+  struct staged_page {
+    std::uint64_t page;
+    record_header h;
+    std::string mapping;
+    bool complete = false;
+  };
+  // Takes a staged record in as its page's image when the page is known and
+  // absent; false when no pool slot is free.
+  bool take_in(staged_page& s, const std::byte* img);
+  // page_access::show, timed.
+  void show(page_desc* d, bool writable);
+
+  store& store_;
+  buffer_pool& pool_;
+  page_table& table_;
+  transaction_log& log_;
+  page_access& access_;
+  relocator& frames_;
+  page_words& words_;
+  pointer_check& pointers_;
+  statistics& stats_;
+  std::uint32_t page_size_;
+  const std::string& db_name_;
+  std::unique_ptr<std::byte[]> zero_page_;
+  // Counts transactions (committed and aborted) for page_desc::evicted_in.
+  std::uint64_t transaction_ = 1;
+  std::uint64_t refetches_now_ = 0;  // in the open transaction
+  bool warned_thrashing_ = false;    // once per open
+  std::uint32_t prefetch_ = 0;
+  std::uint64_t last_read_ = 0;      // the page prefetch_after last followed
+  std::vector<std::byte> staging_;   // prefetch_ images, read ahead
+  std::vector<staged_page> staged_;  // during prefetch_after
+  void count_refetch(page_desc* d);
+};
+
+}  // namespace qs::detail

@@ -1,0 +1,49 @@
+// core/pointer_check.hpp: the commit's check that every pointer word on a page
+// is null or persistent.
+//
+// A pointer word holding a transient address (or, in software mode, any
+// raw address: persistent objects refer to each other through qs::ref)
+// would be meaningless in the next process. The check walks a page's
+// pointer words (page_words.hpp) and asks the mode (page_access) whether
+// each value may be stored; a refusal names the member, the page and where
+// the value points (qs::transient_pointer, or qs::cross_database_pointer
+// for a pointer into another open database). When the word is in an array
+// (a qs::allocator buffer, say) it also names the element, and the member
+// of a resident object that holds the array (the container), when one
+// points into it.
+//
+// Thread-safety: none; the runtime's lock guards it.
+#pragma once
+
+#include "core/page_table.hpp"
+#include "core/page_words.hpp"
+#include "mode/page_access.hpp"
+
+#include <string>
+
+namespace qs::detail {
+
+class pointer_check {
+ public:
+  pointer_check(page_words& words, const page_access& access, page_table& table, std::uint32_t page_size,
+                const std::string& db_name)
+      : words_(words), access_(access), table_(table), page_size_(page_size), db_name_(db_name) {}
+
+  // Whether every pointer word on d's image `img` may be stored. Throws
+  // when one may not and `throw_on_violation` is set.
+  bool check(const page_desc* d, const std::byte* img, bool throw_on_violation);
+
+ private:
+  // Where the word at page offset `off` of d is: the element of its object
+  // and the resident object member that points into that object, as text
+  // for a message ("" when nothing more is known).
+  std::string whereabouts(const page_desc* d, const std::byte* img, std::uint32_t off, const type_layout& l);
+
+  page_words& words_;
+  const page_access& access_;
+  page_table& table_;
+  std::uint32_t page_size_;
+  const std::string& db_name_;
+};
+
+}  // namespace qs::detail

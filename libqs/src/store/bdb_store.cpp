@@ -1,0 +1,280 @@
+// The embedded store: one client's transactions on a bdb_env.
+#include "store/bdb_store.hpp"
+
+#include <qs/error.hpp>
+
+#include <db_cxx.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <utility>
+
+namespace qs::detail {
+namespace {
+
+// The lock files this process holds (device, inode): a second open of the
+// same database in this process is told so, not that another process has it.
+std::mutex held_mutex;
+std::set<std::pair<dev_t, ino_t>> held_locks;
+
+std::pair<dev_t, ino_t> identity(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return {0, 0};
+  return {st.st_dev, st.st_ino};
+}
+
+}  // namespace
+
+bdb_store::bdb_store(const std::string& dir, const bdb_options& o) : dir_(dir), page_size_(o.page_size) {
+  std::error_code ec;
+  // A database is created only in an empty or absent directory: any other
+  // would get the store's files beside the user's.
+  if (std::filesystem::exists(dir, ec)) {
+    if (!std::filesystem::is_directory(dir, ec))
+      throw invalid_argument("database " + dir + ": not a directory (a database is a directory of its own)");
+    bool empty = std::filesystem::is_empty(dir, ec);
+    if (!empty && !std::filesystem::exists(std::filesystem::path(dir) / "qs.lock", ec))
+      throw invalid_argument("database " + dir +
+                             ": the directory is not empty and holds no qs database; qs creates a database only "
+                             "in an empty or absent directory");
+  }
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw store_error("database " + dir + ": cannot create the directory: " + ec.message());
+  std::string lock_path = dir + "/qs.lock";
+  lock_fd_ = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  if (lock_fd_ < 0 && (errno == EROFS || errno == EACCES)) {
+    // Read-only media (or a directory this user may only read): a database
+    // closed cleanly is read without writing anything; the first write
+    // says why it cannot be made.
+    lock_fd_ = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+  }
+  if (lock_fd_ < 0) throw store_error("database " + dir + ": cannot open " + lock_path + ": " + std::strerror(errno));
+  std::lock_guard<std::mutex> g(held_mutex);
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    const bool here = held_locks.count(identity(lock_fd_)) != 0;
+    ::close(lock_fd_);
+    if (here)
+      throw database_in_use("database " + dir +
+                            " is already open in this process: a process has one handle on an embedded database "
+                            "(use that handle from every thread that needs it, or close it first)");
+    throw database_in_use("database " + dir +
+                          " is open in another process; an embedded database has one client at a "
+                          "time (use qs-pageserver to share it)");
+  }
+  try {
+    env_ = std::make_unique<bdb_env>(dir, o.cache_bytes, false, o.max_locks);
+  } catch (...) {
+    ::close(lock_fd_);
+    throw;
+  }
+  held_locks.insert(identity(lock_fd_));
+  scratch_ = std::make_unique<std::byte[]>(sizeof(record_header) + page_size_);
+}
+
+bdb_store::~bdb_store() {
+  if (txn_) txn_->abort();
+  env_.reset();
+  std::lock_guard<std::mutex> g(held_mutex);
+  held_locks.erase(identity(lock_fd_));
+  ::close(lock_fd_);
+}
+
+void bdb_store::set_page_size(std::uint32_t page_size) {
+  page_size_ = page_size;
+  scratch_ = std::make_unique<std::byte[]>(sizeof(record_header) + page_size_);
+}
+
+void bdb_store::begin() {
+  if (in_txn_) throw store_error("database " + dir_ + ": store transaction already open");
+  // A cleanly closed database is read without a Berkeley DB transaction
+  // until the first write (bdb_env::about_to_write).
+  if (env_->transactional()) txn_ = env_->begin();
+  in_txn_ = true;
+}
+
+DbTxn* bdb_store::write_txn() {
+  if (!env_->transactional()) {
+    env_->about_to_write();
+    log_offset_ = env_->log_position();  // log_position() went on from 0
+  }
+  if (in_txn_ && !txn_) txn_ = env_->begin();
+  return txn_;
+}
+
+void bdb_store::commit(bool durable) {
+  DbTxn* t = txn_;
+  txn_ = nullptr;
+  in_txn_ = false;
+  if (t) env_->commit(t, durable);
+}
+
+void bdb_store::abort() {
+  in_txn_ = false;
+  if (!txn_) return;
+  DbTxn* t = txn_;
+  txn_ = nullptr;
+  env_->abort(t);
+}
+
+bool bdb_store::read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) {
+  // One bulk call brings the record's pieces and the mapping object.
+  bool found = false;
+  scan_records(
+      page, page, [&](std::uint64_t) { return image; },
+      [&](std::uint64_t, const record_header& stored, std::string m) {
+        h = stored;
+        mapping = std::move(m);
+        found = true;
+      },
+      16 * 1024);
+  if (found) {
+    if (h.mapping_entries == 0) mapping.clear();
+    return true;
+  }
+  // Absent, or damaged: the piece by piece read says which.
+  const std::uint32_t want = sizeof(record_header) + page_size_;
+  std::uint32_t n = env_->read_record(txn_, page, scratch_.get(), want);
+  if (n == 0) return false;
+  if (n != want)
+    throw corrupt_page(page, "database " + dir_ + ": page " + std::to_string(page) + " record has " +
+                                 std::to_string(n) + " bytes, expected " + std::to_string(want));
+  split_record(scratch_.get(), h, image);
+  mapping.clear();
+  if (h.mapping_entries != 0)
+    if (auto m = env_->read_mapping(txn_, page)) mapping = std::move(*m);
+  return true;
+}
+
+void bdb_store::split_record(const void* record, record_header& h, std::byte* image) const {
+  std::memcpy(&h, record, sizeof h);
+  std::memcpy(image, static_cast<const std::byte*>(record) + sizeof h, page_size_);
+}
+
+void bdb_store::scan_records(
+    std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
+    const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got,
+    std::uint32_t bulk_bytes) {
+  const std::uint32_t whole = sizeof(record_header) + page_size_;
+  // The page whose record was taken, waiting for its mapping object.
+  bool pending = false;
+  std::uint64_t pending_page = 0;
+  record_header h{};
+  std::string mapping;
+  auto deliver = [&] {
+    if (pending) got(pending_page, h, std::move(mapping));
+    pending = false;
+    mapping.clear();
+  };
+  env_->read_range(
+      txn_, first, last,
+      [&](std::uint64_t page, bool is_mapping, const void* data, std::uint32_t size) {
+        if (is_mapping) {
+          if (pending && page == pending_page) mapping.assign(static_cast<const char*>(data), size);
+          return true;
+        }
+        deliver();
+        if (size != whole) return true;
+        std::byte* image = want(page);
+        if (!image) return true;
+        split_record(data, h, image);
+        pending = true;
+        pending_page = page;
+        return true;
+      },
+      bulk_bytes);
+  deliver();
+}
+
+bool bdb_store::read_range(
+    std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
+    const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
+  scan_records(first, last, want, got, 256 * 1024);
+  return true;
+}
+
+void bdb_store::put_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                         const std::string* mapping) {
+  std::memcpy(scratch_.get(), &h, sizeof h);
+  std::memcpy(scratch_.get() + sizeof h, image, page_size_);
+  env_->put_record(write_txn(), page, scratch_.get(), sizeof(record_header) + page_size_);
+  if (mapping) env_->put_mapping(write_txn(), page, *mapping);
+}
+
+void bdb_store::patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                           std::span<const byte_range> ranges, const std::string* mapping) {
+  // The header changes at every write (its checksum does). Each piece of
+  // the record that the header or a range touches is written once, whole:
+  // Berkeley DB logs only the bytes between its first and last change.
+  const std::uint32_t len = static_cast<std::uint32_t>(sizeof h) + page_size_;
+  std::memcpy(scratch_.get(), &h, sizeof h);
+  std::memcpy(scratch_.get() + sizeof h, image, page_size_);
+  spans_.clear();
+  spans_.push_back({0, static_cast<std::uint32_t>(sizeof h)});
+  for (const byte_range& r : ranges) spans_.push_back({static_cast<std::uint32_t>(sizeof h) + r.offset, r.length});
+  env_->put_record_pieces(write_txn(), page, scratch_.get(), len, spans_);
+  if (mapping) env_->put_mapping(write_txn(), page, *mapping);
+}
+
+void bdb_store::delete_page(std::uint64_t page) { env_->delete_record(write_txn(), page); }
+
+std::uint64_t bdb_store::counter(const char* key) {
+  auto v = env_->get(txn_, key);
+  if (!v) throw corrupt_page(0, "database " + dir_ + ": metadata record '" + key + "' is missing");
+  return std::stoull(*v);
+}
+
+store::page_range bdb_store::allocate_pages(std::uint64_t n) {
+  if (!in_txn_) throw store_error("database " + dir_ + ": pages are allocated inside a transaction");
+  page_range r{counter("next_page"), counter("next_frame")};
+  env_->put(write_txn(), "next_page", std::to_string(r.page + n));
+  env_->put(write_txn(), "next_frame", std::to_string(r.frame + n));
+  return r;
+}
+
+std::optional<std::string> bdb_store::get(std::string_view k) { return env_->get(txn_, k); }
+void bdb_store::put(std::string_view k, std::string_view v) { env_->put(write_txn(), k, v); }
+void bdb_store::del(std::string_view k) { env_->del(write_txn(), k); }
+void bdb_store::scan(std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f) {
+  env_->scan(txn_, prefix, f);
+}
+
+std::uint32_t bdb_store::open_index(const std::string& name, bool unique) {
+  // In a transaction of its own: a handle opened in the caller's would be
+  // unusable for the rest of the process if that transaction aborted.
+  return env_->open_index(nullptr, name, unique);
+}
+std::vector<std::string> bdb_store::index_names() {
+  // Each index is the file "index.NAME.db" (bdb_env::open_index).
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
+    std::string f = e.path().filename().string();
+    if (f.size() > 9 && f.starts_with("index.") && f.ends_with(".db")) names.push_back(f.substr(6, f.size() - 9));
+  }
+  if (ec) throw store_error("database " + dir_ + ": cannot list its indexes: " + ec.message());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool bdb_store::index_insert(std::uint32_t index, std::string_view k, std::string_view v) {
+  return env_->index_insert(write_txn(), index, k, v);
+}
+bool bdb_store::index_erase(std::uint32_t index, std::string_view k, std::string_view v) {
+  return env_->index_erase(write_txn(), index, k, v);
+}
+void bdb_store::index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
+                           const std::function<bool(std::string_view, std::string_view)>& f) {
+  env_->index_scan(txn_, index, lo, hi, f);
+}
+
+std::uint64_t bdb_store::log_position() { return env_->transactional() ? env_->log_position() - log_offset_ : 0; }
+
+}  // namespace qs::detail

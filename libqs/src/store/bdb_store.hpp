@@ -1,0 +1,91 @@
+// store/bdb_store.hpp: the embedded store, a Berkeley DB transactional environment
+// (qs/bdb/bdb_env.hpp) used by one client in its own process.
+//
+// The environment lives in a directory of its own (created when absent) and
+// is recovered when opened. A lock file keeps a second process from opening
+// the same directory: the runtime's buffer pool caches pages across
+// transactions, which is only safe for a single client (many clients go
+// through qs-pageserver, which uses the same bdb_env).
+//
+// The store transaction is one Berkeley DB transaction; page and frame
+// numbers come from the metadata counters next_page/next_frame, updated in
+// that transaction (so an aborted transaction gives its numbers back).
+//
+// Thread-safety: one thread at a time (store.hpp).
+#pragma once
+
+#include <qs/bdb/bdb_env.hpp>
+#include "store/store.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qs::detail {
+
+class bdb_store final : public store {
+ public:
+  bdb_store(const std::string& dir, const bdb_options& o);
+  ~bdb_store() override;
+
+  void set_page_size(std::uint32_t page_size) override;
+  void begin() override;
+  void commit(bool durable) override;
+  void abort() override;
+  bool in_transaction() const override { return in_txn_; }
+
+  bool read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) override;
+  bool read_range(
+      std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
+      const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) override;
+  void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                const std::string* mapping) override;
+  void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                  std::span<const byte_range> ranges, const std::string* mapping) override;
+  void delete_page(std::uint64_t page) override;
+  page_range allocate_pages(std::uint64_t n) override;
+
+  std::optional<std::string> get(std::string_view key) override;
+  void put(std::string_view key, std::string_view value) override;
+  void del(std::string_view key) override;
+  void scan(std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f) override;
+
+  std::uint32_t open_index(const std::string& name, bool unique) override;
+  bool index_insert(std::uint32_t index, std::string_view key, std::string_view value) override;
+  bool index_erase(std::uint32_t index, std::string_view key, std::string_view value) override;
+  void index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
+                  const std::function<bool(std::string_view, std::string_view)>& f) override;
+
+  std::vector<std::string> index_names() override;
+  std::uint64_t log_position() override;
+  const std::string& name() const override { return dir_; }
+
+  // Test and benchmark access to the environment.
+  DbEnv* env() { return env_->env(); }
+
+ private:
+  std::uint64_t counter(const char* key);
+
+  std::string dir_;
+  std::uint32_t page_size_;
+  int lock_fd_ = -1;
+  std::unique_ptr<bdb_env> env_;
+  // The Berkeley DB transaction of the store transaction, once it has one
+  // (writes make it, on a database opened clean).
+  DbTxn* write_txn();
+  // A record's header into h and its image into `image`.
+  void split_record(const void* record, record_header& h, std::byte* image) const;
+  // read_range, with Berkeley DB's bulk calls of `bulk_bytes`.
+  void scan_records(std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
+                    const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got,
+                    std::uint32_t bulk_bytes);
+
+  DbTxn* txn_ = nullptr;
+  std::vector<bdb_env::byte_span> spans_;  // patch_page's
+  bool in_txn_ = false;
+  std::uint64_t log_offset_ = 0;  // log_position() counts from here
+  std::unique_ptr<std::byte[]> scratch_;
+};
+
+}  // namespace qs::detail

@@ -1,0 +1,560 @@
+// The client of qs-pageserver: a store whose transactions run on the server
+// (remote_store.hpp).
+#include "store/remote_store.hpp"
+
+#include <qs/error.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+namespace qs::detail {
+namespace {
+
+constexpr std::string_view tcp_scheme = "qs://";
+constexpr std::string_view unix_scheme = "qs+unix://";
+// Buffered writes beyond this go to the server before the commit.
+constexpr std::size_t flush_bytes = 8u << 20;
+
+// Why the server closed the connection, when it said so before closing (an
+// error response with code `closed`, waiting to be read); empty otherwise.
+std::string closing_words(wire::connection& c, std::vector<std::byte>& buf) {
+  try {
+    wire::receive_limits l;
+    l.max = wire::max_message;
+    l.deadline = wire::receive_limits::clock::now();  // only what has come already
+    if (c.receive(buf, l) != wire::received::frame) return {};
+    wire::response r = wire::parse_response(buf);
+    if (const auto* e = std::get_if<wire::error_response>(&r); e && e->code == wire::error_code::closed)
+      return std::string(e->text);
+  } catch (const error&) {
+  }
+  return {};
+}
+
+}  // namespace
+
+bool is_remote_url(const std::string& path) { return path.starts_with(tcp_scheme) || path.starts_with(unix_scheme); }
+
+std::unique_ptr<store> connect_remote_store(const std::string& url, const remote_options& o) {
+  std::string secret = o.secret;
+  if (secret.empty())
+    if (const char* s = std::getenv("QS_SECRET")) secret = s;
+  return std::make_unique<remote_store>(url, remote_options{secret, o.reconnect_budget_ms, o.serializable});
+}
+
+remote_store::remote_store(const std::string& url, const remote_options& o)
+    : url_(url), secret_(o.secret), reconnect_budget_ms_(o.reconnect_budget_ms), serializable_(o.serializable) {
+  if (url.starts_with(unix_scheme)) {
+    unix_ = true;
+    unix_path_ = url.substr(unix_scheme.size());
+    if (unix_path_.empty() || unix_path_[0] != '/')
+      throw invalid_argument("server " + url + ": expected qs+unix:///absolute/path/to/socket");
+  } else {
+    try {
+      tcp_ = wire::parse_tcp_address(url.substr(tcp_scheme.size()));
+    } catch (const error& e) {
+      throw invalid_argument("server " + url + ": " + e.what() + " (expected qs://host:port)");
+    }
+  }
+  connect();
+}
+
+remote_store::~remote_store() {
+  if (in_txn_) {
+    try {
+      abort();
+    } catch (...) {
+    }
+  }
+}
+
+void remote_store::connect() {
+  for (open_index_entry& i : indexes_) i.server.reset();  // numbers of an earlier connection's server
+  try {
+    int fd = unix_ ? wire::connect_unix(unix_path_) : wire::connect_tcp(tcp_);
+    conn_ = std::make_unique<wire::connection>(fd);
+  } catch (const error& e) {
+    throw connection_lost("server " + url_ + ": " + e.what());
+  }
+  const auto& ok = call<wire::hello_ok_response>(wire::hello_request{wire::magic, wire::version, secret_});
+  if (ok.version != wire::version) {
+    lost();
+    throw store_error("server " + url_ + ": the server speaks protocol version " + std::to_string(ok.version) +
+                      ", this client version " + std::to_string(wire::version));
+  }
+}
+
+void remote_store::lost() { conn_.reset(); }
+
+[[noreturn]] void remote_store::raise(const wire::error_response& r, wire::msg request) {
+  std::string msg = "server " + url_ + ": " + std::string(r.text);
+  switch (r.code) {
+    case wire::error_code::conflict:
+      // Only a begin (reserving pages), a commit and the index calls may
+      // meet a conflict: the others are reads and writes made from faults,
+      // where it must not be raised.
+      if (request == wire::msg::begin || request == wire::msg::commit || request == wire::msg::index_insert ||
+          request == wire::msg::index_erase || request == wire::msg::index_scan)
+        throw conflict(msg);
+      throw store_error(msg + " (a conflict answered to " + wire::name_of(request) + ", which cannot have one)");
+    case wire::error_code::invalid: throw invalid_argument(msg);
+    case wire::error_code::corrupt: throw corrupt_page(0, msg);
+    case wire::error_code::closed:
+      lost();  // and the server has closed it
+      throw connection_lost(msg);
+    case wire::error_code::protocol:
+    case wire::error_code::auth:
+      lost();  // the server closes such connections
+      throw store_error(msg);
+    default: throw store_error(msg);
+  }
+}
+
+template <class Response>
+const Response& remote_store::call(const wire::request& r) {
+  const wire::msg type = wire::tag_of(r);
+  if (!conn_) {
+    if (in_txn_) throw connection_lost("server " + url_ + ": the connection was lost; the transaction is aborted");
+    if (type != wire::msg::hello) connect();
+  }
+  wire::writer w;
+  wire::encode(r, w);
+  if (w.body_size() > wire::max_message)
+    throw store_error("server " + url_ + ": a " + wire::name_of(type) + " message of " + std::to_string(w.body_size()) +
+                      " bytes exceeds the protocol's limit of " + std::to_string(wire::max_message));
+  try {
+    conn_->send(w.finish());
+    if (!conn_->receive(in_, wire::max_message)) throw wire::io_error("the server closed the connection");
+    resp_ = wire::parse_response(in_);
+  } catch (const wire::io_error& e) {
+    // A Unix socket the server has closed refuses the send; what the server
+    // said before closing may be waiting.
+    std::string why = closing_words(*conn_, in_);
+    lost();
+    if (!why.empty()) throw connection_lost("server " + url_ + ": " + why);
+    throw connection_lost("server " + url_ + ": connection lost during " + wire::name_of(type) + " (" + e.what() + ")" +
+                          (in_txn_ && type != wire::msg::commit ? "; the transaction is aborted" : ""));
+  } catch (const wire::protocol_error& e) {
+    lost();
+    throw connection_lost("server " + url_ + ": malformed answer to " + wire::name_of(type) + " (" + e.what() +
+                          "); connection closed");
+  }
+  if (const auto* e = std::get_if<wire::error_response>(&resp_)) raise(*e, type);
+  if (const auto* a = std::get_if<Response>(&resp_)) return *a;
+  lost();  // the conversation is out of step: start afresh
+  throw store_error("server " + url_ + ": unexpected answer to " + wire::name_of(type) + " (" +
+                    wire::name_of(wire::tag_of(resp_)) + ")");
+}
+
+void remote_store::begin() {
+  if (in_txn_) throw store_error("server " + url_ + ": store transaction already open");
+  clear_pending();
+  // (Connects again first when the connection was lost.)
+  wire::begin_request r;
+  if (refused_in_a_row_ >= 8) {
+    r.reserve = reserve_;
+    r.reserve_read = reserve_read_;
+  }
+  commit_id_ = call<wire::begun_response>(r).id;
+  in_txn_ = true;
+}
+
+std::vector<wire::page_op> remote_store::page_ops() {
+  std::vector<wire::page_op> ops;
+  for (auto& entry : pages_) {
+    // (Not a structured binding: the lambda below captures the record, which
+    // clang before 16 refuses for bindings.)
+    const std::uint64_t page = entry.first;
+    auto& p = entry.second;
+    wire::page_op op;
+    op.kind = p.kind;
+    op.page = page;
+    op.base_version = p.base;
+    if (p.kind == wire::page_op_kind::put) op.record = p.record;
+    if (p.mapping) {
+      op.mapping_op = p.mapping->empty() ? wire::mapping_change::remove : wire::mapping_change::set;
+      op.mapping = *p.mapping;
+    }
+    if (p.kind == wire::page_op_kind::patch) {
+      // Ranges from several writes of the page: sorted, merged, and sent
+      // from the latest image.
+      std::sort(p.ranges.begin(), p.ranges.end());
+      std::uint32_t lo = p.ranges[0].first, hi = lo + p.ranges[0].second;
+      auto emit = [&] { op.parts.push_back({lo, std::string_view(p.record).substr(lo, hi - lo)}); };
+      for (std::size_t i = 1; i < p.ranges.size(); ++i) {
+        auto [o, n] = p.ranges[i];
+        if (o <= hi + 16) {
+          hi = std::max(hi, o + n);
+        } else {
+          emit();
+          lo = o;
+          hi = o + n;
+        }
+      }
+      emit();
+    }
+    ops.push_back(std::move(op));
+  }
+  return ops;
+}
+
+std::vector<wire::meta_op> remote_store::meta_ops() const {
+  std::vector<wire::meta_op> ops;
+  for (auto& [k, v] : metas_)
+    ops.push_back(v ? wire::meta_op{wire::meta_op_kind::put, k, *v} : wire::meta_op{wire::meta_op_kind::remove, k, {}});
+  return ops;
+}
+
+void remote_store::clear_pending() {
+  pages_.clear();
+  metas_.clear();
+  pending_bytes_ = 0;
+  read_versions_.clear();
+  wrote_ = false;
+}
+
+remote_store::pending_page& remote_store::pending(std::uint64_t page, const record_header* h) {
+  auto [it, fresh] = pages_.try_emplace(page);
+  if (!fresh) return it->second;
+  // Not read in this transaction: a page it created (the runtime writes a
+  // stored page only after reading it in the transaction).
+  if (auto r = read_versions_.find(page); r != read_versions_.end()) it->second.base = r->second;
+  else if (h) it->second.base = wire::no_record;
+  return it->second;
+}
+
+void remote_store::flush_if_large() {
+  if (pending_bytes_ < flush_bytes || !in_txn_) return;
+  // Pages only: metadata writes (small) wait for the commit, so that the
+  // server's metadata B-tree is never write-locked while this client works.
+  call<wire::ok_response>(wire::write_request{page_ops(), {}});
+  shipped_ += pending_bytes_;
+  pages_.clear();
+  pending_bytes_ = 0;
+}
+
+void remote_store::commit(bool durable) {
+  if (!in_txn_) throw store_error("server " + url_ + ": commit with no transaction open");
+  wire::commit_request r{durable, serializable_, page_ops(), meta_ops(), {}};
+  if (serializable_)
+    for (auto [page, version] : read_versions_)
+      if (!pages_.contains(page)) r.reads.push_back({page, version});
+  const bool wrote = wrote_;
+  // The pages to reserve should this commit be refused: those written that
+  // existed (new ones are numbered afresh next time), and those read.
+  std::vector<std::uint64_t> written, read;
+  for (const auto& [page, p] : pages_)
+    if (p.base != wire::no_record && p.base != wire::unchecked_version && written.size() < wire::max_reserved)
+      written.push_back(page);
+  for (const wire::page_version& pv : r.reads)
+    if (pv.version != wire::no_record && written.size() + read.size() < wire::max_reserved) read.push_back(pv.page);
+  std::size_t bytes = pending_bytes_;
+  for (auto& [k, v] : metas_) bytes += k.size() + (v ? v->size() : 0);
+  // The transaction ends here whatever the outcome: the server commits it or
+  // aborts it.
+  auto end = [&] {
+    in_txn_ = false;
+    clear_pending();
+  };
+  if (!conn_) {
+    // Lost earlier in the transaction: the server has aborted it.
+    end();
+    throw connection_lost("server " + url_ + ": the connection was lost; the transaction is aborted");
+  }
+  try {
+    call<wire::ok_response>(std::move(r));
+  } catch (const conflict&) {
+    end();
+    ++refused_in_a_row_;
+    reserve_ = std::move(written);
+    reserve_read_ = std::move(read);
+    throw;
+  } catch (const connection_lost& e) {
+    // The commit went out, and perhaps its answer never came back.
+    end();
+    if (!wrote) return;  // nothing to commit: it read one snapshot, and that stands
+    settle_commit(commit_id_, e.what());
+    shipped_ += bytes;
+    return;
+  } catch (...) {
+    end();
+    throw;
+  }
+  end();
+  shipped_ += bytes;
+  refused_in_a_row_ = 0;
+  reserve_.clear();
+  reserve_read_.clear();
+}
+
+void remote_store::settle_commit(const wire::commit_id& id, const std::string& lost) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::milliseconds(reconnect_budget_ms_);
+  auto pause = std::chrono::milliseconds(5);
+  std::string last;
+  for (;;) {
+    std::optional<wire::commit_outcome> outcome;
+    try {
+      outcome = call<wire::verdict_response>(wire::outcome_request{id}).outcome;  // connects again first
+    } catch (const connection_lost& e) {
+      last = e.what();
+    } catch (const deadlock& e) {
+      last = e.what();
+    } catch (const error& e) {
+      throw commit_unknown(lost + "; asking the server whether the transaction committed failed (" + e.what() +
+                           "): it may or may not have committed; reopen the database and check");
+    }
+    if (outcome == wire::commit_outcome::committed) return;
+    if (outcome == wire::commit_outcome::aborted)
+      throw connection_lost(lost + "; the server did not commit the transaction: it is aborted");
+    if (outcome == wire::commit_outcome::expired)
+      throw commit_unknown(lost +
+                           "; the server no longer remembers whether the transaction committed: it may or "
+                           "may not have; reopen the database and check");
+    if (outcome == wire::commit_outcome::pending) last = "the server was still ending the transaction";
+    if (clock::now() + pause > deadline)
+      throw commit_unknown(lost + "; whether the transaction committed could not be learned within " +
+                           std::to_string(reconnect_budget_ms_) + " ms (last: " + last +
+                           "): it may or may not have committed; reopen the database and check");
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(500));
+  }
+}
+
+void remote_store::abort() {
+  if (!in_txn_) return;
+  clear_pending();
+  if (conn_) {
+    try {
+      call<wire::ok_response>(wire::abort_request{});
+    } catch (const connection_lost&) {
+      // The server aborts the transaction of a lost connection itself.
+    }
+  }
+  in_txn_ = false;
+}
+
+void remote_store::take_record(std::uint64_t page, std::string_view rec, record_header& h, std::byte* image) {
+  if (rec.size() != sizeof h + page_size_)
+    throw corrupt_page(page, "server " + url_ + ": page " + std::to_string(page) + " record has " +
+                                 std::to_string(rec.size()) + " bytes, expected " +
+                                 std::to_string(sizeof h + page_size_));
+  std::memcpy(&h, rec.data(), sizeof h);
+  std::memcpy(image, rec.data() + sizeof h, page_size_);
+}
+
+store::page_read remote_store::read_pending(std::uint64_t page, const pending_page& p, record_header& h,
+                                            std::byte* image, std::string& mapping) {
+  if (p.kind == wire::page_op_kind::remove) return page_read::absent;
+  take_record(page, p.record, h, image);
+  if (h.mapping_entries == 0) {
+    mapping.clear();
+  } else if (p.mapping) {
+    mapping = *p.mapping;
+  } else {
+    // The write kept the stored mapping object: the server has it.
+    const auto& resp = call<wire::page_response>(wire::read_page_request{page, {}});
+    if (resp.status == wire::page_status::record) mapping.assign(resp.mapping);
+    else mapping.clear();
+  }
+  return page_read::read;
+}
+
+bool remote_store::read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) {
+  return read_page_if_changed(page, ~std::uint64_t{0}, h, image, mapping) == page_read::read;
+}
+
+store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h,
+                                                    std::byte* image, std::string& mapping) {
+  if (auto it = pages_.find(page); it != pages_.end()) return read_pending(page, it->second, h, image, mapping);
+  wire::read_page_request r{page, {}};
+  if (version != ~std::uint64_t{0}) r.known_version = version;
+  const auto& resp = call<wire::page_response>(r);
+  switch (resp.status) {
+    case wire::page_status::absent:
+      if (in_txn_) read_versions_[page] = wire::no_record;
+      return page_read::absent;
+    case wire::page_status::unchanged:
+      if (!r.known_version) throw store_error("server " + url_ + ": answered 'unchanged' to a plain read");
+      if (in_txn_) read_versions_[page] = version;
+      return page_read::unchanged;
+    case wire::page_status::record: break;
+  }
+  take_record(page, resp.record, h, image);
+  mapping.assign(resp.mapping);
+  if (in_txn_) read_versions_[page] = h.version;
+  return page_read::read;
+}
+
+void remote_store::note_mapping(pending_page& p, const std::string* mapping) {
+  if (!mapping) return;  // a later write that keeps it keeps an earlier one's
+  p.mapping = *mapping;
+  pending_bytes_ += mapping->size();
+}
+
+void remote_store::put_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                            const std::string* mapping) {
+  wrote_ = true;
+  auto it = pages_.find(page);
+  bool removed = it != pages_.end() && it->second.kind == wire::page_op_kind::remove;
+  pending_page& p = pending(page, &h);
+  // A record put where this transaction removed one has no mapping object to keep.
+  if (removed) p.mapping = std::string();
+  p.kind = wire::page_op_kind::put;
+  p.ranges.clear();
+  p.record.assign(reinterpret_cast<const char*>(&h), sizeof h);
+  p.record.append(reinterpret_cast<const char*>(image), page_size_);
+  pending_bytes_ += p.record.size();
+  note_mapping(p, mapping);
+  flush_if_large();
+}
+
+void remote_store::patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                              std::span<const byte_range> ranges, const std::string* mapping) {
+  wrote_ = true;
+  auto it = pages_.find(page);
+  bool fresh = it == pages_.end() || it->second.kind == wire::page_op_kind::remove;
+  pending_page& p = pending(page, &h);
+  p.record.assign(reinterpret_cast<const char*>(&h), sizeof h);
+  p.record.append(reinterpret_cast<const char*>(image), page_size_);
+  if (fresh) {
+    p.kind = wire::page_op_kind::patch;
+    p.ranges.clear();
+    p.mapping.reset();
+  }
+  if (p.kind == wire::page_op_kind::patch) {  // (a put sends the whole record anyway)
+    p.ranges.push_back({0, static_cast<std::uint32_t>(sizeof h)});
+    for (const byte_range& r : ranges) {
+      p.ranges.push_back({static_cast<std::uint32_t>(sizeof h) + r.offset, r.length});
+      pending_bytes_ += r.length;
+    }
+    pending_bytes_ += sizeof h;
+  }
+  note_mapping(p, mapping);
+  flush_if_large();
+}
+
+void remote_store::delete_page(std::uint64_t page) {
+  wrote_ = true;
+  pending_page& p = pending(page, nullptr);
+  p.kind = wire::page_op_kind::remove;
+  p.record.clear();
+  p.ranges.clear();
+  p.mapping.reset();  // removed with the record
+  pending_bytes_ += 16;
+}
+
+store::page_range remote_store::allocate_pages(std::uint64_t n) {
+  const auto& resp = call<wire::pages_response>(wire::allocate_request{n});
+  return {resp.page, resp.frame};
+}
+
+std::optional<std::string> remote_store::get(std::string_view key) {
+  if (auto it = metas_.find(key); it != metas_.end()) return it->second;
+  const auto& resp = call<wire::value_response>(wire::get_request{key});
+  if (!resp.value) return std::nullopt;
+  return std::string(*resp.value);
+}
+
+void remote_store::put(std::string_view key, std::string_view value) {
+  if (!in_txn_) {
+    // A write outside a transaction commits on its own.
+    begin();
+    try {
+      put(key, value);
+      commit(true);
+    } catch (...) {
+      abort();
+      throw;
+    }
+    return;
+  }
+  wrote_ = true;
+  metas_[std::string(key)] = std::string(value);
+}
+
+void remote_store::del(std::string_view key) {
+  if (!in_txn_) {
+    begin();
+    try {
+      del(key);
+      commit(true);
+    } catch (...) {
+      abort();
+      throw;
+    }
+    return;
+  }
+  wrote_ = true;
+  metas_[std::string(key)] = std::nullopt;
+}
+
+void remote_store::scan(std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f) {
+  const auto& resp = call<wire::entries_response>(wire::scan_request{prefix});
+  // The server's entries, overlaid with this transaction's buffered writes.
+  std::map<std::string, std::string, std::less<>> merged;
+  for (auto& [k, v] : resp.entries) merged.emplace(std::string(k), std::string(v));
+  for (auto it = metas_.lower_bound(prefix); it != metas_.end() && it->first.starts_with(prefix); ++it) {
+    if (it->second) merged[it->first] = *it->second;
+    else merged.erase(it->first);
+  }
+  for (auto& [k, v] : merged) f(k, v);
+}
+
+std::uint32_t remote_store::open_index(const std::string& name, bool unique) {
+  std::uint32_t server = call<wire::index_response>(wire::open_index_request{name, unique}).index;
+  for (std::size_t i = 0; i < indexes_.size(); ++i)
+    if (indexes_[i].name == name) {
+      indexes_[i].server = server;
+      return static_cast<std::uint32_t>(i);
+    }
+  indexes_.push_back({name, unique, server});
+  return static_cast<std::uint32_t>(indexes_.size() - 1);
+}
+
+std::uint32_t remote_store::server_index(std::uint32_t index) {
+  if (index >= indexes_.size())
+    throw invalid_argument("server " + url_ + ": no index number " + std::to_string(index) + " is open");
+  open_index_entry& e = indexes_[index];
+  if (!e.server) {
+    std::uint32_t server = call<wire::index_response>(wire::open_index_request{e.name, e.unique}).index;
+    e.server = server;  // after the call: a call that connects again resets every number
+  }
+  return *e.server;
+}
+
+bool remote_store::index_insert(std::uint32_t index, std::string_view key, std::string_view value) {
+  wrote_ = true;
+  return call<wire::flag_response>(wire::index_insert_request{server_index(index), key, value}).value;
+}
+
+bool remote_store::index_erase(std::uint32_t index, std::string_view key, std::string_view value) {
+  wrote_ = true;
+  return call<wire::flag_response>(wire::index_erase_request{server_index(index), key, value}).value;
+}
+
+void remote_store::index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
+                              const std::function<bool(std::string_view, std::string_view)>& f) {
+  // In batches: each request starts after the last entry of the one before.
+  std::string after_key, after_value;
+  bool after = false;
+  for (;;) {
+    wire::index_scan_request r{server_index(index), after ? std::string_view(after_key) : lo, hi, {}, 4096};
+    if (after) r.after = wire::entry{after_key, after_value};
+    const auto& resp = call<wire::entries_response>(r);
+    std::vector<std::pair<std::string, std::string>> batch;
+    for (auto& [k, v] : resp.entries) batch.emplace_back(k, v);
+    bool more = resp.more && !batch.empty();
+    for (auto& [k, v] : batch)
+      if (!f(k, v)) return;
+    if (!more) return;
+    after = true;
+    after_key = batch.back().first;
+    after_value = batch.back().second;
+  }
+}
+
+}  // namespace qs::detail

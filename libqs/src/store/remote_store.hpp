@@ -1,0 +1,194 @@
+// store/remote_store.hpp: the store of a database served by qs-pageserver, the
+// client side of the wire protocol (qs/wire/messages.hpp).
+//
+// Opened by qs::database::open("qs://host:port") (TCP, with the shared
+// secret from options::server_secret or $QS_SECRET) or
+// open("qs+unix:///path/to/socket"). Each store transaction reads one
+// consistent snapshot of the database on the server and takes no lock
+// (pageserver/session.hpp). The store notes the version of every page it
+// reads in the transaction; the commit sends, with the writes, each written
+// page's version in the snapshot and, when the isolation is serializable,
+// the pages read and their versions. The server checks them and refuses a
+// commit that met another's with qs::conflict, which only commit() and the
+// index calls throw: a read, or the writes a large transaction sends ahead,
+// never do (the server answers the latter's conflict at the commit). After
+// three commits in a row were refused, the next transaction's begin reserves
+// the pages the last one wrote and read, so that it cannot lose them again.
+//
+// Writes (pages and metadata) are buffered here and sent with the commit, so
+// that the server holds no B-tree write locks while the client computes; a
+// transaction that buffers more than a few MiB of pages sends those early in
+// `write` messages. Reads see the buffered writes first.
+//
+// A fault is one round trip: the server sends a page's mapping object with
+// the page. A page written in the transaction is read from the buffered
+// write; when that write kept the stored mapping object, the server sends it.
+//
+// The store is `shared`: the runtime revalidates its cached pages by version
+// at their first touch in a transaction (read_page_if_changed), and the
+// server answers "unchanged" without resending the page.
+//
+// A dropped connection throws qs::connection_lost; the server aborts the
+// transaction and frees its locks. The next transaction (or a read outside
+// one) connects again.
+//
+// Index numbers handed to the runtime are this store's own. The server's
+// numbers are given in the order its clients open indexes, so another
+// server process (a restart) gives other ones: after each new connection
+// the store asks for an index's server number again, by name, when it
+// first uses the index. log_position() counts the bytes of writes shipped to
+// the server (the client's log records), not the server's log.
+//
+// A commit whose connection drops after the commit was sent may have
+// committed on the server. The server gave the transaction an identity when
+// it began (wire::commit_id); commit() connects again and asks the server
+// what became of it, retrying for reconnect_budget_ms: committed, commit()
+// returns as if the answer had come; aborted, it throws
+// qs::connection_lost; pending (the server has not finished with it yet),
+// it asks again. When the budget runs out, or the server no longer
+// remembers, it throws qs::commit_unknown. The transaction has ended in
+// every case.
+//
+// Thread-safety: one thread at a time (store.hpp).
+#pragma once
+
+#include <qs/wire/connection.hpp>
+#include <qs/wire/messages.hpp>
+#include "store/store.hpp"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qs::detail {
+
+struct remote_options {
+  // The shared secret of a server reached over TCP (qs://host:port); when
+  // empty, the environment variable QS_SECRET gives it.
+  std::string secret;
+  // How long a commit whose connection dropped tries to learn its outcome.
+  std::uint32_t reconnect_budget_ms = 30000;
+  // Serializable commits (the reads are checked too), or snapshot isolation.
+  bool serializable = true;
+};
+
+bool is_remote_url(const std::string& path);
+std::unique_ptr<store> connect_remote_store(const std::string& url, const remote_options& o);
+
+class remote_store final : public store {
+ public:
+  remote_store(const std::string& url, const remote_options& o);
+  ~remote_store() override;
+
+  void set_page_size(std::uint32_t page_size) override { page_size_ = page_size; }
+  void begin() override;
+  void commit(bool durable) override;
+  void abort() override;
+  bool in_transaction() const override { return in_txn_; }
+
+  bool read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) override;
+  page_read read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h, std::byte* image,
+                                 std::string& mapping) override;
+  void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                const std::string* mapping) override;
+  void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                  std::span<const byte_range> ranges, const std::string* mapping) override;
+  void delete_page(std::uint64_t page) override;
+  page_range allocate_pages(std::uint64_t n) override;
+  bool shared() const override { return true; }
+
+  std::optional<std::string> get(std::string_view key) override;
+  void put(std::string_view key, std::string_view value) override;
+  void del(std::string_view key) override;
+  void scan(std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f) override;
+
+  std::uint32_t open_index(const std::string& name, bool unique) override;
+  bool index_insert(std::uint32_t index, std::string_view key, std::string_view value) override;
+  bool index_erase(std::uint32_t index, std::string_view key, std::string_view value) override;
+  void index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
+                  const std::function<bool(std::string_view, std::string_view)>& f) override;
+
+  std::uint64_t log_position() override { return shipped_; }
+  const std::string& name() const override { return url_; }
+
+ private:
+  struct pending_page {
+    wire::page_op_kind kind;
+    std::string record;                                           // header + image, as of the last write
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;  // patch: (offset, length) in the record
+    // The mapping object written with the page: nullopt keeps the stored
+    // one, an empty string removes it.
+    std::optional<std::string> mapping;
+    // The version of the page in the transaction's snapshot, as known when
+    // the transaction first wrote it (wire::page_op::base_version).
+    std::uint64_t base = wire::unchecked_version;
+  };
+
+  void connect();
+  void lost();
+  // Sends r and returns the response, which must be a Response (its byte
+  // strings view a buffer that the next call reuses); throws for an error
+  // response or an unexpected one.
+  template <class Response>
+  const Response& call(const wire::request& r);
+  [[noreturn]] void raise(const wire::error_response& r, wire::msg request);
+  // After the connection dropped during the commit of transaction `id`
+  // (`lost` says how): returns when the server committed it; throws
+  // connection_lost when it did not, commit_unknown when that cannot be told.
+  void settle_commit(const wire::commit_id& id, const std::string& lost);
+  // The page and metadata operations of the buffered writes.
+  std::vector<wire::page_op> page_ops();
+  // The buffered write of `page`, made when the transaction first writes it:
+  // its base version is then the version read in the transaction, or, for
+  // a put or patch of a page not read in it (one it created), no_record.
+  pending_page& pending(std::uint64_t page, const record_header* h);
+  std::vector<wire::meta_op> meta_ops() const;
+  void clear_pending();
+  void flush_if_large();
+  // Takes a page written in this transaction from its buffered write.
+  page_read read_pending(std::uint64_t page, const pending_page& p, record_header& h, std::byte* image,
+                         std::string& mapping);
+  void note_mapping(pending_page& p, const std::string* mapping);
+  void take_record(std::uint64_t page, std::string_view rec, record_header& h, std::byte* image);
+  // The server's number of index `index` (an index of indexes_), asked for
+  // on this connection when not known yet.
+  std::uint32_t server_index(std::uint32_t index);
+
+  struct open_index_entry {
+    std::string name;
+    bool unique;
+    std::optional<std::uint32_t> server;  // for the current connection
+  };
+
+  std::string url_;
+  bool unix_ = false;
+  std::string unix_path_;
+  wire::tcp_address tcp_{};
+  std::string secret_;
+  std::uint32_t reconnect_budget_ms_;
+  bool serializable_;
+  std::unique_ptr<wire::connection> conn_;
+  std::vector<std::byte> in_;
+  wire::response resp_;
+  std::uint32_t page_size_ = 8192;
+  bool in_txn_ = false;
+  wire::commit_id commit_id_{};  // the open transaction's, from the server
+  std::map<std::uint64_t, pending_page> pages_;
+  std::map<std::string, std::optional<std::string>, std::less<>> metas_;
+  std::size_t pending_bytes_ = 0;
+  // Pages the transaction read from the server, and their versions
+  // (wire::no_record: none).
+  std::map<std::uint64_t, std::uint64_t> read_versions_;
+  // The transaction wrote something (pages, metadata, index entries).
+  bool wrote_ = false;
+  // Commits refused for a conflict in a row, and the pages the last of them
+  // wrote and read: after three, the next begin reserves them (session.hpp).
+  int refused_in_a_row_ = 0;
+  std::vector<std::uint64_t> reserve_, reserve_read_;
+  std::uint64_t shipped_ = 0;
+  std::vector<open_index_entry> indexes_;
+};
+
+}  // namespace qs::detail

@@ -1,0 +1,137 @@
+// store/store.hpp: where pages and metadata live.
+//
+// The runtime talks to its store only through this interface. It has two
+// implementations: bdb_store (an embedded Berkeley DB environment) and the
+// client of qs-pageserver. The transaction, fault and allocator code do not
+// know which one they talk to.
+//
+// A store holds page records and small metadata records (keyed by strings).
+// A page record, keyed by page number, is a record_header, the page image,
+// and the page's mapping object (mapping.hpp: where the page's pointers
+// pointed when it was written), which the store keeps with the record and
+// reads only when the header says there is one (mapping_entries != 0); the
+// runtime checks that the two agree. Every read and write made between
+// begin() and commit()/abort() belongs to one store transaction: it commits
+// atomically or not at all. Calls made with no transaction open are reads, or
+// writes that commit on their own.
+//
+// A store is `shared` when other clients may change it between this client's
+// transactions (qs-pageserver): the runtime then revalidates the pages it
+// keeps cached (read_page_if_changed) before using them in a new transaction.
+// A shared store's transaction reads one consistent snapshot and takes no
+// lock: conflicts with other clients are found by commit() (qs::conflict),
+// never by a read or a write.
+// Page and frame numbers come from allocate_pages, which never hands the same
+// number out twice, whichever client asks.
+//
+// Thread-safety: a store is used by one thread at a time (the runtime calls
+// it under its database lock).
+#pragma once
+
+#include <qs/format/page_record.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qs::detail {
+
+struct byte_range {
+  std::uint32_t offset;
+  std::uint32_t length;
+};
+
+class store {
+ public:
+  virtual ~store() = default;
+
+  // The page size of the records; fixed once the database exists.
+  virtual void set_page_size(std::uint32_t page_size) = 0;
+
+  virtual void begin() = 0;
+  virtual void commit(bool durable) = 0;
+  virtual void abort() = 0;
+  virtual bool in_transaction() const = 0;
+
+  // Reads page `page`: its header into h, its image (page-size bytes) into
+  // `image`, its mapping object (encoded, mapping.hpp; empty when the page has
+  // none) into `mapping`. False if the page has no record.
+  virtual bool read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) = 0;
+  // Writes a whole record; `mapping` null keeps the stored mapping object, an empty string removes it.
+  virtual void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                        const std::string* mapping) = 0;
+  // Writes the header and the given ranges of the image of an existing record; `mapping` as for put_page.
+  // Outside the ranges `image` equals the stored image (a store may write those bytes too).
+  virtual void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
+                          std::span<const byte_range> ranges, const std::string* mapping) = 0;
+  // Removes the record and its mapping object.
+  virtual void delete_page(std::uint64_t page) = 0;
+  // What read_page_if_changed found.
+  enum class page_read { absent, unchanged, read };
+  // Like read_page, unless the stored record's version is `version`: then
+  // nothing is read, h, image and mapping are left as they are (a remote
+  // store does not resend the page).
+  virtual page_read read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h, std::byte* image,
+                                         std::string& mapping) {
+    (void)version;
+    return read_page(page, h, image, mapping) ? page_read::read : page_read::absent;
+  }
+  // Prefetch: reads, in one pass in page order where the store has one, the
+  // records of pages first..last that `want` asks for. want(page) gives
+  // where that page's image goes (page-size bytes) or nullptr to skip it;
+  // got(page, header, mapping) follows once the record and its mapping object
+  // are read. Records that are not whole pages are skipped (a fault on the
+  // page reads it again and says what is wrong). Returns false when the store
+  // has no such pass (then nothing is read).
+  virtual bool read_range(
+      std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
+      const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
+    (void)first, (void)last, (void)want, (void)got;
+    return false;
+  }
+  // Hands out n new pages on n contiguous frames: returns the first page and
+  // the first frame. Inside a transaction; an embedded store takes them back
+  // on abort, a shared one may leave a hole.
+  struct page_range {
+    std::uint64_t page;
+    std::uint64_t frame;
+  };
+  virtual page_range allocate_pages(std::uint64_t n) = 0;
+  // Whether other clients share the store (see above).
+  virtual bool shared() const { return false; }
+
+  virtual std::optional<std::string> get(std::string_view key) = 0;
+  virtual void put(std::string_view key, std::string_view value) = 0;
+  virtual void del(std::string_view key) = 0;
+  // Calls f for every metadata record whose key starts with `prefix`, in key order.
+  virtual void scan(std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f) = 0;
+
+  // Indexes: B-trees from byte-string keys to byte-string values (an
+  // encoded persistent reference), updated in the store transaction. A unique
+  // index refuses a second value for a key; a non-unique one keeps duplicate
+  // keys, ordered by value.
+  virtual std::uint32_t open_index(const std::string& name, bool unique) = 0;
+  // False when a unique index already has the key.
+  virtual bool index_insert(std::uint32_t index, std::string_view key, std::string_view value) = 0;
+  // Removes one entry of `key` whose value begins with `value_prefix`;
+  // false when there is none.
+  virtual bool index_erase(std::uint32_t index, std::string_view key, std::string_view value_prefix) = 0;
+  // Calls f(key, value) for the entries with lo <= key <= hi in key order
+  // until f returns false.
+  virtual void index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
+                          const std::function<bool(std::string_view, std::string_view)>& f) = 0;
+
+  // The names of the store's indexes (schema evolution rewrites their
+  // entries); a store that cannot list them returns none.
+  virtual std::vector<std::string> index_names() { return {}; }
+  // Position of the end of the store's log, in bytes: the difference between
+  // two calls is what was logged in between.
+  virtual std::uint64_t log_position() = 0;
+  virtual const std::string& name() const = 0;
+};
+
+}  // namespace qs::detail
