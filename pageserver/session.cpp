@@ -460,17 +460,7 @@ void session::refuse(std::span<const std::byte> first, const std::string& why, w
   wire::encode(error_reply(wire::error_code::store, in_txn ? "the transaction failed: " + why : why), out);
 }
 
-namespace {
-
-// One callable from a lambda per message type.
-template <class... F>
-struct overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-overloaded(F...) -> overloaded<F...>;
-
-}  // namespace
+namespace {}  // namespace
 
 wire::response session::write_ahead(const wire::write_request& m) {
   check_shapes(m.pages);
@@ -568,182 +558,203 @@ wire::response session::commit(const wire::commit_request& m) {
 }
 
 wire::response session::dispatch(const wire::request& r) {
-  using wire::msg;
-  const msg type = wire::tag_of(r);
   if (state_ == state::hello) {
     const auto* h = std::get_if<wire::hello_request>(&r);
-    if (!h) throw wire::protocol_error(std::string("expected hello, got ") + wire::name_of(type));
-    if (h->magic != wire::magic) throw wire::protocol_error("hello with a bad magic number");
-    if (h->version != wire::version)
-      throw wire::protocol_error("the client speaks protocol version " + std::to_string(h->version) +
-                                 ", the server version " + std::to_string(wire::version));
-    if (c_.need_secret && h->secret.empty())
-      throw auth_failure(
-          "authentication failed: the server needs a shared secret and the client gave none (set "
-          "qs::options::server_secret or QS_SECRET)");
-    if (c_.need_secret && !same_secret(h->secret, c_.secret))
-      throw auth_failure("authentication failed: wrong shared secret");
-    state_ = state::idle;
-    return wire::hello_ok_response{wire::version};
+    if (!h) throw wire::protocol_error(std::string("expected hello, got ") + wire::name_of(wire::tag_of(r)));
+    return hello(*h);
   }
-  if (type == msg::hello) throw wire::protocol_error("a second hello");
-  const bool in_txn = state_ == state::txn;
-  // Reads in a transaction: its snapshot; one whose snapshot was released
-  // reads nothing more.
-  DbTxn* t = in_txn ? snap_ : nullptr;
-  if (in_txn && !snap_ && failed_ && (type == msg::read_page || type == msg::get || type == msg::scan))
-    throw failed_error{failed_->code, failed_->text};
-  auto require_txn = [&] {
-    if (!in_txn) throw wire::protocol_error(std::string(wire::name_of(type)) + " outside a transaction");
-  };
+  return std::visit([this](const auto& m) { return on(m); }, r);
+}
+
+DbTxn* session::read_snapshot() const {
+  if (state_ != state::txn) return nullptr;
+  // One whose snapshot was released reads nothing more.
+  if (!snap_ && failed_) throw failed_error{failed_->code, failed_->text};
+  return snap_;
+}
+
+void session::require_txn(wire::msg type) const {
+  if (state_ != state::txn) throw wire::protocol_error(std::string(wire::name_of(type)) + " outside a transaction");
+}
+
+bool session::index_in_txn() const {
   // Index calls of a failed transaction get its error; inside a
   // transaction they run in its write transaction (reads too, once it has
   // one: they see its own updates).
-  auto index_in_txn = [&] {
-    if (in_txn && failed_) throw failed_error{failed_->code, failed_->text};
-    return in_txn;
+  const bool in_txn = state_ == state::txn;
+  if (in_txn && failed_) throw failed_error{failed_->code, failed_->text};
+  return in_txn;
+}
+
+wire::response session::hello(const wire::hello_request& h) {
+  if (h.magic != wire::magic) throw wire::protocol_error("hello with a bad magic number");
+  if (h.version != wire::version)
+    throw wire::protocol_error("the client speaks protocol version " + std::to_string(h.version) +
+                               ", the server version " + std::to_string(wire::version));
+  if (c_.need_secret && h.secret.empty())
+    throw auth_failure(
+        "authentication failed: the server needs a shared secret and the client gave none (set "
+        "qs::options::server_secret or QS_SECRET)");
+  if (c_.need_secret && !same_secret(h.secret, c_.secret))
+    throw auth_failure("authentication failed: wrong shared secret");
+  state_ = state::idle;
+  return wire::hello_ok_response{wire::version};
+}
+
+wire::response session::on(const wire::hello_request&) { throw wire::protocol_error("a second hello"); }
+
+wire::response session::on(const wire::begin_request& m) {
+  if (state_ != state::idle) throw wire::protocol_error("begin inside a transaction");
+  try {
+    // Reserved pages are locked first, in page order, and only then is the
+    // snapshot taken: nobody changes them in between, so the commit cannot
+    // be refused for them.
+    std::map<std::uint64_t, bool> reserve;  // page -> written
+    for (std::uint64_t page : m.reserve_read) reserve[page] = false;
+    for (std::uint64_t page : m.reserve) reserve[page] = true;
+    for (const auto& [page, written] : reserve) lock_page(page, written);
+    reserved_ = !reserve.empty();
+    snap_ = c_.env->begin(true);
+    snap_began_ = std::chrono::steady_clock::now();
+    commit_id_ = c_.outcomes->claim(snap_);
+  } catch (const conflict& e) {
+    abort_quietly();
+    c_.counters->add(c_.counters->conflicts);
+    if (c_.log_conflicts) log_line(id_, std::string("conflict: reserving pages: ") + e.what());
+    return error_reply(wire::error_code::conflict, std::string("reserving pages: ") + e.what());
+  } catch (...) {
+    abort_quietly();
+    throw;
+  }
+  state_ = state::txn;
+  return wire::begun_response{commit_id_};
+}
+
+wire::response session::on(const wire::abort_request&) {
+  if (state_ == state::txn) c_.counters->add(c_.counters->aborts);
+  abort_quietly();
+  state_ = state::idle;
+  return wire::ok_response{};
+}
+
+wire::response session::on(const wire::write_request& m) {
+  require_txn(wire::msg::write);
+  return write_ahead(m);
+}
+
+wire::response session::on(const wire::commit_request& m) {
+  require_txn(wire::msg::commit);
+  return commit(m);
+}
+
+wire::response session::on(const wire::read_page_request& m) {
+  DbTxn* t = read_snapshot();
+  // A page this transaction sent ahead is read as it wrote it.
+  DbTxn* rt = t && written_ahead_.contains(m.page) ? write_ : t;
+  if (m.known_version) {
+    detail::record_header h{};
+    std::uint32_t n = c_.env->read_record(rt, m.page, &h, sizeof h, 0, true);
+    if (n == 0) return wire::page_response{wire::page_status::absent, {}, {}};
+    if (n == sizeof h && h.version == *m.known_version)
+      return wire::page_response{wire::page_status::unchanged, {}, {}};
+  }
+  scratch_.resize(wire::max_record);
+  std::uint32_t n = c_.env->read_record(rt, m.page, scratch_.data(), wire::max_record, 0);
+  if (n == 0) return wire::page_response{wire::page_status::absent, {}, {}};
+  // The page's mapping object comes with it: the client's fault needs both.
+  detail::record_header h{};
+  if (n >= sizeof h) std::memcpy(&h, scratch_.data(), sizeof h);
+  mapping_.clear();
+  if (h.mapping_entries)
+    if (auto mo = c_.env->read_mapping(rt, m.page)) mapping_ = std::move(*mo);
+  return wire::page_response{wire::page_status::record,
+                             std::string_view(reinterpret_cast<const char*>(scratch_.data()), n), mapping_};
+}
+
+wire::response session::on(const wire::get_request& m) {
+  DbTxn* t = read_snapshot();
+  auto v = c_.env->get(t, m.key);
+  if (t) note_read(m.key, v);
+  if (!v) return wire::value_response{};
+  text_ = std::move(*v);
+  return wire::value_response{text_};
+}
+
+wire::response session::on(const wire::scan_request& m) {
+  DbTxn* t = read_snapshot();
+  entries_.clear();
+  // Counted three times: gathered, copied here, encoded.
+  std::function<void(std::size_t)> admit;
+  if (c_.charge) admit = [&](std::size_t n) { c_.charge(3 * (n + 8)); };
+  c_.env->scan(
+      t, m.prefix, [&](std::string_view k, std::string_view v) { entries_.emplace_back(k, v); }, 0, admit);
+  if (t) note_scan(m.prefix, entries_);
+  wire::entries_response resp;
+  for (auto& [k, v] : entries_) resp.entries.emplace_back(k, v);
+  return resp;
+}
+
+wire::response session::on(const wire::allocate_request& m) {
+  page_range pr = c_.numbers->take(m.n);
+  return wire::pages_response{pr.page, pr.frame};
+}
+
+wire::response session::on(const wire::open_index_request& m) {
+  // Index handles are shared by all sessions: opened (created) outside any
+  // client's transaction.
+  return wire::index_response{c_.env->open_index(nullptr, std::string(m.name), m.unique)};
+}
+
+wire::response session::on(const wire::index_insert_request& m) {
+  if (index_in_txn()) return wire::flag_response{index_insert(m.index, m.key, m.value)};
+  return wire::flag_response{c_.env->index_insert(nullptr, m.index, m.key, m.value)};
+}
+
+wire::response session::on(const wire::index_erase_request& m) {
+  if (index_in_txn()) return wire::flag_response{index_erase(m.index, m.key, m.value_prefix)};
+  return wire::flag_response{c_.env->index_erase(nullptr, m.index, m.key, m.value_prefix)};
+}
+
+wire::response session::on(const wire::index_scan_request& m) {
+  entries_.clear();
+  std::size_t limit = m.limit ? m.limit : 4096, bytes = 0;
+  bool more = false;
+  auto take = [&](std::string_view k, std::string_view v) {
+    if (m.after && (k < m.after->first || (k == m.after->first && v <= m.after->second)))
+      return true;  // up to where the last batch ended
+    if (entries_.size() >= limit || bytes > wire::max_message / 4) {
+      more = true;
+      return false;
+    }
+    bytes += k.size() + v.size() + 8;
+    if (c_.charge) c_.charge(2 * (k.size() + v.size() + 8));  // copied here, encoded
+    entries_.emplace_back(k, v);
+    return true;
   };
-  return std::visit(
-      overloaded{
-          [&](const wire::hello_request&) -> wire::response { throw wire::protocol_error("a second hello"); },
-          [&](const wire::begin_request& m) -> wire::response {
-            if (state_ != state::idle) throw wire::protocol_error("begin inside a transaction");
-            try {
-              // Reserved pages are locked first, in page order, and only
-              // then is the snapshot taken: nobody changes them in between,
-              // so the commit cannot be refused for them.
-              std::map<std::uint64_t, bool> reserve;  // page -> written
-              for (std::uint64_t page : m.reserve_read) reserve[page] = false;
-              for (std::uint64_t page : m.reserve) reserve[page] = true;
-              for (const auto& [page, written] : reserve) lock_page(page, written);
-              reserved_ = !reserve.empty();
-              snap_ = c_.env->begin(true);
-              snap_began_ = std::chrono::steady_clock::now();
-              commit_id_ = c_.outcomes->claim(snap_);
-            } catch (const conflict& e) {
-              abort_quietly();
-              c_.counters->add(c_.counters->conflicts);
-              if (c_.log_conflicts) log_line(id_, std::string("conflict: reserving pages: ") + e.what());
-              return error_reply(wire::error_code::conflict, std::string("reserving pages: ") + e.what());
-            } catch (...) {
-              abort_quietly();
-              throw;
-            }
-            state_ = state::txn;
-            return wire::begun_response{commit_id_};
-          },
-          [&](const wire::abort_request&) -> wire::response {
-            if (state_ == state::txn) c_.counters->add(c_.counters->aborts);
-            abort_quietly();
-            state_ = state::idle;
-            return wire::ok_response{};
-          },
-          [&](const wire::write_request& m) -> wire::response {
-            require_txn();
-            return write_ahead(m);
-          },
-          [&](const wire::commit_request& m) -> wire::response {
-            require_txn();
-            return commit(m);
-          },
-          [&](const wire::read_page_request& m) -> wire::response {
-            // A page this transaction sent ahead is read as it wrote it.
-            DbTxn* rt = t && written_ahead_.contains(m.page) ? write_ : t;
-            if (m.known_version) {
-              detail::record_header h{};
-              std::uint32_t n = c_.env->read_record(rt, m.page, &h, sizeof h, 0, true);
-              if (n == 0) return wire::page_response{wire::page_status::absent, {}, {}};
-              if (n == sizeof h && h.version == *m.known_version)
-                return wire::page_response{wire::page_status::unchanged, {}, {}};
-            }
-            scratch_.resize(wire::max_record);
-            std::uint32_t n = c_.env->read_record(rt, m.page, scratch_.data(), wire::max_record, 0);
-            if (n == 0) return wire::page_response{wire::page_status::absent, {}, {}};
-            // The page's mapping object comes with it: the client's fault needs both.
-            detail::record_header h{};
-            if (n >= sizeof h) std::memcpy(&h, scratch_.data(), sizeof h);
-            mapping_.clear();
-            if (h.mapping_entries)
-              if (auto mo = c_.env->read_mapping(rt, m.page)) mapping_ = std::move(*mo);
-            return wire::page_response{wire::page_status::record,
-                                       std::string_view(reinterpret_cast<const char*>(scratch_.data()), n), mapping_};
-          },
-          [&](const wire::get_request& m) -> wire::response {
-            auto v = c_.env->get(t, m.key);
-            if (t) note_read(m.key, v);
-            if (!v) return wire::value_response{};
-            text_ = std::move(*v);
-            return wire::value_response{text_};
-          },
-          [&](const wire::scan_request& m) -> wire::response {
-            entries_.clear();
-            // Counted three times: gathered, copied here, encoded.
-            std::function<void(std::size_t)> admit;
-            if (c_.charge) admit = [&](std::size_t n) { c_.charge(3 * (n + 8)); };
-            c_.env->scan(
-                t, m.prefix, [&](std::string_view k, std::string_view v) { entries_.emplace_back(k, v); }, 0, admit);
-            if (t) note_scan(m.prefix, entries_);
-            wire::entries_response resp;
-            for (auto& [k, v] : entries_) resp.entries.emplace_back(k, v);
-            return resp;
-          },
-          [&](const wire::allocate_request& m) -> wire::response {
-            page_range pr = c_.numbers->take(m.n);
-            return wire::pages_response{pr.page, pr.frame};
-          },
-          [&](const wire::open_index_request& m) -> wire::response {
-            // Index handles are shared by all sessions: opened (created)
-            // outside any client's transaction.
-            return wire::index_response{c_.env->open_index(nullptr, std::string(m.name), m.unique)};
-          },
-          [&](const wire::index_insert_request& m) -> wire::response {
-            if (index_in_txn()) return wire::flag_response{index_insert(m.index, m.key, m.value)};
-            return wire::flag_response{c_.env->index_insert(nullptr, m.index, m.key, m.value)};
-          },
-          [&](const wire::index_erase_request& m) -> wire::response {
-            if (index_in_txn()) return wire::flag_response{index_erase(m.index, m.key, m.value_prefix)};
-            return wire::flag_response{c_.env->index_erase(nullptr, m.index, m.key, m.value_prefix)};
-          },
-          [&](const wire::index_scan_request& m) -> wire::response {
-            entries_.clear();
-            std::size_t limit = m.limit ? m.limit : 4096, bytes = 0;
-            bool more = false;
-            auto take = [&](std::string_view k, std::string_view v) {
-              if (m.after && (k < m.after->first || (k == m.after->first && v <= m.after->second)))
-                return true;  // up to where the last batch ended
-              if (entries_.size() >= limit || bytes > wire::max_message / 4) {
-                more = true;
-                return false;
-              }
-              bytes += k.size() + v.size() + 8;
-              if (c_.charge) c_.charge(2 * (k.size() + v.size() + 8));  // copied here, encoded
-              entries_.emplace_back(k, v);
-              return true;
-            };
-            if (index_in_txn()) scan_view(m.index, m.lo, m.hi, take);
-            else c_.env->index_scan(nullptr, m.index, m.lo, m.hi, take);
-            wire::entries_response resp;
-            resp.more = more;
-            for (auto& [k, v] : entries_) resp.entries.emplace_back(k, v);
-            return resp;
-          },
-          [&](const wire::log_position_request&) -> wire::response {
-            return wire::position_response{c_.env->log_position()};
-          },
-          [&](const wire::outcome_request& m) -> wire::response {
-            if (state_ != state::idle) throw wire::protocol_error("outcome inside a transaction");
-            wire::commit_outcome o = c_.outcomes->outcome(m.id);
-            static constexpr const char* names[] = {"", "committed", "aborted", "pending", "expired"};
-            if (o != wire::commit_outcome::pending)
-              log_line(id_, std::string("outcome of a commit: ") + names[static_cast<int>(o)]);
-            return wire::verdict_response{o};
-          },
-          [&](const wire::ping_request& m) -> wire::response {
-            text_.assign(m.reply_bytes, 'p');
-            return wire::pong_response{text_};
-          },
-      },
-      r);
+  if (index_in_txn()) scan_view(m.index, m.lo, m.hi, take);
+  else c_.env->index_scan(nullptr, m.index, m.lo, m.hi, take);
+  wire::entries_response resp;
+  resp.more = more;
+  for (auto& [k, v] : entries_) resp.entries.emplace_back(k, v);
+  return resp;
+}
+
+wire::response session::on(const wire::log_position_request&) {
+  return wire::position_response{c_.env->log_position()};
+}
+
+wire::response session::on(const wire::outcome_request& m) {
+  if (state_ != state::idle) throw wire::protocol_error("outcome inside a transaction");
+  wire::commit_outcome o = c_.outcomes->outcome(m.id);
+  static constexpr const char* names[] = {"", "committed", "aborted", "pending", "expired"};
+  if (o != wire::commit_outcome::pending)
+    log_line(id_, std::string("outcome of a commit: ") + names[static_cast<int>(o)]);
+  return wire::verdict_response{o};
+}
+
+wire::response session::on(const wire::ping_request& m) {
+  text_.assign(m.reply_bytes, 'p');
+  return wire::pong_response{text_};
 }
 
 }  // namespace qs::server

@@ -153,7 +153,33 @@ class session {
 
  private:
   enum class state { hello, idle, txn };
+  // Answers one request: hello first, then the handler of its type (on).
   wire::response dispatch(const wire::request& r);
+  wire::response hello(const wire::hello_request& m);
+  // One handler per request type.
+  wire::response on(const wire::hello_request& m);  // a second hello: refused
+  wire::response on(const wire::begin_request& m);
+  wire::response on(const wire::abort_request& m);
+  wire::response on(const wire::write_request& m);
+  wire::response on(const wire::commit_request& m);
+  wire::response on(const wire::read_page_request& m);
+  wire::response on(const wire::get_request& m);
+  wire::response on(const wire::scan_request& m);
+  wire::response on(const wire::allocate_request& m);
+  wire::response on(const wire::open_index_request& m);
+  wire::response on(const wire::index_insert_request& m);
+  wire::response on(const wire::index_erase_request& m);
+  wire::response on(const wire::index_scan_request& m);
+  wire::response on(const wire::log_position_request& m);
+  wire::response on(const wire::outcome_request& m);
+  wire::response on(const wire::ping_request& m);
+  // What a read reads: the open transaction's snapshot, or nullptr outside
+  // one; throws the failure of a transaction whose snapshot was released.
+  DbTxn* read_snapshot() const;
+  // Refuses (protocol_error) a request of `type` outside a transaction.
+  void require_txn(wire::msg type) const;
+  // Whether an index call runs in the open transaction; throws its failure.
+  bool index_in_txn() const;
   wire::response error_reply(wire::error_code code, std::string text);
   wire::response commit(const wire::commit_request& m);
   wire::response write_ahead(const wire::write_request& m);
