@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "oo7.hpp"
+#include "temp_dir.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,26 +24,9 @@ using namespace oo7;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    const char* t = std::getenv("TMPDIR");
-    std::string tmpl = std::string(t && *t ? t : "/tmp") + "/oo7-test-XXXXXX";
-    std::vector<char> b(tmpl.begin(), tmpl.end());
-    b.push_back('\0');
-    if (!::mkdtemp(b.data())) throw std::runtime_error("mkdtemp failed");
-    path = b.data();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
-};
-
 // An OO7 database of one size: on qs in a temporary directory, or in memory.
 struct Fixture {
-  TempDir dir;
+  qs_test::temp_dir dir{"oo7-test"};
 #ifdef OO7_ON_QS
   std::optional<qs::database> handle;
   static qs::options opts(std::uint32_t pool) {
@@ -55,7 +39,7 @@ struct Fixture {
   }
 #endif
   Db db;
-  std::string path() const { return dir.path + "/db"; }
+  std::string path() const { return dir.sub("db"); }
 
   explicit Fixture(const char* size, std::uint32_t pool = 4096) {
     open(pool);
@@ -294,8 +278,8 @@ TEST_CASE("the generated tiny database keeps the invariants of OO7-SPEC 3.8") {
 }
 
 TEST_CASE("tiny.m: two modules from a config file in the shipped format") {
-  TempDir cfgdir;
-  std::string file = cfgdir.path + "/tiny.m";
+  qs_test::temp_dir cfgdir{"oo7-test"};
+  std::string file = cfgdir.sub("tiny.m");
   {
     FILE* f = std::fopen(file.c_str(), "w");
     REQUIRE(f);
@@ -410,8 +394,8 @@ long result_of(const std::string& out) {
 }  // namespace
 
 TEST_CASE("tiny: insert in one process, delete in the next (the oo7-qs driver)") {
-  TempDir dir;
-  std::string db = dir.path + "/db";
+  qs_test::temp_dir dir{"oo7-test"};
+  std::string db = dir.sub("db");
   run_oo7("gen tiny " + db + " --quiet --no-durable --warm-os");
   CHECK(result_of(run_oo7("bench tiny " + db + " 1 t1 one --quiet --no-durable --warm-os")) == 135);
   CHECK(result_of(run_oo7("bench tiny " + db + " 1 i one --quiet --no-durable --warm-os")) == 50);

@@ -1,5 +1,7 @@
 #include "small_fs.hpp"
 
+#include "temp_dir.hpp"
+
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -22,12 +24,7 @@ int run(const std::string& command) { return std::system((command + " >/dev/null
 }  // namespace
 
 small_fs::small_fs(kind k, std::uint64_t bytes) : kind_(k) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/qs-smallfs-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
-  root_ = buf.data();
+  root_ = make_temp_dir("qs-smallfs");
   mount_point_ = root_ + "/mnt";
   std::filesystem::create_directory(mount_point_);
   if (::geteuid() != 0) {

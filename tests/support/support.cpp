@@ -23,20 +23,6 @@ extern char** environ;
 
 namespace qs_test {
 
-test_dir::test_dir() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/qs-test-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
-  path_ = buf.data();
-}
-
-test_dir::~test_dir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 qs::options small_options(std::uint32_t pool_pages) {
   qs::options o;
   o.pool_pages = pool_pages;

@@ -5,6 +5,8 @@
 // removed when the test_dir goes out of scope.
 #pragma once
 
+#include "temp_dir.hpp"
+
 #include <qs/qs.hpp>
 
 #include <cstddef>
@@ -22,17 +24,9 @@ T touch(const T& x) {
   return *static_cast<const volatile T*>(&x);
 }
 
-class test_dir {
- public:
-  test_dir();
-  ~test_dir();
-  test_dir(const test_dir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+// A test's database directory (temp_dir.hpp), removed at the end of its
+// scope.
+using test_dir = temp_dir;
 
 // Options for small test databases: a small pool and reservation, fast
 // non-durable commits unless a test is about durability.

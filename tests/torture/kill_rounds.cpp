@@ -3,6 +3,7 @@
 
 #include "harness.hpp"
 #include "small_fs.hpp"
+#include "temp_dir.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -120,12 +121,7 @@ class torture {
   int run() {
     work_ = c_.dir;
     if (work_.empty()) {
-      const char* tmp = std::getenv("TMPDIR");
-      std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/qs-torture-XXXXXX";
-      std::vector<char> buf(tmpl.begin(), tmpl.end());
-      buf.push_back('\0');
-      if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
-      work_ = buf.data();
+      work_ = qs_test::make_temp_dir("qs-torture");
     }
     fs::create_directories(work_);
     std::printf("qs_torture: seed %llu, %d rounds of kind%s %s, in %s\n", static_cast<unsigned long long>(c_.seed),

@@ -5,6 +5,7 @@
 
 #include "mem_store.hpp"
 #include "store/bdb_store.hpp"
+#include "temp_dir.hpp"
 
 #include <qs/error.hpp>
 
@@ -65,23 +66,6 @@ std::vector<std::string> entries(store& s, std::uint32_t ix, std::string_view lo
 }
 
 mem_store small_store() { return mem_store({"unit", page_size, false}); }
-
-// A fresh directory, removed at the end of the test.
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string t = std::string(tmp && *tmp ? tmp : "/tmp") + "/qs-unit-XXXXXX";
-    std::vector<char> buf(t.begin(), t.end());
-    buf.push_back('\0');
-    if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
-    path = buf.data();
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
 
 }  // namespace
 
@@ -369,8 +353,8 @@ static std::vector<std::string> script(store& s) {
 }
 
 TEST_CASE("mem_store answers a script of store operations as the embedded Berkeley DB store does") {
-  temp_dir dir;
-  qs::detail::bdb_store bdb(dir.path + "/db", qs::detail::bdb_options{page_size, 8u << 20});
+  qs_test::temp_dir dir("qs-unit");
+  qs::detail::bdb_store bdb(dir.sub("db"), qs::detail::bdb_options{page_size, 8u << 20});
   mem_store mem = small_store();
   std::vector<std::string> from_bdb = script(bdb);
   std::vector<std::string> from_mem = script(mem);
