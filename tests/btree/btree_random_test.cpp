@@ -16,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 
 using namespace btree_test;
@@ -473,123 +474,71 @@ struct is_multi;
 template <class K, class V, class C, class N, bool M>
 struct is_multi<qs::detail::basic_btree<K, V, C, N, M>> : std::bool_constant<M> {};
 
+// One row of the table below: a tree type, what its keys and values are,
+// where it lives, and its run.
 template <class Tree, class Keys, class Values, class Place = at_root<Tree>>
-void run_random(const run_config& c) {
-  test_dir dir;
-  random_run<Tree, Keys, Values, Place, is_multi<Tree>::value>(dir, c).run();
+struct random_case {
+  const char* what;
+  run_config config;
+  void run() const {
+    test_dir dir;
+    random_run<Tree, Keys, Values, Place, is_multi<Tree>::value>(dir, config).run();
+  }
+};
+
+using holder_by_id = decltype(Holder::by_id);
+using holder_by_name = decltype(Holder::by_name);
+
+// The random cases: node sizes from 512 bytes (deep trees) to a page, page
+// sizes from 4 to 16 KiB, maps and multimaps of every key kind, at a root
+// and inside a persistent object.
+const auto random_cases = std::make_tuple(
+    random_case<i64_multi_512, i64_keys, int_values>{
+        "int64 multimap, 512-byte nodes (deep), 4 KiB pages",
+        {.page_size = 4096, .transactions = 240, .ops = 800, .keys = 4000, .min_height = 3, .seed = 11}},
+    random_case<i64_map_4064, i64_keys, int_values>{
+        "int64 map, 4064-byte nodes, 8 KiB pages, operator[] and insert_or_assign",
+        {.page_size = 8192, .transactions = 160, .ops = 800, .keys = 3000, .min_height = 2, .seed = 12}},
+    random_case<i64_multi_8160, i64_keys, int_values>{
+        "int64 multimap, 8160-byte nodes, 16 KiB pages",
+        {.page_size = 16384, .transactions = 160, .ops = 1000, .keys = 20000, .min_height = 2, .seed = 13}},
+    random_case<colour_multi_512, colour_keys, int_values>{
+        "enum class keys, many equal keys, 512-byte nodes",  // runs of equal keys longer than a leaf
+        {.page_size = 8192,
+         .transactions = 160,
+         .ops = 1000,
+         .keys = 150,
+         .min_height = 3,
+         .rare_key_erase = true,
+         .seed = 14}},
+    random_case<pair_map_512, pair_keys, int_values>{
+        "struct keys with their own order, 512-byte nodes, 4 KiB pages",
+        {.page_size = 4096, .transactions = 160, .ops = 600, .keys = 3000, .min_height = 3, .seed = 15}},
+    random_case<string_multi_512, string_keys, int_values>{
+        "std::string keys (24 inline bytes), 512-byte nodes",
+        {.page_size = 8192, .transactions = 160, .ops = 600, .keys = 2000, .min_height = 3, .seed = 16}},
+    random_case<short_string_map_512, string_keys, item_values>{
+        "inline_string<8> keys, qs::ref values, 512-byte nodes, 4 KiB pages",
+        {.page_size = 4096, .transactions = 160, .ops = 600, .keys = 2000, .min_height = 3, .seed = 17}},
+    random_case<short_string_multi_default, string_keys, int_values>{
+        "inline_string<8> multimap, default nodes, 16 KiB pages",
+        {.page_size = 16384, .transactions = 120, .ops = 800, .keys = 3000, .min_height = 2, .seed = 18}},
+    random_case<holder_by_id, i64_keys, item_values, in_holder<holder_by_id, &Holder::by_id>>{
+        "a map in a persistent object, qs::ref values, 512-byte nodes",
+        {.page_size = 16384, .transactions = 160, .ops = 600, .keys = 3000, .min_height = 3, .seed = 19}},
+    random_case<holder_by_name, string_keys, int_values, in_holder<holder_by_name, &Holder::by_name>>{
+        "a string multimap in a persistent object, default nodes",
+        {.page_size = 8192, .transactions = 120, .ops = 600, .keys = 3000, .min_height = 2, .seed = 20}});
+
+// Each row in a section of its own: a run of the test case runs one row,
+// and a failure names it.
+template <class Row>
+void run_in_section(const Row& row) {
+  SECTION(row.what) { row.run(); }
 }
 
 }  // namespace
 
-TEST_CASE("btree random: int64 multimap, 512-byte nodes (deep), 4 KiB pages", "[btree][random]") {
-  run_config c;
-  c.page_size = 4096;
-  c.transactions = 240;
-  c.ops = 800;
-  c.keys = 4000;
-  c.min_height = 3;
-  c.seed = 11;
-  run_random<i64_multi_512, i64_keys, int_values>(c);
-}
-
-TEST_CASE("btree random: int64 map, 4064-byte nodes, 8 KiB pages, operator[] and insert_or_assign", "[btree][random]") {
-  run_config c;
-  c.page_size = 8192;
-  c.transactions = 160;
-  c.ops = 800;
-  c.keys = 3000;
-  c.min_height = 2;
-  c.seed = 12;
-  run_random<i64_map_4064, i64_keys, int_values>(c);
-}
-
-TEST_CASE("btree random: int64 multimap, 8160-byte nodes, 16 KiB pages", "[btree][random]") {
-  run_config c;
-  c.page_size = 16384;
-  c.transactions = 160;
-  c.ops = 1000;
-  c.keys = 20000;
-  c.min_height = 2;
-  c.seed = 13;
-  run_random<i64_multi_8160, i64_keys, int_values>(c);
-}
-
-TEST_CASE("btree random: enum class keys, many equal keys, 512-byte nodes", "[btree][random]") {
-  run_config c;
-  c.page_size = 8192;
-  c.transactions = 160;
-  c.ops = 1000;
-  c.keys = 150;  // runs of equal keys longer than a leaf
-  c.rare_key_erase = true;
-  c.min_height = 3;
-  c.seed = 14;
-  run_random<colour_multi_512, colour_keys, int_values>(c);
-}
-
-TEST_CASE("btree random: struct keys with their own order, 512-byte nodes, 4 KiB pages", "[btree][random]") {
-  run_config c;
-  c.page_size = 4096;
-  c.transactions = 160;
-  c.ops = 600;
-  c.keys = 3000;
-  c.min_height = 3;
-  c.seed = 15;
-  run_random<pair_map_512, pair_keys, int_values>(c);
-}
-
-TEST_CASE("btree random: std::string keys (24 inline bytes), 512-byte nodes", "[btree][random]") {
-  run_config c;
-  c.page_size = 8192;
-  c.transactions = 160;
-  c.ops = 600;
-  c.keys = 2000;
-  c.min_height = 3;
-  c.seed = 16;
-  run_random<string_multi_512, string_keys, int_values>(c);
-}
-
-TEST_CASE("btree random: inline_string<8> keys, qs::ref values, 512-byte nodes, 4 KiB pages", "[btree][random]") {
-  run_config c;
-  c.page_size = 4096;
-  c.transactions = 160;
-  c.ops = 600;
-  c.keys = 2000;
-  c.min_height = 3;
-  c.seed = 17;
-  run_random<short_string_map_512, string_keys, item_values>(c);
-}
-
-TEST_CASE("btree random: inline_string<8> multimap, default nodes, 16 KiB pages", "[btree][random]") {
-  run_config c;
-  c.page_size = 16384;
-  c.transactions = 120;
-  c.ops = 800;
-  c.keys = 3000;
-  c.min_height = 2;
-  c.seed = 18;
-  run_random<short_string_multi_default, string_keys, int_values>(c);
-}
-
-TEST_CASE("btree random: a map in a persistent object, qs::ref values, 512-byte nodes", "[btree][random]") {
-  run_config c;
-  c.page_size = 16384;
-  c.transactions = 160;
-  c.ops = 600;
-  c.keys = 3000;
-  c.min_height = 3;
-  c.seed = 19;
-  using tree = decltype(Holder::by_id);
-  run_random<tree, i64_keys, item_values, in_holder<tree, &Holder::by_id>>(c);
-}
-
-TEST_CASE("btree random: a string multimap in a persistent object, default nodes", "[btree][random]") {
-  run_config c;
-  c.page_size = 8192;
-  c.transactions = 120;
-  c.ops = 600;
-  c.keys = 3000;
-  c.min_height = 2;
-  c.seed = 20;
-  using tree = decltype(Holder::by_name);
-  run_random<tree, string_keys, int_values, in_holder<tree, &Holder::by_name>>(c);
+TEST_CASE("btree random: every row of the table", "[btree][random]") {
+  std::apply([](const auto&... row) { (run_in_section(row), ...); }, random_cases);
 }
