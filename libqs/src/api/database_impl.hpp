@@ -34,14 +34,13 @@
 #include <qs/database.hpp>
 #include <qs/index.hpp>
 
+#include <cstddef>
+#include <cstdint>
 #include <exception>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <thread>
-#include <unordered_map>
+#include <typeinfo>
 #include <vector>
 
 namespace qs::detail {
