@@ -119,18 +119,16 @@ void transaction_engine::fail_from_fault(std::exception_ptr e) {
   if (open() && !failed_ && in_this_transaction()) failed_ = std::move(e);
 }
 
-void transaction_engine::require(const std::string& what) const {
-  if (!open()) throw no_transaction(what + " in database " + rt_.name + " needs a transaction");
+void transaction_engine::require(std::string_view what) const {
+  if (!open()) throw no_transaction(std::string(what) + " in database " + rt_.name + " needs a transaction");
   if (!in_this_transaction()) outside(what);
   throw_if_failed();
 }
 
-void transaction_engine::outside_named(const char* what, std::string_view name) const {
-  outside(name.empty() ? std::string(what) : std::string(what) + " '" + std::string(name) + "'");
-}
-
-void transaction_engine::outside(const std::string& what) const {
-  throw no_transaction(what + " in database " + rt_.name +
+void transaction_engine::outside(std::string_view what, std::string_view name) const {
+  std::string subject(what);
+  if (!name.empty()) subject += " '" + std::string(name) + "'";
+  throw no_transaction(subject + " in database " + rt_.name +
                        ": this thread is not in the open transaction, which another thread began (a transaction "
                        "belongs to its thread; qs::join_transaction lets another thread work in it)");
 }

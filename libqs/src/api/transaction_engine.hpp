@@ -65,20 +65,22 @@ class transaction_engine {
   // in the open transaction (another thread's refusal fails nothing).
   void fail_from_fault(std::exception_ptr e);
 
+  // The checks below take the words of their message as views, and make a
+  // message only to refuse: they run on every allocation and on every slow
+  // path of a software-mode reference.
+  //
   // Throws unless the calling thread is in the open, unfailed transaction;
   // `what` says what needed it ("allocating a persistent object").
-  void require(const std::string& what) const;
+  void require(std::string_view what) const;
   // Throws when a transaction is open that the calling thread is not in, or
   // when it failed: what a call that also works outside a transaction needs.
-  // `what` (with `name`, quoted, when given) is made into a message only to
-  // refuse: software mode's references pass here on every slow path.
-  void require_not_other(const char* what, std::string_view name = {}) const {
-    if (open() && !in_this_transaction()) outside_named(what, name);
+  // `what` names what needed it, with `name`, quoted, when given.
+  void require_not_other(std::string_view what, std::string_view name = {}) const {
+    if (open() && !in_this_transaction()) outside(what, name);
     throw_if_failed();
   }
   // The qs::no_transaction of a thread outside the open transaction.
-  [[noreturn]] void outside(const std::string& what) const;
-  [[noreturn]] void outside_named(const char* what, std::string_view name) const;
+  [[noreturn]] void outside(std::string_view what, std::string_view name = {}) const;
   void throw_if_failed() const;
 
  private:
