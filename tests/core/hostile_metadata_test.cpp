@@ -90,7 +90,7 @@ TEST_CASE("a metadata byte changed on disk is refused by its checksum, not used"
     std::ifstream in(file, std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  std::string format = qs::detail::format_name();
+  std::string format = qs::detail::page_access::format_name;
   auto at = bytes.find(format);
   REQUIRE(at != std::string::npos);
   REQUIRE(bytes.find(format, at + 1) == std::string::npos);

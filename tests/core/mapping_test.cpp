@@ -122,7 +122,7 @@ TEST_CASE("a reservation placed anywhere is aligned to the page size") {
   auto hint = (reinterpret_cast<std::uintptr_t>(probe) + 65536) / 65536 * 65536 + 4096;
   munmap(probe, 1 << 22);
   for (std::uint32_t ps : {8192u, 65536u}) {
-    qs::detail::frame_space f(hint, std::uint64_t{ps} * 16, ps, false, qs::detail::mode_frame_control());
+    qs::detail::frame_space f(hint, std::uint64_t{ps} * 16, ps, false, qs::detail::page_access::control());
     CHECK(reinterpret_cast<std::uintptr_t>(f.base()) % ps == 0);
     CHECK(f.frames() == 16);
   }

@@ -42,7 +42,7 @@ struct rig : runtime {
                const qs::options& o = {})
       : runtime(s,
                 std::make_unique<frame_space>(base, std::uint64_t{4096} * ::page_size, ::page_size, false,
-                                              mode_frame_control()),
+                                              page_access::control()),
                 ::page_size, pool_pages, o),
         store(s),
         engine(*this, true) {
@@ -52,8 +52,8 @@ struct rig : runtime {
   void commit() { engine.commit(); }
   void abort() { engine.abort(); }
   std::byte* image_of(const void* p) {
-    page_desc* d = access->page_of(p);
-    return pages.image(d) + (static_cast<const std::byte*>(p) - access->address(d));
+    page_desc* d = access.page_of(p);
+    return pages.image(d) + (static_cast<const std::byte*>(p) - access.address(d));
   }
 
   qs_test::mem_store& store;
@@ -76,7 +76,7 @@ TEST_CASE("pager: a page written back is diffed, read back checked, and evicted 
     r.begin();
     void* p = r.allocator.allocate(raw_descriptor(), 4000, nullptr);
     std::memset(r.image_of(p), 7, 4000);
-    page = r.access->page_of(p)->page;
+    page = r.access.page_of(p)->page;
     r.commit();
     CHECK(store.has_page(page));
     CHECK(r.stats.diff_bytes == page_size);  // a new page is written whole
@@ -107,7 +107,7 @@ TEST_CASE("pager: a page written back is diffed, read back checked, and evicted 
   r.pages.evict_all_clean();
   r.begin();
   for (int i = 0; i < 40; ++i) {
-    page_desc* o = r.access->page_of(objects[i]);
+    page_desc* o = r.access.page_of(objects[i]);
     r.pages.make_current(o);
     REQUIRE(r.image_of(objects[i])[5999] == std::byte(i + 1));
   }
@@ -121,7 +121,7 @@ TEST_CASE("pager: a record whose checksum fails is refused, and its slot given b
     rig r(store);
     r.begin();
     void* p = r.allocator.allocate(raw_descriptor(), 64, nullptr);
-    page = r.access->page_of(p)->page;
+    page = r.access.page_of(p)->page;
     r.commit();
   }
   {
@@ -160,9 +160,9 @@ TEST_CASE("relocator: a page whose target's frames are taken points to the targe
     (void)filler;
     void* b = r.allocator.allocate(pointer_descriptor(), 8, nullptr);
     std::memcpy(r.image_of(a), &b, sizeof b);
-    a_page = r.access->page_of(a)->page;
-    b_page = r.access->page_of(b)->page;
-    b_frame = r.access->page_of(b)->frame;
+    a_page = r.access.page_of(a)->page;
+    b_page = r.access.page_of(b)->page;
+    b_frame = r.access.page_of(b)->frame;
     REQUIRE(a_page != b_page);
     r.commit();
     CHECK(store.stored_mapping(a_page).has_value());
@@ -179,7 +179,7 @@ TEST_CASE("relocator: a page whose target's frames are taken points to the targe
   std::byte* obj = r.pages.image(a) + sizeof(page_header) + sizeof(object_header);
   void* now;
   std::memcpy(&now, obj, sizeof now);
-  CHECK(r.access->page_of(now) == b);
+  CHECK(r.access.page_of(now) == b);
   CHECK(r.stats.pointers_relocated == 1);
   CHECK(a->rewritten());  // written whole if it is written
   store.abort();
@@ -194,7 +194,7 @@ std::uint64_t page_with_freed_space(qs_test::mem_store& store) {
   rig r(store);
   r.begin();
   for (int i = 0; i < 60; ++i) objects.push_back(r.allocator.allocate(raw_descriptor(), 120, nullptr));
-  std::uint64_t page = r.access->page_of(objects[0])->page;
+  std::uint64_t page = r.access.page_of(objects[0])->page;
   r.commit();
   r.begin();
   for (int i = 0; i < 60; i += 2) r.allocator.deallocate(objects[i]);
@@ -210,7 +210,7 @@ TEST_CASE("allocator: freed space is listed at commit and reused by the next pro
   rig r(store);
   r.begin();
   void* p = r.allocator.allocate(raw_descriptor(), 120, nullptr);
-  CHECK(r.access->page_of(p)->page == page);  // the freed space, not a new page
+  CHECK(r.access.page_of(p)->page == page);  // the freed space, not a new page
   std::uint64_t pages_before = store.page_count();
   r.commit();
   CHECK(store.page_count() == pages_before);
@@ -226,13 +226,13 @@ TEST_CASE("allocator: on a shared store, an abort sends the next small object to
   rig r(store);
   r.begin();
   void* first = r.allocator.allocate(raw_descriptor(), 120, nullptr);
-  CHECK(r.access->page_of(first)->page == listed);  // offered to everyone
+  CHECK(r.access.page_of(first)->page == listed);  // offered to everyone
   r.abort();
   r.begin();
   void* retry = r.allocator.allocate(raw_descriptor(), 120, nullptr);
   void* next = r.allocator.allocate(raw_descriptor(), 120, nullptr);
-  CHECK(r.access->page_of(retry)->page != listed);
-  CHECK(r.access->page_of(next) == r.access->page_of(retry));  // follows it
+  CHECK(r.access.page_of(retry)->page != listed);
+  CHECK(r.access.page_of(next) == r.access.page_of(retry));  // follows it
   r.commit();
 }
 
@@ -244,11 +244,11 @@ TEST_CASE("allocator: an abort forgets the transaction's pages and its free-spac
   r.commit();
   r.begin();
   void* gone = r.allocator.allocate(raw_descriptor(), 8100, nullptr);  // more than keep's page has left
-  page_desc* d = r.access->page_of(gone);
+  page_desc* d = r.access.page_of(gone);
   REQUIRE(d->is_new());
   r.abort();
-  CHECK(r.access->page_of(gone) == nullptr);
-  CHECK(r.access->page_of(keep) != nullptr);
+  CHECK(r.access.page_of(gone) == nullptr);
+  CHECK(r.access.page_of(keep) != nullptr);
   CHECK(store.page_count() == 1);
 }
 
@@ -309,7 +309,7 @@ TEST_CASE("pager: a write-back the store refuses leaves the page's header and ma
     rig r(store);
     r.begin();
     void* a = r.allocator.allocate(pointer_descriptor(), 8, nullptr);
-    page = r.access->page_of(a)->page;
+    page = r.access.page_of(a)->page;
     r.commit();
   }
   rig r(store);
@@ -323,7 +323,7 @@ TEST_CASE("pager: a write-back the store refuses leaves the page's header and ma
   void* b = r.allocator.allocate(raw_descriptor(), 8160, nullptr);  // more than d has left
   void* a = r.pages.image(d) + sizeof(page_header) + sizeof(object_header);
   std::memcpy(a, &b, sizeof b);
-  REQUIRE(r.access->page_of(b) != d);
+  REQUIRE(r.access.page_of(b) != d);
   store.fail_next = true;
   CHECK_THROWS_AS(r.pages.write_back(d), qs::deadlock);
   CHECK(d->hdr.version == before.version);
@@ -348,10 +348,10 @@ TEST_CASE("pager: a commit that changes only data keeps the mapping; one that ch
   (void)filler;
   void* t1 = r.allocator.allocate(raw_descriptor(), 8000, nullptr);
   void* t2 = r.allocator.allocate(raw_descriptor(), 8000, nullptr);
-  std::uint64_t page = r.access->page_of(cell)->page;
-  REQUIRE(r.access->page_of(data)->page == page);
-  REQUIRE(r.access->page_of(t1)->page != page);
-  REQUIRE(r.access->page_of(t2)->page != r.access->page_of(t1)->page);
+  std::uint64_t page = r.access.page_of(cell)->page;
+  REQUIRE(r.access.page_of(data)->page == page);
+  REQUIRE(r.access.page_of(t1)->page != page);
+  REQUIRE(r.access.page_of(t2)->page != r.access.page_of(t1)->page);
   std::memcpy(r.image_of(cell), &t1, sizeof t1);
   r.commit();
   std::optional<std::string> first = store.stored_mapping(page);
@@ -359,7 +359,7 @@ TEST_CASE("pager: a commit that changes only data keeps the mapping; one that ch
 
   // Data only: the stored mapping is the one before, and only data went out.
   r.begin();
-  page_desc* d = r.access->page_of(cell);
+  page_desc* d = r.access.page_of(cell);
   r.pages.make_writable(d);
   r.image_of(data)[8] = std::byte{42};
   std::uint64_t before = r.stats.diff_bytes;
@@ -385,8 +385,8 @@ TEST_CASE("pager: an eviction whose one-time write-back the store refuses leaves
     r.begin();
     void* a = r.allocator.allocate(pointer_descriptor(), 8, nullptr);
     void* b = r.allocator.allocate(raw_descriptor(), 8160, nullptr);  // on a page of its own
-    REQUIRE(r.access->page_of(a) != r.access->page_of(b));
-    page = r.access->page_of(a)->page;
+    REQUIRE(r.access.page_of(a) != r.access.page_of(b));
+    page = r.access.page_of(a)->page;
     std::memcpy(r.image_of(a), &b, sizeof b);
     r.commit();
   }
@@ -405,8 +405,8 @@ TEST_CASE("pager: an eviction whose one-time write-back the store refuses leaves
   // Still resident: its frame shows its slot, as it did before (a later
   // revalidation only changes the frame's protection).
   REQUIRE(d->resident());
-  r.access->set_access(d, false);
-  CHECK(std::memcmp(r.access->address(d), r.pages.image(d), page_size) == 0);
+  r.access.set_access(d, false);
+  CHECK(std::memcmp(r.access.address(d), r.pages.image(d), page_size) == 0);
   store.abort();
 }
 
@@ -428,7 +428,7 @@ class losing_creator final : public qs_test::mem_store {
   std::optional<std::string> get(std::string_view key) override {
     if (lost_ && !won_ && !in_transaction() && key == "page_size") {
       won_ = true;  // the winner commits now
-      mem_store::put("format", format_name());
+      mem_store::put("format", page_access::format_name);
       mem_store::put("page_size", "8192");
       mem_store::put("base", std::to_string(std::uintptr_t{0x7d0000000000}));
       mem_store::put("reservation", std::to_string(std::uint64_t{64} << 20));

@@ -42,7 +42,7 @@ bool create(store& s, const options& opts, std::uint32_t page_size, const frame_
   s.begin();
   try {
     if (!s.get("page_size")) {
-      s.put("format", format_name());
+      s.put("format", page_access::format_name);
       s.put("page_size", std::to_string(page_size));
       s.put("base", std::to_string(reinterpret_cast<std::uintptr_t>(frames.base())));
       s.put("reservation", std::to_string(opts.reservation_bytes));
@@ -65,7 +65,7 @@ bool create(store& s, const options& opts, std::uint32_t page_size, const frame_
 }  // namespace
 
 std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::uint32_t& page_size) {
-  const frame_control control = mode_frame_control();
+  const frame_control control = page_access::control();
   auto ps = s.get("page_size");
   if (!ps) {
     // A new database: find a free place for its reservation.
@@ -94,12 +94,12 @@ std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::ui
       if (!ps) std::this_thread::sleep_for(std::chrono::milliseconds(attempt));
     }
   }
-  std::string format = format_name();
+  std::string format = page_access::format_name;
   if (auto f = s.get("format"); f && *f != format) {
     if (*f == "qs 4" || *f == "qs 4 software")
       throw error("database " + s.name() + " was created by a program built in " +
-                  (*f == "qs 4" ? "hardware" : "software") + " mode; this program is built in " + mode_name() +
-                  " mode (QS_SWIZZLE), and the two lay objects out differently");
+                  (*f == "qs 4" ? "hardware" : "software") + " mode; this program is built in " +
+                  page_access::mode_name + " mode (QS_SWIZZLE), and the two lay objects out differently");
     throw error("database " + s.name() + " has format '" + *f + "'; this qs reads format '" + format + "' only");
   }
   page_size = static_cast<std::uint32_t>(number(s, "page_size", 4096, 65536));

@@ -34,7 +34,7 @@ lock_scope::~lock_scope() {
 bool lock_scope::held() noexcept { return lock_depth > 0; }
 
 std::uint32_t pool_pages_for(const options& o, std::uint32_t page_size, const std::string& name) {
-  const frame_control control = mode_frame_control();
+  const frame_control control = page_access::control();
   std::uint64_t pages = o.pool_pages ? o.pool_pages
                         : o.pool_bytes
                             ? o.pool_bytes / page_size
@@ -72,9 +72,9 @@ database_impl::database_impl(std::unique_ptr<store> s, const options& opts)
       fork_generation_(fork_generation()),
       rt_(make_runtime(*store_, opts)),
       tx_(rt_, opts.durable) {
-  register_fault_range(rt_.access->frames().base(), rt_.access->frames().end(), this);
-  add_open_database(this, rt_.access.get(), &store_->name());
-  rt_.access->make_current(this);
+  register_fault_range(rt_.access.frames().base(), rt_.access.frames().end(), this);
+  add_open_database(this, &rt_.access, &store_->name());
+  rt_.access.make_current(this);
 }
 
 database_impl::~database_impl() {
@@ -87,7 +87,7 @@ database_impl::~database_impl() {
     return;
   }
   remove_open_database(this);
-  rt_.access->forget_current(this);
+  rt_.access.forget_current(this);
   unregister_fault_range(this);
   if (tx_.open()) {
     try {
@@ -121,8 +121,8 @@ statistics database_impl::stats() const {
   statistics s = rt_.stats;
   s.resident_pages = rt_.pool.size() - rt_.pool.free_slots();
   s.kernel_mappings = process_mappings();
-  s.frame_memory_bytes = rt_.access->frames().memory_bytes();
-  s.frame_control = frame_control_name(rt_.access->frames().control());
+  s.frame_memory_bytes = rt_.access.frames().memory_bytes();
+  s.frame_control = frame_control_name(rt_.access.frames().control());
   return s;
 }
 
@@ -149,8 +149,8 @@ void database_impl::on_fault(void* address, bool write) {
 }
 
 void database_impl::serve_fault(void* address, bool write) {
-  rt_.access->check_fault(address);
-  page_desc* d = rt_.table.by_frame(rt_.access->frames().frame_of(address));
+  rt_.access.check_fault(address);
+  page_desc* d = rt_.table.by_frame(rt_.access.frames().frame_of(address));
   if (d && (d->state() == page_state::writable || (d->state() == page_state::readable && !write))) return;
   if (!d) invalid_persistent_pointer(address, ("no page of database " + name() + " is at this address").c_str());
   if (!tx_.open() || !tx_.in_this_transaction()) {
@@ -244,17 +244,6 @@ bool database_impl::has_root(std::string_view name) {
   lock_scope g(*this);
   tx_.throw_if_failed();
   return rt_.named.exists(name);
-}
-
-void* database_impl::resolve_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag, bool for_write) {
-  lock_scope g(*this);
-  tx_.require_not_other("a persistent object");
-  return rt_.refs->resolve_identity(page, offset, tag, for_write);
-}
-
-void database_impl::identify(const void* p, std::uint64_t& page, std::uint32_t& offset, std::uint32_t& tag) {
-  lock_scope g(*this);
-  rt_.refs->identify(p, page, offset, tag);
 }
 
 }  // namespace qs::detail

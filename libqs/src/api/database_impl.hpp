@@ -88,26 +88,21 @@ class database_impl final : public fault_target {
       QS_EXCLUDES(mutex_);
   bool has_root(std::string_view name) QS_EXCLUDES(mutex_);
 
-  // Software mode's entry points of qs/ref.hpp.
-  void* resolve_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag, bool for_write)
-      QS_EXCLUDES(mutex_);
-  void identify(const void* p, std::uint64_t& page, std::uint32_t& offset, std::uint32_t& tag) QS_EXCLUDES(mutex_);
-
   // Runs f(runtime&, transaction_engine&) under the lock, and returns what
-  // it returns: how the facades over the runtime (evolution_access) reach
-  // it.
+  // it returns: how the facades over the runtime (evolution_access,
+  // software mode's references in software_ref.cpp) reach it.
   template <class F>
   decltype(auto) with_runtime(F&& f) QS_EXCLUDES(mutex_);
 
   void release_cache() QS_EXCLUDES(mutex_);
   // The reservation's and the pool's bounds never change while the database
   // is open: no lock.
-  bool contains(const void* p) const QS_NO_THREAD_SAFETY_ANALYSIS { return rt_.access->contains(p); }
+  bool contains(const void* p) const QS_NO_THREAD_SAFETY_ANALYSIS { return rt_.access.contains(p); }
   std::uint32_t page_size() const QS_NO_THREAD_SAFETY_ANALYSIS { return rt_.page_size; }
   std::uint32_t pool_pages() const QS_NO_THREAD_SAFETY_ANALYSIS { return rt_.pool.size(); }
   // Whether the program's touches fault pages in (hardware mode). Fixed for
   // the database's life: no lock.
-  bool faults_pages_in() const QS_NO_THREAD_SAFETY_ANALYSIS { return rt_.access->faults_pages_in(); }
+  bool faults_pages_in() const QS_NO_THREAD_SAFETY_ANALYSIS { return page_access::faults_pages_in; }
   // The store's name never changes: no lock.
   const std::string& name() const QS_NO_THREAD_SAFETY_ANALYSIS { return store_->name(); }
   statistics stats() const QS_EXCLUDES(mutex_);

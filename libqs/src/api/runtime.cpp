@@ -12,15 +12,15 @@ runtime::runtime(store& s, std::unique_ptr<frame_space> frames, std::uint32_t pa
       page_size(page_size_bytes),
       schema(s, name),
       pool(pool_pages, page_size),
-      access(make_page_access(std::move(frames), pool, table)),
+      access(std::move(frames), table),
       words(schema, s.shared(), page_size, name),
-      pointers(words, *access, table, page_size, name),
-      relocate(*access, table, words, log, stats, opts, page_size, name),
-      pages(s, pool, table, log, *access, relocate, words, pointers, stats, page_size, name),
-      allocator(s, pages, relocate, *access, table, log, schema, page_size, name),
-      refs(make_references(pages, relocate, *access, table, log, stats, name)),
-      named(s, *refs, allocator, log, name),
-      index(s, *refs, name) {
+      pointers(words, access, table, page_size, name),
+      relocate(access, table, words, log, stats, opts, page_size, name),
+      pages(s, pool, table, log, access, relocate, words, pointers, stats, page_size, name),
+      allocator(s, pages, relocate, access, table, log, schema, page_size, name),
+      refs(pages, relocate, access, table, log, stats, name),
+      named(s, refs, allocator, log, name),
+      index(s, refs, name) {
   pages.set_prefetch(opts.prefetch_pages);
   schema.set_evolving(opts.evolve);
   schema.load();

@@ -71,13 +71,13 @@ class runtime {
   page_table table;
   transaction_log log;
   buffer_pool pool;
-  const std::unique_ptr<page_access> access;
+  page_access access;
   page_words words;
   pointer_check pointers;
   relocator relocate;
   pager pages;
   object_allocator allocator;
-  const std::unique_ptr<references> refs;
+  references refs;
   roots named;
   indexes index;
 };

@@ -22,17 +22,24 @@ database_impl& current() {
   return *db;
 }
 
+void* resolve_in(database_impl& db, std::uint64_t page, std::uint32_t offset, std::uint32_t tag, bool for_write) {
+  return db.with_runtime([&](runtime& rt, transaction_engine& tx) {
+    tx.require_not_other("a persistent object");
+    return rt.refs.resolve_identity(page, offset, tag, for_write);
+  });
+}
+
 }  // namespace
 
 void* sw_resolve(std::uint64_t page, std::uint32_t offset, std::uint32_t tag) {
   // Threads with different databases: the inline path's table is empty,
   // and this thread's own is read here, without the database's lock.
   if (void* p = sw_resident(software_current_residency(), page, offset, tag)) return p;
-  return current().resolve_identity(page, offset, tag, false);
+  return resolve_in(current(), page, offset, tag, false);
 }
 
 void* sw_write(std::uint64_t page, std::uint32_t offset, std::uint32_t tag) {
-  return current().resolve_identity(page, offset, tag, true);
+  return resolve_in(current(), page, offset, tag, true);
 }
 
 void sw_identify(const void* p, std::uint64_t& page, std::uint32_t& offset, std::uint32_t& tag) {
@@ -42,7 +49,7 @@ void sw_identify(const void* p, std::uint64_t& page, std::uint32_t& offset, std:
     std::snprintf(buf, sizeof buf, "%p", p);
     throw invalid_argument(std::string("a qs::ref made from ") + buf + ", which is not in an open database");
   }
-  db->identify(p, page, offset, tag);
+  db->with_runtime([&](runtime& rt, transaction_engine&) { rt.refs.identify(p, page, offset, tag); });
 }
 
 void sw_bad_conversion(const char* from, const char* to) {

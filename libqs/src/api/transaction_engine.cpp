@@ -21,9 +21,9 @@ void transaction_engine::begin(database_impl* db) {
   rt_.log.opened();
   thread_ = std::this_thread::get_id();
   joined_.clear();
-  rt_.access->make_current(db);
+  rt_.access.make_current(db);
   log_start_ = rt_.storage.log_position();
-  rt_.access->begin_transaction();
+  rt_.access.begin_transaction();
   // Other clients may have changed the cached pages since the last
   // transaction: each is revalidated when first touched.
   if (rt_.storage.shared()) rt_.pages.mark_all_stale();
@@ -35,7 +35,7 @@ void transaction_engine::commit() {
   auto t0 = std::chrono::steady_clock::now();
   try {
     throw_if_failed();
-    rt_.refs->announce_root_cells();
+    rt_.refs.announce_root_cells();
     for (page_desc* d : rt_.log.written()) rt_.pointers.check(d, rt_.pages.image(d), true);
     for (page_desc* d : rt_.log.suspects()) {
       // Evicted holding a non-persistent pointer: look again.
@@ -74,7 +74,7 @@ void transaction_engine::commit() {
 
 void transaction_engine::abort() {
   failed_ = nullptr;
-  rt_.refs->restore_root_cells();  // first: a cell may be on a page this transaction created
+  rt_.refs.restore_root_cells();  // first: a cell may be on a page this transaction created
   // Pages created by this transaction disappear.
   for (page_desc* d : std::vector<page_desc*>(rt_.log.created())) rt_.pages.drop(d);
   rt_.pages.aborted();
@@ -89,7 +89,7 @@ void transaction_engine::abort() {
 void transaction_engine::join(database_impl* db) {
   if (!open()) throw no_transaction("joining a transaction in database " + rt_.name + ": none is open");
   if (!in_this_transaction()) joined_.push_back(std::this_thread::get_id());
-  rt_.access->make_current(db);
+  rt_.access.make_current(db);
 }
 
 void transaction_engine::leave() {

@@ -68,7 +68,7 @@ void* object_allocator::try_allocate_on(page_desc* d, std::uint32_t type, std::u
   d->referenced = true;
   if (heap_available(pages_.image(d), page_size_) < payload + sizeof(object_header)) return nullptr;
   if (d->needs_page_before()) pages_.make_writable(d);
-  if (access_.pins_transaction_pages()) log_.pin(d);
+  if constexpr (page_access::pins_transaction_pages) log_.pin(d);
   std::uint32_t off = heap_allocate(pages_.image(d), page_size_, type, payload, align);
   changed(d);
   return off ? access_.address(d) + off : nullptr;
@@ -130,7 +130,7 @@ void* object_allocator::allocate_large(std::uint32_t type, std::uint64_t payload
   }
   pages_.page_in(head);
   head->referenced = true;
-  if (access_.builds_whole_objects()) {
+  if constexpr (page_access::builds_whole_objects) {
     // The mode touches no frame that is not mapped: the whole object is
     // built now, and stays for the transaction.
     for (std::uint64_t i = 1; i < n; ++i) pages_.page_in(table_.by_page(first.page + i));

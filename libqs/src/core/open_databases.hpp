@@ -10,12 +10,13 @@
 // process-wide mutex).
 #pragma once
 
+#include "mode/page_access.hpp"
+
 #include <string>
 
 namespace qs::detail {
 
 class database_impl;
-class page_access;
 
 void add_open_database(database_impl* db, const page_access* access, const std::string* name);
 void remove_open_database(database_impl* db) noexcept;

@@ -46,7 +46,7 @@ std::uint32_t pager::take_slot(page_desc* d) {
   std::uint32_t slot;
   while (!pool_.take_free(d, slot)) {
     page_desc* v = pool_.victim();
-    if (!v) throw error(access_.pool_full_message(db_name_, pool_.size()));
+    if (!v) throw error(page_access::pool_full_message(db_name_, pool_.size()));
     evict(v);
   }
   return slot;

@@ -28,7 +28,7 @@ bool pointer_check::check(const page_desc* d, const std::byte* img, bool throw_o
     std::string what = "database " + db_name_ + ": commit refused: " + member_name(l, l.pointers[which]) + at +
                        whereabouts(d, img, off, l) + to;
     if (access_.contains(target))
-      throw transient_pointer(what + ", " + access_.raw_address_note() + "; the transaction is aborted");
+      throw transient_pointer(what + ", " + page_access::raw_address_note + "; the transaction is aborted");
     std::string other = name_of_database_at(target);
     if (!other.empty())
       throw cross_database_pointer(what + ", into database " + other +

@@ -38,7 +38,7 @@ page_desc* desc_of_page(runtime& rt, std::uint64_t page) {
   } else if (h.kind != page_kind::small) {
     throw bad("has an unknown kind");
   }
-  const frame_space& fs = rt.access->frames();
+  const frame_space& fs = rt.access.frames();
   std::uint64_t frame = h.frame - (page - first);
   auto address = frame < fs.frames() ? reinterpret_cast<std::uint64_t>(fs.frame_address(frame)) : 0;
   rt.relocate.ensure_run(address, first, static_cast<std::uint32_t>(pages));
@@ -60,7 +60,7 @@ std::string evolution_access::refused() {
     if (rt.storage.shared())
       return "it is served by qs-pageserver: stop the server and open its directory with qs::options::evolve, so "
              "that no client sees it half converted";
-    if (!rt.access->faults_pages_in())
+    if constexpr (!page_access::faults_pages_in)
       return "schema evolution converts databases of the hardware mode (qs-hardware); this program uses the software "
              "mode";
     return {};
@@ -134,7 +134,7 @@ bool evolution_access::objects_on_page(std::uint64_t page, std::vector<object_sp
     out.clear();
     page_desc* d = current_page(rt, tx, page);
     if (!d) return false;
-    std::byte* frame = rt.access->frame_address(d);
+    std::byte* frame = rt.access.frame_address(d);
     if (d->hdr.kind == page_kind::small) {
       heap_for_each(rt.pages.image(d), rt.page_size, [&](std::uint32_t payload, const object_header& oh) {
         out.push_back({frame + payload, oh.type, oh.size});
@@ -151,7 +151,7 @@ bool evolution_access::pointer_words_on_page(std::uint64_t page, std::vector<poi
     out.clear();
     page_desc* d = current_page(rt, tx, page);
     if (!d) return false;
-    std::byte* frame = rt.access->frame_address(d);
+    std::byte* frame = rt.access.frame_address(d);
     struct word {
       std::uint32_t offset;
       const type_layout* layout;
@@ -187,10 +187,10 @@ std::uint64_t evolution_access::move_roots(const std::function<void*(void*)>& fo
     for (auto& [key, value] : records) {
       if (value.size() < 24)
         throw corrupt_page(0, "database " + rt.name + ": the record of root '" + key.substr(2) + "' is damaged");
-      void* cell = rt.refs->resolve(std::string_view(value).substr(0, 24));
+      void* cell = rt.refs.resolve(std::string_view(value).substr(0, 24));
       void* now = forward(cell);
       if (now == cell) continue;
-      rt.storage.put(key, rt.refs->location_of(now) + value.substr(24));
+      rt.storage.put(key, rt.refs.location_of(now) + value.substr(24));
       ++moved;
     }
     rt.named.forget();
@@ -217,12 +217,12 @@ std::uint64_t evolution_access::move_index_entries(const std::function<void*(voi
         return true;
       });
       for (auto& [key, value] : entries) {
-        void* at = rt.refs->resolve(value);
+        void* at = rt.refs.resolve(value);
         void* now = forward(at);
         if (now == at) continue;
         if (!rt.storage.index_erase(ix, key, std::string_view(value).substr(0, 16)))
           throw error("database " + rt.name + ": index " + index + " lost an entry while its objects moved");
-        rt.storage.index_insert(ix, key, rt.refs->location_of(now));
+        rt.storage.index_insert(ix, key, rt.refs.location_of(now));
         ++moved;
       }
     }

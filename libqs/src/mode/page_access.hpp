@@ -1,17 +1,26 @@
 // mode/page_access.hpp: how the program reaches a resident page, the lower half
-// of what differs between hardware and software mode.
+// of what differs between hardware and software mode, chosen at build time.
 //
-// Hardware mode (hardware_mode.cpp): a resident page is reached through its
-// virtual frame, with the access its state allows (read-only, read-write,
-// or none while it must be revalidated); faults on frames are the program's
-// first touches.
+// The mode is a compile-time policy, as an OS layer is chosen when a
+// library is built: the runtime compiles once per mode (QS_SOFTWARE_SWIZZLE,
+// qs/ref.hpp), and `page_access` names that mode's class, with no virtual
+// call between the pager and it.
 //
-// Software mode (software_mode.cpp): a small page is reached through the
-// residency table that qs/ref.hpp reads inline, at its image; a large
-// object is mapped read-write at contiguous frames once all of its pages are
-// resident. A small page's address is its image (image(d)); nothing is
-// ever write-protected, and a fault on a frame is a raw address kept after
-// its page left the pool.
+//  * hardware_access (hardware_access.hpp): a resident page is reached
+//    through its virtual frame, with the access its state allows
+//    (read-only, read-write, or none while it must be revalidated); faults
+//    on frames are the program's first touches.
+//  * software_access (software_access.hpp): a small page is reached through
+//    the residency table that qs/ref.hpp reads inline, at its image; a large
+//    object is mapped read-write at contiguous frames once all of its pages
+//    are resident. A small page's address is its image; nothing is ever
+//    write-protected, and a fault on a frame is a raw address kept after
+//    its page left the pool.
+//
+// Both are a frame_access (the reservation and the runtime's view of it)
+// with the members the page_access_policy concept below lists; what a mode
+// decides once and for all is a constexpr member, so that the code that
+// asks compiles only the branch its mode takes.
 //
 // The implementation owns the reservation (frame_space). It is told about
 // transitions by the pager (show, hide, set_access) and never calls back.
@@ -31,6 +40,9 @@
 #include "core/page_table.hpp"
 #include "os/frames.hpp"
 
+#include <qs/ref.hpp>  // QS_SOFTWARE_SWIZZLE
+
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,50 +51,12 @@ namespace qs::detail {
 
 class database_impl;
 
-class page_access {
+// What both modes' page access share: the reservation, and the runtime's
+// always-accessible view of its memory.
+class frame_access {
  public:
-  virtual ~page_access() = default;
-
-  // The page came into the pool (its image is ready).
-  virtual void show(page_desc* d, bool writable) = 0;
-  // The page leaves the pool (or must be revalidated before its next use);
-  // its image stays until the pager releases its frame's memory.
-  virtual void hide(page_desc* d) = 0;
-  // The resident page's access becomes `writable` (or read-only).
-  virtual void set_access(page_desc* d, bool writable) = 0;
-  // Every resident page must be revalidated (or, in software mode, looked
-  // up again) before its next use.
-  virtual void hide_all() = 0;
-  // A transaction begins.
-  virtual void begin_transaction() = 0;
-  // `db` becomes the database references resolve in (software mode), or
-  // stops being it.
-  virtual void make_current(database_impl* db) = 0;
-  virtual void forget_current(database_impl* db) = 0;
-
-  // Where the program sees the bytes of resident page d.
-  virtual std::byte* address(const page_desc* d) const = 0;
-  // The page whose bytes the program sees at p, or nullptr.
-  virtual page_desc* page_of(const void* p) const = 0;
-  // Whether p is in this database's memory (frames, or software mode's pool).
-  virtual bool contains(const void* p) const = 0;
-  // Whether a pointer word on a page may hold the value v at commit.
-  virtual bool storable_pointer(std::uint64_t v) const = 0;
-  // What a refused pointer word into this database's own memory means.
-  virtual std::string raw_address_note() const = 0;
-  // A fault on one of this database's frames: throws (or ends the process)
-  // when the mode never faults pages in.
-  virtual void check_fault(void* address) const = 0;
-
-  // Whether the program's touches of frames fault pages in.
-  virtual bool faults_pages_in() const = 0;
-  // Whether the pages a transaction uses stay in the pool until it ends.
-  virtual bool pins_transaction_pages() const = 0;
-  // Whether a new large object is built whole at once (else page by page,
-  // as its pages are touched).
-  virtual bool builds_whole_objects() const = 0;
-  // The error to raise when every page of the pool (`pool_pages`) is pinned.
-  virtual std::string pool_full_message(const std::string& db_name, std::uint32_t pool_pages) const = 0;
+  frame_access(const frame_access&) = delete;
+  frame_access& operator=(const frame_access&) = delete;
 
   frame_space& frames() const { return *frames_; }
   std::byte* frame_address(const page_desc* d) const { return frames_->frame_address(d->frame); }
@@ -91,22 +65,83 @@ class page_access {
   std::byte* image(const page_desc* d) const { return frames_->view(d->frame); }
 
  protected:
-  page_access(std::unique_ptr<frame_space> frames, buffer_pool& pool, page_table& table)
-      : frames_(std::move(frames)), pool_(pool), table_(table) {}
+  frame_access(std::unique_ptr<frame_space> frames, page_table& table) : frames_(std::move(frames)), table_(table) {}
+  ~frame_access() = default;
 
   std::unique_ptr<frame_space> frames_;
-  buffer_pool& pool_;
   page_table& table_;
 };
 
-// This library's mode.
-std::unique_ptr<page_access> make_page_access(std::unique_ptr<frame_space> frames, buffer_pool& pool,
-                                              page_table& table);
-// The mode's name, and the format of the databases it creates (its object
-// headers differ from the other mode's).
-const char* mode_name();
-// How this mode's frames are protected (os/frames.hpp).
-frame_control mode_frame_control();
-const char* format_name();
+// What a mode's page access provides.
+template <class A>
+concept page_access_policy = std::derived_from<A, frame_access> &&
+    std::constructible_from<A, std::unique_ptr<frame_space>, page_table&>&& requires(A& a, const A& c, page_desc* d,
+                                                                                     const void* p, void* q,
+                                                                                     std::uint64_t v, database_impl* db,
+                                                                                     const std::string& name,
+                                                                                     std::uint32_t n) {
+  // The page came into the pool (its image is ready).
+  a.show(d, true);
+  // The page leaves the pool (or must be revalidated before its next
+  // use); its image stays until the pager releases its frame's memory.
+  a.hide(d);
+  // The resident page's access becomes writable (or read-only).
+  a.set_access(d, true);
+  // Every resident page must be revalidated (or, in software mode,
+  // looked up again) before its next use.
+  a.hide_all();
+  // A transaction begins.
+  a.begin_transaction();
+  // `db` becomes the database references resolve in (software mode),
+  // or stops being it.
+  a.make_current(db);
+  a.forget_current(db);
+  // Where the program sees the bytes of resident page d.
+  { c.address(d) } -> std::same_as<std::byte*>;
+  // The page whose bytes the program sees at p, or nullptr.
+  { c.page_of(p) } -> std::same_as<page_desc*>;
+  // Whether p is in this database's memory (frames, or software
+  // mode's pool).
+  { c.contains(p) } -> std::same_as<bool>;
+  // Whether a pointer word on a page may hold the value v at commit.
+  { c.storable_pointer(v) } -> std::same_as<bool>;
+  // A fault on one of this database's frames: throws (or ends the
+  // process) when the mode never faults pages in.
+  c.check_fault(q);
+
+  // What a refused pointer word into this database's own memory means.
+  { A::raw_address_note } -> std::convertible_to<const char*>;
+  // The error to raise when every page of the pool (n pages) is pinned.
+  { A::pool_full_message(name, n) } -> std::same_as<std::string>;
+  // Whether the program's touches of frames fault pages in.
+  { A::faults_pages_in } -> std::convertible_to<bool>;
+  // Whether the pages a transaction uses stay in the pool until it ends.
+  { A::pins_transaction_pages } -> std::convertible_to<bool>;
+  // Whether a new large object is built whole at once (else page by
+  // page, as its pages are touched).
+  { A::builds_whole_objects } -> std::convertible_to<bool>;
+  // The mode's name, and the format of the databases it creates (its
+  // object headers differ from the other mode's).
+  { A::mode_name } -> std::convertible_to<const char*>;
+  { A::format_name } -> std::convertible_to<const char*>;
+  // How the mode's frames are protected (os/frames.hpp).
+  { A::control() } -> std::same_as<frame_control>;
+};
 
 }  // namespace qs::detail
+
+#if QS_SOFTWARE_SWIZZLE
+#include "mode/software_access.hpp"
+namespace qs::detail {
+using page_access = software_access;
+}
+#else
+#include "mode/hardware_access.hpp"
+namespace qs::detail {
+using page_access = hardware_access;
+}
+#endif
+
+namespace qs::detail {
+static_assert(page_access_policy<page_access>);
+}

@@ -1,6 +1,6 @@
 // mode/software_current.hpp: the database software mode's references resolve
 // in, one per thread: the one whose transaction the thread began or joined
-// last (or, between transactions, opened last). software_mode.cpp's
+// last (or, between transactions, opened last). software_access.cpp's
 // page_access sets it, with the thread's residency table; the entry points
 // of qs/ref.hpp (software_ref.cpp) read it.
 //
