@@ -21,8 +21,7 @@ namespace qs::detail {
 
 class hardware_access final : public frame_access {
  public:
-  hardware_access(std::unique_ptr<frame_space> frames, page_table& table)
-      : frame_access(std::move(frames), table) {}
+  hardware_access(std::unique_ptr<frame_space> frames, page_table& table) : frame_access(std::move(frames), table) {}
 
   void show(page_desc* d, bool writable) { frames_->show(d->frame, writable); }
   void hide(page_desc* d) { frames_->hide(d->frame); }

@@ -24,8 +24,7 @@ namespace qs::detail {
 
 class software_access final : public frame_access {
  public:
-  software_access(std::unique_ptr<frame_space> frames, page_table& table)
-      : frame_access(std::move(frames), table) {}
+  software_access(std::unique_ptr<frame_space> frames, page_table& table) : frame_access(std::move(frames), table) {}
 
   void show(page_desc* d, bool writable);
   void hide(page_desc* d);
@@ -35,9 +34,7 @@ class software_access final : public frame_access {
   void make_current(database_impl* db);
   void forget_current(database_impl* db);
 
-  std::byte* address(const page_desc* d) const {
-    return d->hdr.kind == page_kind::small ? image(d) : frame_address(d);
-  }
+  std::byte* address(const page_desc* d) const { return d->hdr.kind == page_kind::small ? image(d) : frame_address(d); }
   page_desc* page_of(const void* p) const;
   bool contains(const void* p) const { return frames_->contains(p) || frames_->view_contains(p); }
   // Persistent objects refer to each other through qs::ref, never addresses.

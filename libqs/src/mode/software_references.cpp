@@ -91,7 +91,8 @@ void software_references::restore_root_cells() {
   root_reads_.clear();
 }
 
-void* software_references::resolve_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag, bool for_write) {
+void* software_references::resolve_identity(std::uint64_t page, std::uint32_t offset, std::uint32_t tag,
+                                            bool for_write) {
   page_desc* h;
   if (access_.resident(page)) {
     h = table_.by_page(page);
