@@ -142,7 +142,7 @@ qs::options crash_options() {
   return o;
 }
 
-child spawn_btree_worker(const std::vector<std::string>& args, const std::string& pause_at = "") {
+process spawn_btree_worker(const std::vector<std::string>& args, const std::string& pause_at = "") {
   return spawn_program(QS_BTREE_WORKER, args, pause_at);
 }
 
@@ -236,12 +236,12 @@ TEST_CASE("btree: kill -9 at chosen points of a commit that splits nodes", "[btr
     DYNAMIC_SECTION(p.name) {
       test_dir dir;
       std::string db = dir.sub("db");
-      child c = spawn_btree_worker(grow(db, 5), p.name);
+      process c = spawn_btree_worker(grow(db, 5), p.name);
       c.kill9();
       CHECK(c.wait() == -SIGKILL);
       CHECK(check_crashed(db) == p.expect);
       // The database goes on working after recovery.
-      child again = spawn_btree_worker(grow(db, 2));
+      process again = spawn_btree_worker(grow(db, 2));
       REQUIRE(again.wait() == 0);
       CHECK(check_crashed(db) == p.expect + 2);
     }
@@ -257,7 +257,7 @@ TEST_CASE("btree: kill -9 at random moments", "[btree][crash]") {
   std::string db = dir.sub("db");
   std::int64_t before = 0;
   for (int round = 0; round < 4; ++round) {
-    child c = spawn_btree_worker(grow(db, 15));
+    process c = spawn_btree_worker(grow(db, 15));
     long delay_ms = 30 + static_cast<long>(rng() % 400);
     INFO("round " << round << ", killed after " << delay_ms << " ms");
     timespec ts{delay_ms / 1000, (delay_ms % 1000) * 1000000};
@@ -269,7 +269,7 @@ TEST_CASE("btree: kill -9 at random moments", "[btree][crash]") {
     CHECK(count >= before);
     before = count;
   }
-  child again = spawn_btree_worker(grow(db, 1));
+  process again = spawn_btree_worker(grow(db, 1));
   REQUIRE(again.wait() == 0);
   CHECK(check_crashed(db) == before + 1);
 }

@@ -10,6 +10,7 @@
 #include <qs/pause_point.hpp>
 
 #include "btree_types.hpp"
+#include "test_options.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,17 +20,12 @@ using namespace btree_test;
 
 namespace {
 
-qs::options worker_options() {
-  qs::options o;
-  o.pool_pages = 2048;  // a transaction's pages stay in the pool in software mode, and touch the whole tree
-  o.durable = true;
-  o.reservation_bytes = std::uint64_t{1} << 30;
-  o.store_cache_bytes = 16u << 20;
-  return o;
-}
+// A transaction's pages stay in the pool in software mode, and touch the
+// whole tree.
+constexpr std::uint32_t pool_pages = 2048;
 
 int grow(const std::string& dir, int txns, int keys) {
-  auto db = qs::database::open(dir, worker_options());
+  auto db = qs::database::open(dir, qs_test::small_options(pool_pages, qs_test::commits::durable));
   for (int t = 1; t <= txns; ++t) {
     qs::transaction tx(db);
     std::int64_t c = db.root<std::int64_t>("count") + 1;

@@ -15,6 +15,7 @@
 #include <qs/pause_point.hpp>
 #include <qs/qs.hpp>
 
+#include "test_options.hpp"
 #include "types.hpp"
 
 #include <signal.h>
@@ -33,17 +34,8 @@ namespace {
 
 constexpr std::int64_t scale = 1000000;
 
-qs::options worker_options(std::uint32_t pool) {
-  qs::options o;
-  o.pool_pages = pool;
-  o.durable = true;
-  o.reservation_bytes = std::uint64_t{1} << 30;
-  o.store_cache_bytes = 16u << 20;
-  return o;
-}
-
 int grow(const std::string& dir, int txns, int nodes, std::uint32_t pool) {
-  auto db = qs::database::open(dir, worker_options(pool));
+  auto db = qs::database::open(dir, qs_test::small_options(pool, qs_test::commits::durable));
   for (int t = 1; t <= txns; ++t) {
     qs::transaction tx(db);
     auto& count = db.root<std::int64_t>("count");
@@ -59,7 +51,7 @@ int grow(const std::string& dir, int txns, int nodes, std::uint32_t pool) {
 }
 
 int check(const std::string& dir, int nodes) {
-  auto db = qs::database::open(dir, worker_options(64));
+  auto db = qs::database::open(dir, qs_test::small_options(64, qs_test::commits::durable));
   qs::transaction tx(db);
   std::int64_t count = db.has_root("count") ? db.root<std::int64_t>("count") : 0;
   std::int64_t seen = 0;
@@ -85,7 +77,7 @@ int check(const std::string& dir, int nodes) {
 }
 
 int badptr(const std::string& dir) {
-  auto db = qs::database::open(dir, worker_options(64));
+  auto db = qs::database::open(dir, qs_test::small_options(64, qs_test::commits::durable));
   qs::transaction tx(db);
   auto& list = db.root<Node*>("list");
   list = new (db) Node{1, nullptr};
@@ -101,7 +93,7 @@ int segv(const std::string& dir, bool own_handler) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGSEGV, &sa, nullptr);
   }
-  auto db = qs::database::open(dir, worker_options(64));
+  auto db = qs::database::open(dir, qs_test::small_options(64, qs_test::commits::durable));
   // A page of no database that nothing may touch (not a null pointer, whose
   // load UndefinedBehaviorSanitizer stops before it faults).
   void* page = ::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -114,7 +106,7 @@ int segv(const std::string& dir, bool own_handler) {
 // that faults pages in. Exits 0 when the transaction committed.
 int raise_segv(const std::string& dir, bool ignored) {
   if (ignored) signal(SIGSEGV, SIG_IGN);
-  auto db = qs::database::open(dir, worker_options(64));
+  auto db = qs::database::open(dir, qs_test::small_options(64, qs_test::commits::durable));
   {
     qs::transaction tx(db);
     db.root<Node*>("list") = new (db) Node{7, nullptr};
@@ -131,7 +123,7 @@ int raise_segv(const std::string& dir, bool ignored) {
 // Slab chains: transaction t adds `slabs` Slabs of value t in front of the
 // list and sets the root "count" to t.
 int fill(const std::string& dir, int slabs, bool die, long txns) {
-  qs::options o = worker_options(256);
+  qs::options o = qs_test::small_options(256, qs_test::commits::durable);
   try {
     auto db = qs::database::open(dir, o);
     for (long done = 0; done < txns; ++done) {
@@ -165,7 +157,7 @@ int fill(const std::string& dir, int slabs, bool die, long txns) {
 }
 
 int fillcheck(const std::string& dir, int slabs) {
-  auto db = qs::database::open(dir, worker_options(64));
+  auto db = qs::database::open(dir, qs_test::small_options(64, qs_test::commits::durable));
   qs::transaction tx(db);
   std::int64_t count = db.has_root("count") ? db.root<std::int64_t>("count") : 0;
   Slab* s = db.has_root("list") ? db.root<Slab*>("list") : nullptr;

@@ -65,28 +65,14 @@ TEST_CASE("an error a fault raises fails the transaction: caught, commit raises 
 TEST_CASE("an error a fault raises inside noexcept code ends the process, naming the error and the rule") {
   test_dir dir;
   damaged_list(dir.path());
-  int err[2];
-  REQUIRE(::pipe(err) == 0);
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::dup2(err[1], 2);
-    ::close(err[0]);
+  qs_test::forked r = qs_test::run_forked([&] {
     auto db = qs::database::open(dir.path(), small_options());
     qs::transaction tx(db);
     walk_noexcept(db);
-    ::_exit(0);  // not reached
-  }
-  ::close(err[1]);
-  std::string said;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(err[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<std::size_t>(n));
-  ::close(err[0]);
-  int st = 0;
-  REQUIRE(::waitpid(pid, &st, 0) == pid);
+  });
+  const std::string& said = r.err;
   INFO(said);
-  CHECK(WIFSIGNALED(st));
-  CHECK(WTERMSIG(st) == SIGABRT);
+  CHECK(r.status == -SIGABRT);
   CHECK_THAT(said, Catch::Contains("qs: the process ends: a page fault raised") && Catch::Contains("page 3") &&
                        Catch::Contains("inside code that cannot throw") &&
                        Catch::Contains("docs/api.md, \"Errors in faults\""));

@@ -107,8 +107,7 @@ TEST_CASE("a child made by fork() cannot use its parent's database, and the pare
   qs::transaction tx(db);
   Pair* head = db.root<Pair*>("head");
   CHECK(head->key == 19999);  // resident in the parent
-  pid_t pid = ::fork();
-  if (pid == 0) {
+  qs_test::forked r = qs_test::run_forked([&] {
     int code = 0;
     try {
       touch(head->key);  // its page was resident in the parent
@@ -123,11 +122,8 @@ TEST_CASE("a child made by fork() cannot use its parent's database, and the pare
     } catch (const qs::error&) {
     }
     ::_exit(code);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  });
+  CHECK(r.status == 0);
   std::uint64_t expect = 19999, n = 0;
   for (Pair* p = head; p; p = p->right, ++n) REQUIRE(p->key == expect--);
   CHECK(n == 20000);

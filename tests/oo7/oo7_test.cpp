@@ -8,6 +8,9 @@
 
 #include "oo7.hpp"
 #include "temp_dir.hpp"
+#ifdef OO7_ON_QS
+#include "test_options.hpp"
+#endif
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,9 +33,7 @@ struct Fixture {
 #ifdef OO7_ON_QS
   std::optional<qs::database> handle;
   static qs::options opts(std::uint32_t pool) {
-    qs::options o;
-    o.pool_pages = pool;
-    o.durable = false;
+    qs::options o = qs_test::small_options(pool);
     o.reservation_bytes = std::uint64_t{4} << 30;
     o.store_cache_bytes = 32u << 20;
     return o;

@@ -33,7 +33,7 @@ process bank_process(const server_process& s, const std::vector<std::string>& ar
   std::vector<std::string> argv{QS_PS_BANK, s.unix_url()};
   argv.insert(argv.end(), args.begin(), args.end());
   std::string dir = std::filesystem::path(s.secret_file()).parent_path();
-  return spawn(argv, {"QS_SECRET=" + s.secret()}, dir, tag);
+  return spawn(argv, logged(dir, tag, {"QS_SECRET=" + s.secret()}));
 }
 
 std::string status_text(int st) {
@@ -65,10 +65,8 @@ long field(const std::string& out, const std::string& key) {
 
 }  // namespace
 
-TEST_CASE("bank: four clients transfer between std::map accounts while an auditor sums the balances", "[bank]") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(server_fixture,
+                 "bank: four clients transfer between std::map accounts while an auditor sums the balances", "[bank]") {
   {
     process setup = bank_process(s, {"setup"}, "setup");
     int st = setup.wait(60000);

@@ -22,7 +22,7 @@
 //                                            0..CLIENTS-1: exit 0 when every balance,
 //                                            name and counter is what they give, 1 if not
 // Every wait is bounded. Output on stdout, errors on stderr.
-#include "worker_options.hpp"
+#include "test_options.hpp"
 
 #include <qs/btree.hpp>
 #include <qs/qs.hpp>
@@ -62,7 +62,6 @@ struct Bank {
 }  // namespace qs_psbank
 
 using namespace qs_psbank;
-using qs_pstest::client_options;
 
 namespace {
 
@@ -272,7 +271,7 @@ int main(int argc, char** argv) {
   std::string url = argv[1], mode = argv[2];
   auto arg = [&](int i) { return i < argc ? std::string(argv[i]) : std::string(); };
   try {
-    auto db = qs::database::open(url, client_options());
+    auto db = qs::database::open(url, qs_test::small_options(256, qs_test::commits::durable));
     if (mode == "setup") return setup(db);
     if (mode == "transfer") {
       int client = std::stoi(arg(3));

@@ -28,7 +28,7 @@ outcome run_server(const qs_test::test_dir& dir, const std::string& tag, const s
                    const std::string& db = "") {
   std::vector<std::string> argv{QS_PAGESERVER, "--dir", db.empty() ? dir.sub("db") : db, "--unix", dir.sub("sock")};
   argv.insert(argv.end(), more.begin(), more.end());
-  process p = spawn(argv, {}, dir.path(), tag);
+  process p = spawn(argv, logged(dir.path(), tag));
   int status = p.wait(10000);
   return {status, p.err()};
 }
@@ -78,7 +78,7 @@ TEST_CASE("qs-pageserver --dir naming a regular file says it is not a directory"
 
 TEST_CASE("qs-pageserver --help lists the options; an unknown option is a usage error") {
   qs_test::test_dir dir;
-  process h = spawn({QS_PAGESERVER, "--help"}, {}, dir.path(), "help");
+  process h = spawn({QS_PAGESERVER, "--help"}, logged(dir.path(), "help"));
   CHECK(h.wait(10000) == 0);
   for (const char* option :
        {"--dir", "--unix", "--tcp", "--secret-file", "--ready-file", "--cache-mb", "--outcome-window",
@@ -92,13 +92,14 @@ TEST_CASE("qs-pageserver --help lists the options; an unknown option is a usage 
 
 TEST_CASE("qs-evolve refuses a command line without a program, naming --program") {
   qs_test::test_dir dir;
-  process missing = spawn({QS_EVOLVE, dir.sub("db")}, {}, dir.path(), "missing");
+  process missing = spawn({QS_EVOLVE, dir.sub("db")}, logged(dir.path(), "missing"));
   CHECK(missing.wait(10000) == 2);
   CHECK(has(missing.err(), "--program is required"));
-  process no_value = spawn({QS_EVOLVE, dir.sub("db"), "--program"}, {}, dir.path(), "no-value");
+  process no_value = spawn({QS_EVOLVE, dir.sub("db"), "--program"}, logged(dir.path(), "no-value"));
   CHECK(no_value.wait(10000) == 2);
   CHECK(has(no_value.err(), "qs-evolve: --program"));
-  process unknown = spawn({QS_EVOLVE, dir.sub("db"), "--program", QS_EVOLVE, "--dryrun"}, {}, dir.path(), "unknown");
+  process unknown =
+      spawn({QS_EVOLVE, dir.sub("db"), "--program", QS_EVOLVE, "--dryrun"}, logged(dir.path(), "unknown"));
   CHECK(unknown.wait(10000) == 2);
   CHECK(has(unknown.err(), "--dryrun"));
   CHECK_FALSE(std::filesystem::exists(dir.sub("db")));

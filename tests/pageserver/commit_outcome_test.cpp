@@ -20,11 +20,9 @@ using namespace qs_pstest;
 
 namespace {
 
-qs::options client_options(const server_process& s, std::uint32_t budget_ms = 30000) {
-  qs::options o;
-  o.pool_pages = 64;
-  o.reservation_bytes = std::uint64_t{1} << 30;
-  o.server_secret = s.secret();
+// A client that retries a lost connection for budget_ms.
+qs::options retrying_client(const server_process& s, std::uint32_t budget_ms = 30000) {
+  qs::options o = qs_pstest::client_options(s);
   o.reconnect_budget_ms = budget_ms;
   return o;
 }
@@ -65,13 +63,11 @@ std::string bump(server_process& s, int n) {
 
 }  // namespace
 
-TEST_CASE("the answer to a commit is lost: the client asks, and the commit stands", "[commit_outcome]") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(server_fixture, "the answer to a commit is lost: the client asks, and the commit stands",
+                 "[commit_outcome]") {
   REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
   proxy p(s.port());
-  auto db = qs::database::open(p.url(), client_options(s));
+  auto db = qs::database::open(p.url(), retrying_client(s));
   CHECK(counter(db, 5) == 0);
   p.arm(proxy::cut::after_commit);
   // The server commits; its answer never reaches the client.
@@ -88,13 +84,11 @@ TEST_CASE("the answer to a commit is lost: the client asks, and the commit stand
   CHECK(s.log().find("outcome of a commit: committed") != std::string::npos);
 }
 
-TEST_CASE("a commit lost before the server had it: the server says so, and it is an abort", "[commit_outcome]") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(server_fixture, "a commit lost before the server had it: the server says so, and it is an abort",
+                 "[commit_outcome]") {
   REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
   proxy p(s.port());
-  auto db = qs::database::open(p.url(), client_options(s));
+  auto db = qs::database::open(p.url(), retrying_client(s));
   CHECK(counter(db, 5) == 0);
   const int commits = p.requests(qs::wire::msg::commit);
   p.arm(proxy::cut::before_commit);
@@ -120,7 +114,7 @@ TEST_CASE("the server cannot be reached after a commit: qs::commit_unknown, and 
   REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
   proxy p(s.port());
   // A short budget: the proxy refuses every connection after the cut.
-  auto db = qs::database::open(p.url(), client_options(s, 300));
+  auto db = qs::database::open(p.url(), retrying_client(s, 300));
   CHECK(counter(db, 5) == 0);
   bool server_commits = GENERATE(true, false);
   INFO((server_commits ? "the answer is lost" : "the commit is lost"));
@@ -144,7 +138,7 @@ TEST_CASE("a commit the server no longer remembers: qs::commit_unknown", "[commi
   s.start("", {"--outcome-window", "0"});  // every outcome expires at once
   REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
   proxy p(s.port());
-  auto db = qs::database::open(p.url(), client_options(s));
+  auto db = qs::database::open(p.url(), retrying_client(s));
   p.arm(proxy::cut::after_commit);
   std::string what = failing_commit<qs::commit_unknown>(db);
   CHECK(what.find("the server no longer remembers whether the transaction committed") != std::string::npos);
@@ -173,10 +167,9 @@ TEST_CASE("kill -9 of the server after it committed, before it answered: the res
   CHECK(bump(s, 9) == "value=43\n");
 }
 
-TEST_CASE("outcome requests on the wire: answered outside a transaction, refused inside, checked", "[commit_outcome]") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(server_fixture,
+                 "outcome requests on the wire: answered outside a transaction, refused inside, checked",
+                 "[commit_outcome]") {
   REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
   using namespace qs::wire;
   std::vector<std::byte> buf;

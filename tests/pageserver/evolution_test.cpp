@@ -15,7 +15,7 @@ namespace {
 
 process run_release(const server_process& s, const char* program, const std::string& where, const char* mode,
                     const std::string& dir, const std::string& tag) {
-  return spawn({program, where, mode}, {"QS_SECRET=" + s.secret()}, dir, tag);
+  return spawn({program, where, mode}, logged(dir, tag, {"QS_SECRET=" + s.secret()}));
 }
 
 }  // namespace

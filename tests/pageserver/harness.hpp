@@ -4,49 +4,27 @@
 // A server_process runs qs-pageserver on a Unix socket and a loopback TCP port
 // (a free one, read from --ready-file) in a directory of a test_dir. It is
 // killed when the object goes out of scope, whatever the test's outcome.
-// Every wait is bounded; a child that outlives its time is killed and
-// reported as status `timed_out`.
+// The processes are process.hpp's: every wait is bounded, and a child that
+// outlives its time is killed and reported as status `timed_out`.
 #pragma once
+
+#include "process.hpp"
+#include "temp_dir.hpp"
+#include "test_options.hpp"
 
 #include <string>
 #include <vector>
 
 namespace qs_pstest {
 
-constexpr int timed_out = -1000;
+using qs_test::process;
+using qs_test::spawn;
+using qs_test::spawn_options;
+using qs_test::timed_out;
 
-struct process {
-  process() = default;
-  process(process&& o) noexcept : pid(o.pid), out_path(std::move(o.out_path)), err_path(std::move(o.err_path)) {
-    o.pid = -1;
-  }
-  process& operator=(process&& o) noexcept {
-    if (this != &o) {
-      kill9();
-      pid = o.pid;
-      out_path = std::move(o.out_path);
-      err_path = std::move(o.err_path);
-      o.pid = -1;
-    }
-    return *this;
-  }
-  process(const process&) = delete;
-  int pid = -1;
-  std::string out_path, err_path;
-  // Waits at most timeout_ms; returns the exit status, -signal, or timed_out
-  // (after killing the process).
-  int wait(int timeout_ms);
-  void kill9();
-  std::string out() const;
-  std::string err() const;
-  bool running() const;  // false once it has exited, reaped or not
-  ~process();
-};
-
-// Starts `argv` with extra environment entries; stdout and stderr go to files
-// under `dir`. With pause_fd >= 0 that descriptor is the child's descriptor 100.
-process spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& dir,
-              const std::string& tag, int pause_fd = -1);
+// Options that send a child's output to files under `dir` named by `tag`
+// (tag.out, and tag.err appended to), with extra environment entries.
+spawn_options logged(const std::string& dir, const std::string& tag, std::vector<std::string> env = {});
 
 class server_process {
  public:
@@ -81,6 +59,18 @@ class server_process {
   int starts_ = 0;
   std::vector<std::string> options_;
   process proc_;
+};
+
+// How a test opens a database served by s (test_options.hpp): a pool of 64
+// pages, durable commits, the server's secret.
+qs::options client_options(const server_process& s);
+
+// The page-server tests' fixture (TEST_CASE_METHOD): a test directory, and
+// a qs-pageserver started in its folder s.
+struct server_fixture {
+  qs_test::temp_dir dir;
+  server_process s{dir.sub("s")};
+  server_fixture() { s.start(); }
 };
 
 // Runs the client worker (qs_ps_worker URL args...) with QS_SECRET set.

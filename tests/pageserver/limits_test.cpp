@@ -143,10 +143,7 @@ TEST_CASE("logged-in sessions have a limit of their own; a hello beyond it is re
   CHECK(v.out() == "value=1\n");
 }
 
-TEST_CASE("TCP connections have keepalive at both ends") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(server_fixture, "TCP connections have keepalive at both ends") {
   wire_client c(s.port());  // connected by wire::connect_tcp, as the runtime's remote store is
   c.log_in(s.secret());
   int on = 0;
@@ -293,9 +290,7 @@ TEST_CASE("message buffers share one budget; a request that finds no room fails 
   server_process s(dir.sub("s"));
   s.set_options({"--buffer-mb", "1", "--lock-timeout", "0.5"});
   s.start();
-  qs::options o;
-  o.pool_pages = 1024;
-  o.reservation_bytes = std::uint64_t{1} << 30;
+  qs::options o = qs_test::small_options(1024, qs_test::commits::durable);
   auto db = qs::database::open(s.unix_url(), o);
   auto blobs = [&](int n) {
     qs::transaction tx(db);

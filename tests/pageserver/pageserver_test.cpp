@@ -53,25 +53,19 @@ qs::wire::request hello(const std::string& secret) {
 
 }  // namespace
 
-TEST_CASE("two clients update disjoint and overlapping pages: nothing lost or applied twice") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(server_fixture, "two clients update disjoint and overlapping pages: nothing lost or applied twice") {
   concurrent_counters(s, s.unix_url(), 2, 150);
 }
 
-TEST_CASE("eight clients over TCP update disjoint and overlapping pages: nothing lost or applied twice") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(server_fixture,
+                 "eight clients over TCP update disjoint and overlapping pages: nothing lost or applied twice") {
   concurrent_counters(s, s.tcp_url(), 8, 60);
   CHECK(s.log().find("connection from tcp 127.0.0.1") != std::string::npos);
 }
 
-TEST_CASE("crossed writes: one client's commit is refused with qs::conflict (a qs::deadlock), the other commits") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(
+    server_fixture,
+    "crossed writes: one client's commit is refused with qs::conflict (a qs::deadlock), the other commits") {
   REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
   std::string sync = dir.sub("sync");
   std::filesystem::create_directories(sync);
@@ -185,10 +179,7 @@ TEST_CASE("a client's index names the same index after the server restarts") {
   CHECK(second.out() == "keys:\n");
 }
 
-TEST_CASE("a connection dropped in a transaction has it aborted and its locks freed") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(server_fixture, "a connection dropped in a transaction has it aborted and its locks freed") {
   REQUIRE(run_worker(s, s.tcp_url(), {"setup"}, "setup") == 0);
   std::string sync = dir.sub("sync");
   std::filesystem::create_directories(sync);
@@ -204,10 +195,7 @@ TEST_CASE("a connection dropped in a transaction has it aborted and its locks fr
   CHECK(s.log().find("its open transaction is aborted") != std::string::npos);
 }
 
-TEST_CASE("kill -9 of the server during a commit: recovery keeps it atomic; clients reconnect") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(server_fixture, "kill -9 of the server during a commit: recovery keeps it atomic; clients reconnect") {
   REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
   int stopped = s.terminate();
   INFO(s.log());
@@ -232,10 +220,8 @@ TEST_CASE("kill -9 of the server during a commit: recovery keeps it atomic; clie
   CHECK(run_worker(s, s.unix_url(), {"same"}, "same2") == 14);
 }
 
-TEST_CASE("malformed, truncated, oversized and out-of-order messages close only their connection") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(server_fixture,
+                 "malformed, truncated, oversized and out-of-order messages close only their connection") {
   REQUIRE(run_worker(s, s.tcp_url(), {"setup"}, "setup") == 0);
   // A well-behaved client stays connected, in a transaction, throughout.
   std::string sync = dir.sub("sync");
@@ -332,15 +318,10 @@ TEST_CASE("malformed, truncated, oversized and out-of-order messages close only 
   CHECK(b.out() == "value=1\n");
 }
 
-TEST_CASE("pages cached across transactions are revalidated, not resent") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(server_fixture, "pages cached across transactions are revalidated, not resent") {
   REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
   REQUIRE(run_worker(s, s.unix_url(), {"bump", "9"}, "bump1") == 0);
-  qs::options o;
-  o.pool_pages = 64;
-  o.reservation_bytes = std::uint64_t{1} << 30;
+  qs::options o = qs_test::small_options(64, qs_test::commits::durable);
   auto db = qs::database::open(s.unix_url(), o);
   auto read9 = [&] {
     std::int64_t v = 0;
@@ -360,11 +341,11 @@ TEST_CASE("the server refuses a secret file others can read, and stops cleanly o
   qs_test::test_dir dir;
   server_process s(dir.sub("s"));
   ::chmod(s.secret_file().c_str(), 0644);
-  process p = spawn({QS_PAGESERVER, "--dir", dir.sub("db"), "--tcp", "0", "--secret-file", s.secret_file()}, {},
-                    dir.path(), "refused");
+  process p = spawn({QS_PAGESERVER, "--dir", dir.sub("db"), "--tcp", "0", "--secret-file", s.secret_file()},
+                    logged(dir.path(), "refused"));
   CHECK(p.wait(10000) == 2);
   CHECK(p.err().find("readable or writable by group or others") != std::string::npos);
-  process q = spawn({QS_PAGESERVER, "--dir", dir.sub("db"), "--tcp", "0"}, {}, dir.path(), "nosecret");
+  process q = spawn({QS_PAGESERVER, "--dir", dir.sub("db"), "--tcp", "0"}, logged(dir.path(), "nosecret"));
   CHECK(q.wait(10000) == 2);
   ::chmod(s.secret_file().c_str(), 0600);
   s.start();
@@ -380,10 +361,8 @@ TEST_CASE("through the server: evictions, aborts, large objects, indexes, reloca
   qs_test::test_dir dir;
   server_process s(dir.sub("s"));
   s.start();
-  qs::options o;
-  o.pool_pages = 32;  // the list below takes ~80 pages: dirty evictions within the transaction
-  o.durable = false;
-  o.reservation_bytes = std::uint64_t{1} << 30;
+  // The list below takes ~80 pages: dirty evictions within the transaction.
+  qs::options o = qs_test::small_options(32);
   constexpr int n = 20000;
   {
     auto db = qs::database::open(s.unix_url(), o);
@@ -462,10 +441,8 @@ TEST_CASE("through the server: evictions, aborts, large objects, indexes, reloca
   }
 }
 
-TEST_CASE("a commit that read more pages than the lock table holds runs alone, and is still checked") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(server_fixture,
+                 "a commit that read more pages than the lock table holds runs alone, and is still checked") {
   REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
   using namespace qs::wire;
   // 250,000 pages read (none of them has a record): more locks than
@@ -524,10 +501,8 @@ TEST_CASE("a commit that read more pages than the lock table holds runs alone, a
   CHECK(b.wait(20000) == 0);
 }
 
-TEST_CASE("an index read in a transaction is its snapshot with its own updates, not another's later commit") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(server_fixture,
+                 "an index read in a transaction is its snapshot with its own updates, not another's later commit") {
   REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
   std::string sync = dir.sub("sync");
   std::filesystem::create_directories(sync);
@@ -543,10 +518,8 @@ TEST_CASE("an index read in a transaction is its snapshot with its own updates, 
   CHECK(k.out() == "keys: 5 7\n");
 }
 
-TEST_CASE("a lost server met by a fault inside noexcept code ends the process, naming the error and the rule") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(server_fixture,
+                 "a lost server met by a fault inside noexcept code ends the process, naming the error and the rule") {
   REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
   std::string sync = dir.sub("sync");
   std::filesystem::create_directories(sync);
@@ -588,10 +561,9 @@ TEST_CASE("a slow transaction on a page others keep committing gets its turn: it
   CHECK(v.out() == "value=" + std::to_string(hammered + 3) + "\n");
 }
 
-TEST_CASE("a reserved page: locked from begin, before the snapshot; another's commit of it waits, then is checked") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(
+    server_fixture,
+    "a reserved page: locked from begin, before the snapshot; another's commit of it waits, then is checked") {
   REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
   using namespace qs::wire;
   const std::uint64_t page = 3'000'000;
@@ -622,10 +594,8 @@ TEST_CASE("a reserved page: locked from begin, before the snapshot; another's co
              Catch::Contains("page 3000000 written by this transaction"));
 }
 
-TEST_CASE("a page whose mapping object takes several KiB is read by a client that never cached it") {
-  qs_test::test_dir dir;
-  server_process s(dir.sub("s"));
-  s.start();
+TEST_CASE_METHOD(server_fixture,
+                 "a page whose mapping object takes several KiB is read by a client that never cached it") {
   qs::options o;
   o.durable = false;
   o.reservation_bytes = std::uint64_t{1} << 30;

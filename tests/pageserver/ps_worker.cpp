@@ -60,7 +60,7 @@
 //                                               "view" and commit, create DIR/added
 // Every wait is bounded. Output on stdout, errors on stderr.
 #include "ps_types.hpp"
-#include "worker_options.hpp"
+#include "test_options.hpp"
 
 #include <unistd.h>
 
@@ -425,7 +425,7 @@ int main(int argc, char** argv) {
   std::string url = argv[1], mode = argv[2];
   auto arg = [&](int i) { return i < argc ? std::string(argv[i]) : std::string(); };
   try {
-    qs::options o = client_options();
+    qs::options o = qs_test::small_options(256, qs_test::commits::durable);
     if (mode == "skew") {
       if (arg(6) != "serializable" && arg(6) != "snapshot") throw qs::invalid_argument("isolation " + arg(6));
       o.isolation_level = arg(6) == "snapshot" ? qs::isolation::snapshot : qs::isolation::serializable;

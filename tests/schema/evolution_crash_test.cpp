@@ -18,7 +18,7 @@ using namespace qs_test;
 namespace {
 
 int run(const char* program, const std::string& db, const char* mode, const std::string& log) {
-  child c = spawn_program(program, {db, mode}, "", log);
+  process c = spawn_program(program, {db, mode}, "", log);
   return c.wait();
 }
 
@@ -48,7 +48,7 @@ TEST_CASE("schema evolution: kill -9 at chosen points leaves the old database or
       test_dir dir;
       std::string db = dir.sub("db"), log = dir.sub("log");
       REQUIRE(run(QS_EVOLUTION_V1, db, "create", log) == 0);
-      child c = spawn_program(QS_EVOLUTION_V2, {db, "evolve"}, p.name, log);
+      process c = spawn_program(QS_EVOLUTION_V2, {db, "evolve"}, p.name, log);
       c.kill9();
       REQUIRE(c.wait() == -SIGKILL);
       CHECK(which(db, log) == p.expect);
@@ -68,7 +68,7 @@ TEST_CASE("schema evolution: kill -9 at random moments", "[evolution][crash]") {
     test_dir dir;
     std::string db = dir.sub("db"), log = dir.sub("log");
     REQUIRE(run(QS_EVOLUTION_V1, db, "create", log) == 0);
-    child c = spawn_program(QS_EVOLUTION_V2, {db, "evolve"}, "", log);
+    process c = spawn_program(QS_EVOLUTION_V2, {db, "evolve"}, "", log);
     long delay_us = static_cast<long>(rng() % 60000);
     INFO("round " << round << ", killed after " << delay_us << " us");
     timespec ts{0, delay_us * 1000};

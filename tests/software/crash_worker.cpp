@@ -9,6 +9,8 @@
 #include <qs/pause_point.hpp>
 #include <qs/qs.hpp>
 
+#include "test_options.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -28,18 +30,11 @@ using sw_crash::Item;
 namespace {
 
 constexpr std::int64_t scale = 1000000;
-
-qs::options worker_options() {
-  qs::options o;
-  o.pool_pages = 256;  // a transaction's pages stay in the pool in software mode
-  o.durable = true;
-  o.reservation_bytes = std::uint64_t{1} << 30;
-  o.store_cache_bytes = 16u << 20;
-  return o;
-}
+// A transaction's pages stay in the pool in software mode.
+constexpr std::uint32_t pool_pages = 256;
 
 int grow(const std::string& dir, int txns, int nodes) {
-  auto db = qs::database::open(dir, worker_options());
+  auto db = qs::database::open(dir, qs_test::small_options(pool_pages, qs_test::commits::durable));
   for (int t = 1; t <= txns; ++t) {
     qs::transaction tx(db);
     std::int64_t count = db.root<std::int64_t>("count") + 1;
@@ -60,7 +55,7 @@ int grow(const std::string& dir, int txns, int nodes) {
 }
 
 int check(const std::string& dir, int nodes) {
-  auto db = qs::database::open(dir, worker_options());
+  auto db = qs::database::open(dir, qs_test::small_options(pool_pages, qs_test::commits::durable));
   qs::transaction tx(db);
   std::int64_t count = db.has_root("count") ? db.root<std::int64_t>("count") : 0;
   std::int64_t seen = 0;

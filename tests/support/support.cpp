@@ -7,11 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <db_cxx.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,30 +15,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-extern char** environ;
-
 namespace qs_test {
-
-qs::options small_options(std::uint32_t pool_pages) {
-  qs::options o;
-  o.pool_pages = pool_pages;
-  o.durable = false;
-  o.reservation_bytes = std::uint64_t{1} << 30;
-  o.store_cache_bytes = 16u << 20;
-  return o;
-}
-
-void child::kill9() {
-  if (pid > 0) ::kill(pid, SIGKILL);
-}
-
-int child::wait() {
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  pid = -1;
-  status = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
-  return status;
-}
 
 env_var::env_var(const char* name, const char* value) : name_(name) {
   const char* was = std::getenv(name);
@@ -56,61 +29,19 @@ env_var::~env_var() {
   else ::unsetenv(name_.c_str());
 }
 
-std::string read_file(const std::string& path) {
-  std::string s;
-  if (FILE* f = std::fopen(path.c_str(), "r")) {
-    char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
-    std::fclose(f);
-  }
-  return s;
-}
-
-child spawn_worker(const std::vector<std::string>& args, const std::string& pause_at, const std::string& stderr_path) {
+process spawn_worker(const std::vector<std::string>& args, const std::string& pause_at,
+                     const std::string& stderr_path) {
   return spawn_program(QS_CRASH_WORKER, args, pause_at, stderr_path);
 }
 
-child spawn_program(const std::string& program, const std::vector<std::string>& args, const std::string& pause_at,
-                    const std::string& stderr_path) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "QS_PAUSE_", 9) != 0) env_strings.push_back(*e);
-  // The worker reports that it has paused on descriptor 100.
-  constexpr int pause_fd = 100;
-  if (!pause_at.empty()) {
-    env_strings.push_back("QS_PAUSE_AT=" + pause_at);
-    env_strings.push_back("QS_PAUSE_FD=" + std::to_string(pause_fd));
-  }
-  std::vector<char*> envp, argv;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::string prog = program;
-  argv.push_back(prog.data());
-  std::vector<std::string> copy(args);
-  for (auto& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], pause_fd);  // dup2 clears close-on-exec
-  if (!stderr_path.empty())
-    posix_spawn_file_actions_addopen(&fa, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  child c;
-  int rc = posix_spawn(&c.pid, prog.c_str(), &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    throw std::runtime_error("cannot start " + prog);
-  }
-  if (!pause_at.empty()) {
-    char b;
-    ssize_t n = ::read(fds[0], &b, 1);  // returns when the worker pauses, or 0 when it exits
-    (void)n;
-  }
-  ::close(fds[0]);
-  return c;
+process spawn_program(const std::string& program, const std::vector<std::string>& args, const std::string& pause_at,
+                      const std::string& stderr_path) {
+  std::vector<std::string> argv{program};
+  argv.insert(argv.end(), args.begin(), args.end());
+  spawn_options o;
+  o.err_path = stderr_path;
+  o.pause_at = pause_at;
+  return spawn(argv, o);
 }
 
 namespace {

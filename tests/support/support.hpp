@@ -1,11 +1,14 @@
 // support.hpp: what the qs tests share: temporary database directories,
-// child processes, and direct access to stored page records.
+// the options of test databases, child processes (process.hpp), and direct
+// access to stored page records.
 //
 // Every test database lives in a fresh directory under $TMPDIR that is
 // removed when the test_dir goes out of scope.
 #pragma once
 
+#include "process.hpp"
 #include "temp_dir.hpp"
+#include "test_options.hpp"
 
 #include <qs/qs.hpp>
 
@@ -28,25 +31,14 @@ T touch(const T& x) {
 // scope.
 using test_dir = temp_dir;
 
-// Options for small test databases: a small pool and reservation, fast
-// non-durable commits unless a test is about durability.
-qs::options small_options(std::uint32_t pool_pages = 64);
-
-// Runs the crash worker with `args`; returns its pid. With `pause_at` set,
-// the worker stops there (QS_PAUSE_AT) and the call returns once it has.
-struct child {
-  int pid = -1;
-  int status = 0;
-  void kill9();
-  int wait();  // returns the exit status, or -signal
-};
-// With `stderr_path` set, the worker's standard error goes to that file.
-child spawn_worker(const std::vector<std::string>& args, const std::string& pause_at = "",
-                   const std::string& stderr_path = "");
+// Runs the crash worker with `args` (process.hpp). With `pause_at` set, the
+// worker stops there (QS_PAUSE_AT) and the call returns once it has. With
+// `stderr_path` set, the worker's standard error goes to that file.
+process spawn_worker(const std::vector<std::string>& args, const std::string& pause_at = "",
+                     const std::string& stderr_path = "");
 // The same for another worker program (a test's own).
-child spawn_program(const std::string& program, const std::vector<std::string>& args, const std::string& pause_at = "",
-                    const std::string& stderr_path = "");
-std::string read_file(const std::string& path);
+process spawn_program(const std::string& program, const std::vector<std::string>& args,
+                      const std::string& pause_at = "", const std::string& stderr_path = "");
 
 // Sets an environment variable for its lifetime, then puts back what was
 // there (or unsets it).

@@ -191,7 +191,9 @@ class torture {
       env.push_back("QS_PAUSE_AT=" + pause);
       env.push_back("QS_PAUSE_FD=100");
     }
-    v.proc = qs_pstest::spawn(argv, env, dir, tag, fds[1]);
+    qs_pstest::spawn_options o = qs_pstest::logged(dir, tag, env);
+    o.pause_fd = fds[1];
+    v.proc = qs_pstest::spawn(argv, o);
     if (fds[1] >= 0) ::close(fds[1]);
     v.pause_fd = fds[0];
     return v;
@@ -216,7 +218,7 @@ class torture {
     std::vector<std::string> argv{c_.self, "check", target, std::to_string(c_.seed)};
     for (std::int64_t f : floors)
       argv.push_back(std::to_string(f) + (unreported != 1 ? "+" + std::to_string(unreported) : ""));
-    process p = qs_pstest::spawn(argv, {"QS_SECRET=" + secret_}, dir, "check");
+    process p = qs_pstest::spawn(argv, qs_pstest::logged(dir, "check", {"QS_SECRET=" + secret_}));
     int st = p.wait(check_wait_ms);
     std::string out = p.out();
     if (st != 0) {
@@ -407,7 +409,7 @@ class torture {
         process q =
             qs_pstest::spawn({QS_PAGESERVER, "--dir", dir + "/db", "--unix", dir + "/sock", "--tcp",
                               "127.0.0.1:" + std::to_string(server.port()), "--secret-file", server.secret_file()},
-                             {}, dir, "recovering");
+                             qs_pstest::logged(dir, "recovering"));
         kill_choice rk{"", uniform(0, 30)};
         sleep_ms(rk.delay_ms);
         q.kill9();

@@ -22,7 +22,7 @@ int torture(const qs_test::test_dir& dir, const std::vector<std::string>& args, 
   std::vector<std::string> argv{QS_TORTURE};
   argv.insert(argv.end(), args.begin(), args.end());
   static int n = 0;
-  process p = qs_pstest::spawn(argv, {}, dir.path(), "torture" + std::to_string(++n));
+  process p = qs_pstest::spawn(argv, qs_pstest::logged(dir.path(), "torture" + std::to_string(++n)));
   int st = p.wait(timeout_ms);
   if (out) *out = p.out() + p.err();
   return st;

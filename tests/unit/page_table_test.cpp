@@ -2,9 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include "core/page_table.hpp"
+#include "process.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
 #include <csignal>
 
 using namespace qs::detail;
@@ -15,15 +14,7 @@ namespace {
 // runtime bug is reported that way).
 template <class F>
 bool aborts(F f) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(2);  // the report is expected; keep the test's output clean
-    f();
-    ::_exit(0);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+  return qs_test::run_forked([&] { f(); }).status == -SIGABRT;
 }
 
 }  // namespace
