@@ -71,7 +71,7 @@ server::server(const server_options& o) : o_(o), limits_(o.max_connections, o.ma
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
     throw database_in_use("database " + o_.dir + " is open in another process (" + lock_path + " is locked)");
   log_line(0, "opening the environment in " + o_.dir);
-  // Multiversion: each client transaction reads a snapshot (session.hpp).
+  // Multiversion: each client transaction reads a snapshot (optimistic_transaction.hpp).
   env_ = std::make_unique<detail::bdb_env>(o_.dir, o_.cache_bytes, true);
   env_->about_to_write();  // the environment is shared from here on
   numbers_ = std::make_unique<page_numbers>(*env_);
@@ -206,8 +206,12 @@ void server::serve(client* c) {
       std::string refusal;
       if (!held.add(n, std::chrono::milliseconds(0), refusal)) throw store_error(refusal);
     };
-    session s({env_.get(), numbers_.get(), outcomes_.get(), &counters_, &commit_gate_, &sending_ahead_,
-               o_.log_conflicts, c->tcp, o_.secret, o_.snapshot_max_age, charge},
+    session s({{env_.get(), outcomes_.get(), &counters_, &commit_gate_, &sending_ahead_, o_.log_conflicts,
+                o_.snapshot_max_age},
+               numbers_.get(),
+               c->tcp,
+               o_.secret,
+               charge},
               c->id);
     std::vector<std::byte> buf;
     std::string refusal;

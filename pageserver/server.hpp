@@ -20,7 +20,7 @@
 //    text names the option. Lock waits are bounded by lock_timeouts.hpp;
 //    TCP keepalive notices a peer whose host vanished.
 //  * disk: a transaction's snapshot is released after snapshot_max_age,
-//    at its next request or when the wait for one runs out (session.hpp).
+//    at its next request or when the wait for one runs out (optimistic_transaction.hpp).
 //  * memory: message buffers beyond a small allowance per connection come
 //    from one budget (buffer_budget.hpp).
 //
@@ -67,7 +67,7 @@ struct server_options {
   std::chrono::milliseconds idle_timeout{300'000};  // zero: none
   std::chrono::milliseconds lock_timeout{60'000};   // zero: none
   std::chrono::milliseconds txn_timeout{600'000};   // zero: none
-  // How long a transaction's snapshot is kept (session.hpp); zero: no limit.
+  // How long a transaction's snapshot is kept (optimistic_transaction.hpp); zero: no limit.
   std::chrono::milliseconds snapshot_max_age{120'000};
   std::uint64_t buffer_bytes = std::uint64_t{512} << 20;
   // How long the outcome of a commit is remembered (commit_outcomes.hpp).
@@ -107,7 +107,7 @@ class server {
   std::unique_ptr<commit_outcomes> outcomes_;
   std::unique_ptr<lock_timeouts> timeouts_;
   commit_counters counters_;
-  std::shared_mutex commit_gate_;  // session.hpp
+  std::shared_mutex commit_gate_;  // optimistic_transaction.hpp
   std::atomic<int> sending_ahead_{0};
   connection_limits limits_;
   buffer_budget budget_;

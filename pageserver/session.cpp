@@ -1,12 +1,9 @@
-// One client connection's protocol state and Berkeley DB transaction
-// (session.hpp).
+// One client connection's protocol state machine (session.hpp).
 #include "session.hpp"
 
 #include "log.hpp"
 
 #include <qs/base/error.hpp>
-#include <qs/base/pause_point.hpp>
-#include <qs/format/keys.hpp>
 #include <qs/format/page_record.hpp>
 
 #include <db_cxx.h>
@@ -22,12 +19,6 @@ class auth_failure : public qs::error {
   using qs::error::error;
 };
 
-// A request of a failed transaction: answered with the failure.
-struct failed_error {
-  wire::error_code code;
-  std::string text;
-};
-
 bool same_secret(std::string_view a, std::string_view b) {
   // Takes as long whatever the first difference.
   unsigned d = a.size() != b.size();
@@ -39,361 +30,9 @@ bool same_secret(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-session::session(const session_config& c, std::uint64_t id) : c_(c), id_(id) {}
+session::session(const session_config& c, std::uint64_t id) : c_(c), env_(*c.txn.env), id_(id), txn_(c.txn, id) {}
 
-session::~session() { abort_quietly(); }
-
-void session::forget_written_ahead() noexcept {
-  if (written_ahead_.empty()) return;
-  written_ahead_.clear();
-  c_.sending_ahead->fetch_sub(1);
-}
-
-void session::abort_txn(DbTxn*& txn) noexcept {
-  if (!txn) return;
-  DbTxn* t = txn;
-  txn = nullptr;
-  try {
-    c_.env->abort(t);
-  } catch (const std::exception& e) {
-    log_line(id_, std::string("error: abort failed: ") + e.what());
-  }
-}
-
-void session::forget_transaction() noexcept {
-  reserved_ = false;
-  failed_.reset();
-  meta_reads_.clear();
-  scan_reads_.clear();
-  index_changes_.clear();
-  locks_.clear();
-  forget_written_ahead();
-}
-
-void session::abort_writer() noexcept {
-  locks_.clear();
-  forget_written_ahead();
-  abort_txn(write_);
-}
-
-void session::abort_quietly() noexcept {
-  forget_transaction();
-  abort_txn(write_);
-  abort_txn(snap_);
-}
-
-std::chrono::steady_clock::time_point session::snapshot_deadline() const {
-  if (!snap_ || c_.snapshot_max_age.count() <= 0) return std::chrono::steady_clock::time_point::max();
-  return snap_began_ + c_.snapshot_max_age;
-}
-
-bool session::release_snapshot_if_due() {
-  if (std::chrono::steady_clock::now() < snapshot_deadline()) return false;
-  const std::string limit = seconds(c_.snapshot_max_age);
-  fail(wire::error_code::store, "its snapshot was released after " + limit +
-                                    ", the limit of qs-pageserver --snapshot-max-age (the server keeps every page "
-                                    "version committed since a snapshot began); run it again, in less time");
-  abort_txn(snap_);
-  log_line(id_, "snapshot released after " + limit + " (--snapshot-max-age); the transaction will abort");
-  return true;
-}
-
-void session::fail(wire::error_code code, const std::string& text) {
-  abort_writer();
-  if (!failed_) failed_ = failure{code, "the transaction failed: " + text};
-}
-
-std::uint32_t session::page_size() {
-  if (page_size_ == 0) {
-    if (auto v = c_.env->get(nullptr, "page_size")) {
-      unsigned long n = std::strtoul(v->c_str(), nullptr, 10);
-      if (n >= 4096 && n <= 65536 && (n & (n - 1)) == 0) page_size_ = static_cast<std::uint32_t>(n);
-    }
-  }
-  return page_size_;
-}
-
-DbTxn* session::writer() {
-  if (!write_) write_ = c_.env->begin();
-  return write_;
-}
-
-void session::lock_object(const std::string& object, bool exclusive, bool wait) {
-  auto it = locks_.find(object);
-  if (it != locks_.end() && (it->second || !exclusive)) return;
-  Dbt obj(const_cast<char*>(object.data()), static_cast<std::uint32_t>(object.size()));
-  DbLock lock;
-  int rc = c_.env->env()->lock_get(writer()->id(), wait ? 0 : DB_LOCK_NOWAIT, &obj,
-                                   exclusive ? DB_LOCK_WRITE : DB_LOCK_READ, &lock);
-  std::string what = object.starts_with("qs:p") ? "page " + std::to_string(detail::from_be64(object.substr(4)))
-                                                : "metadata record " + object.substr(4);
-  if (rc == DB_LOCK_NOTGRANTED && !wait)
-    throw conflict("commit refused: " + what + " is being written by another transaction");
-  c_.env->check(rc, std::string(exclusive ? "exclusive" : "shared") + " lock on " + what);
-  locks_[object] = exclusive;
-}
-
-void session::lock_page(std::uint64_t page, bool exclusive, bool wait) {
-  lock_object("qs:p" + detail::be64(page), exclusive, wait);
-}
-
-void session::lock_meta(std::string_view key, bool exclusive) {
-  if (key.starts_with("s:")) return;
-  lock_object("qs:m" + std::string(key.starts_with("t:") ? std::string_view("t:") : key), exclusive, true);
-}
-
-void session::expect_version(std::uint64_t page, std::uint64_t version, const char* how) {
-  if (version == wire::unchecked_version) return;
-  detail::record_header h{};
-  std::uint32_t n = c_.env->read_record(write_, page, &h, sizeof h, DB_READ_COMMITTED, true);
-  std::uint64_t now = n == 0 ? wire::no_record : h.version;
-  if (n != 0 && n != sizeof h)
-    throw corrupt_page(page, "page " + std::to_string(page) + " has a record shorter than its header");
-  if (now == version) return;
-  auto says = [](std::uint64_t v) {
-    return v == wire::no_record ? std::string("no record") : "version " + std::to_string(v);
-  };
-  throw conflict("commit refused: page " + std::to_string(page) + " " + how + " changed since (" + says(version) +
-                 " in the snapshot, " + says(now) + " now)");
-}
-
-void session::check_shapes(const std::vector<wire::page_op>& pages) {
-  std::uint32_t ps = page_size();
-  std::uint64_t record = ps ? sizeof(detail::record_header) + ps : wire::max_record;
-  for (const wire::page_op& op : pages) {
-    if (op.kind == wire::page_op_kind::put && op.record.size() != record &&
-        !(ps == 0 && op.record.size() > sizeof(detail::record_header)))
-      throw wire::protocol_error("a record of " + std::to_string(op.record.size()) + " bytes for page " +
-                                 std::to_string(op.page) + ", whose records have " + std::to_string(record));
-    if (op.kind == wire::page_op_kind::patch)
-      for (const wire::part& p : op.parts)
-        if (p.offset + p.data.size() > record)
-          throw wire::protocol_error("a patch of page " + std::to_string(op.page) + " past the end of its record");
-  }
-}
-
-void session::apply(const std::vector<wire::page_op>& pages, const std::vector<wire::meta_op>& metas, bool commit) {
-  DbTxn* t = writer();
-  for (std::size_t i = 0; i < pages.size(); ++i) {
-    const wire::page_op& op = pages[i];
-    if (commit && i == pages.size() / 2) pause_point("server.commit.half_applied");
-    switch (op.kind) {
-      case wire::page_op_kind::put:
-        c_.env->put_record(t, op.page, op.record.data(), static_cast<std::uint32_t>(op.record.size()));
-        break;
-      case wire::page_op_kind::patch:
-        for (const wire::part& p : op.parts)
-          c_.env->put_record_part(t, op.page, p.offset, p.data.data(), static_cast<std::uint32_t>(p.data.size()));
-        break;
-      case wire::page_op_kind::remove:
-        c_.env->delete_record(t, op.page);  // and its mapping object
-        break;
-    }
-    if (op.mapping_op == wire::mapping_change::set) c_.env->put_mapping(t, op.page, op.mapping);
-    else if (op.mapping_op == wire::mapping_change::remove) c_.env->put_mapping(t, op.page, {});
-  }
-  // Whether the database existed before this write (its creation writes
-  // the records the server owns afterwards).
-  bool exists = !metas.empty() && c_.env->get(t, "page_size").has_value();
-  for (const wire::meta_op& op : metas) {
-    check_meta(op, exists);
-    if (op.kind == wire::meta_op_kind::put) c_.env->put(t, op.key, op.value);
-    else c_.env->del(t, op.key);
-  }
-}
-
-namespace {
-
-// Records the server hands out itself, outside any transaction: never a
-// conflict.
-bool server_counter(std::string_view key) { return key == "next_page" || key == "next_frame"; }
-
-std::string encode_entries(const std::vector<std::pair<std::string, std::string>>& entries) {
-  std::string s;
-  for (const auto& [k, v] : entries) {
-    if (k.starts_with("s:")) continue;  // advice, not checked
-    s += detail::be64(k.size()) + k + detail::be64(v.size()) + v;
-  }
-  return s;
-}
-
-}  // namespace
-
-void session::note_read(std::string_view key, const std::optional<std::string>& value) {
-  if (key.starts_with("s:") || server_counter(key)) return;
-  if (meta_reads_.find(key) == meta_reads_.end()) meta_reads_.emplace(std::string(key), value);
-}
-
-void session::note_scan(std::string_view prefix, const std::vector<std::pair<std::string, std::string>>& entries) {
-  if (prefix.starts_with("s:")) return;
-  if (scan_reads_.find(prefix) == scan_reads_.end()) scan_reads_.emplace(std::string(prefix), encode_entries(entries));
-}
-
-void session::scan_view(std::uint32_t index, std::string_view lo, std::string_view hi,
-                        const std::function<bool(std::string_view, std::string_view)>& f) {
-  using entry = std::pair<std::string, std::string>;
-  std::set<entry> inserted, erased;
-  for (const index_change& c : index_changes_) {
-    if (c.index != index) continue;
-    entry e{c.key, c.value};
-    if (c.insert) {
-      inserted.insert(e);
-      erased.erase(e);
-    } else if (inserted.erase(e) == 0) {
-      erased.insert(e);
-    }
-  }
-  auto next = inserted.lower_bound(entry{std::string(lo), std::string()});
-  bool go = true;
-  // The inserted entries before `bound` (all, when null), up to hi.
-  auto inserted_before = [&](const entry* bound) {
-    while (go && next != inserted.end() && (!bound || *next < *bound) && std::string_view(next->first) <= hi) {
-      go = f(next->first, next->second);
-      ++next;
-    }
-    return go;
-  };
-  c_.env->index_scan(snap_, index, lo, hi, [&](std::string_view k, std::string_view v) {
-    entry e{std::string(k), std::string(v)};
-    if (!inserted_before(&e)) return false;
-    if (next != inserted.end() && *next == e) ++next;  // inserted again: once
-    if (erased.contains(e)) return true;
-    go = f(k, v);
-    return go;
-  });
-  inserted_before(nullptr);
-}
-
-bool session::index_insert(std::uint32_t index, std::string_view key, std::string_view value) {
-  const bool unique = c_.env->index_unique(index);
-  bool there = false;
-  scan_view(index, key, key, [&](std::string_view, std::string_view v) {
-    there = unique || v == value;
-    return !there;
-  });
-  if (there) return !unique;  // a non-unique index already has this exact entry
-  if (!c_.env->index_insert(writer(), index, key, value))
-    throw conflict("index entry refused: another transaction inserted its key since this transaction's snapshot");
-  index_changes_.push_back({index, std::string(key), std::string(value), true});
-  return true;
-}
-
-bool session::index_erase(std::uint32_t index, std::string_view key, std::string_view value_prefix) {
-  // As Berkeley DB's erase finds it: in a unique index, the key's value; in
-  // another, the first value >= the prefix; erased if it has the prefix.
-  const bool unique = c_.env->index_unique(index);
-  std::optional<std::string> found;
-  scan_view(index, key, key, [&](std::string_view, std::string_view v) {
-    if (!unique && v < value_prefix) return true;
-    if (v.starts_with(value_prefix)) found = std::string(v);
-    return false;
-  });
-  if (!found) return false;
-  if (!c_.env->index_erase(writer(), index, key, *found))
-    throw conflict("index entry erase refused: another transaction erased it since this transaction's snapshot");
-  index_changes_.push_back({index, std::string(key), std::move(*found), false});
-  return true;
-}
-
-void session::validate(const wire::commit_request& m, bool alone) {
-  // Every lock in one order (pages by number, then metadata keys), then
-  // every check: commits never wait for each other in a cycle, and what a
-  // commit checked stays so until it has committed.
-  std::map<std::uint64_t, bool> pages;  // page -> written
-  for (const wire::page_op& op : m.pages) pages[op.page] = true;
-  for (std::uint64_t p : written_ahead_) pages[p] = true;
-  if (m.serializable && !alone)
-    for (const wire::page_version& r : m.reads) pages.emplace(r.page, false);
-  // Alone, only a transaction that sent pages ahead can hold a page lock,
-  // and its commit waits for this one: a lock that is not free is a
-  // conflict at once.
-  for (const auto& [page, written] : pages) lock_page(page, written, !alone);
-  std::map<std::string, bool, std::less<>> metas;  // lock object key -> written
-  for (const wire::meta_op& op : m.metas)
-    if (!op.key.starts_with("s:")) metas[std::string(op.key.starts_with("t:") ? "t:" : op.key)] = true;
-  if (m.serializable) {
-    for (const auto& [key, value] : meta_reads_) metas.emplace(key.starts_with("t:") ? "t:" : key, false);
-    for (const auto& [prefix, entries] : scan_reads_)
-      if (prefix.empty() || prefix.starts_with("t:") || std::string_view("t:").starts_with(prefix))
-        metas.emplace("t:", false);
-  }
-  for (const auto& [key, written] : metas) lock_meta(key, written);
-
-  for (const wire::page_op& op : m.pages)
-    if (!written_ahead_.contains(op.page)) expect_version(op.page, op.base_version, "written by this transaction");
-  if (m.serializable)
-    for (const wire::page_version& r : m.reads) {
-      auto w = pages.find(r.page);
-      if (w == pages.end() || !w->second) expect_version(r.page, r.version, "read by this transaction");
-    }
-  auto same = [&](std::string_view key, const std::optional<std::string>& then, const char* how) {
-    std::optional<std::string> now = c_.env->get(write_, key, DB_READ_COMMITTED);
-    if (now != then)
-      throw conflict("commit refused: metadata record '" + std::string(key.substr(0, 64)) + "' " + how +
-                     " changed since this transaction's snapshot");
-  };
-  for (const wire::meta_op& op : m.metas)
-    if (!op.key.starts_with("s:") && !server_counter(op.key))
-      same(op.key, c_.env->get(snap_, op.key), "written by this transaction");
-  if (!m.serializable) return;
-  for (const auto& [key, value] : meta_reads_) same(key, value, "read by this transaction");
-  for (const auto& [prefix, entries] : scan_reads_) {
-    std::vector<std::pair<std::string, std::string>> now;
-    c_.env->scan(
-        write_, prefix, [&](std::string_view k, std::string_view v) { now.emplace_back(k, v); }, DB_READ_COMMITTED);
-    if (encode_entries(now) != entries)
-      throw conflict("commit refused: the metadata records under '" + prefix.substr(0, 64) +
-                     "' read by this transaction changed since its snapshot");
-  }
-}
-
-void session::check_meta(const wire::meta_op& op, bool exists) {
-  std::string key(op.key);
-  static constexpr std::string_view owned[] = {"format", "page_size", "base", "reservation", "next_page", "next_frame"};
-  bool is_owned = false;
-  for (std::string_view k : owned) is_owned = is_owned || key == k;
-  if (!is_owned) {
-    if (key.starts_with("t:") || key.starts_with("r:") || key.starts_with("s:")) return;
-    throw wire::protocol_error("a write of metadata record '" + key.substr(0, 64) + "', which no client writes");
-  }
-  // The database's own records: written once, by the client that creates
-  // it; then the server's (it hands out page and frame numbers itself).
-  if (exists)
-    throw wire::protocol_error("a write of metadata record '" + key +
-                               "', which the server owns once the database exists");
-  if (op.kind != wire::meta_op_kind::put)
-    throw wire::protocol_error("a removal of metadata record '" + key + "' while creating the database");
-  std::string v(op.value);
-  bool ok = !v.empty() && v.size() <= 20 && v.find_first_not_of("0123456789") == std::string::npos;
-  if (key == "format") ok = v == "qs 4" || v == "qs 4 software";
-  else if (key == "next_page") ok = v == "1";
-  else if (key == "next_frame") ok = v == "0";
-  else if (ok && key == "page_size") {
-    unsigned long ps = std::stoul(v);
-    ok = ps >= 4096 && ps <= 65536 && (ps & (ps - 1)) == 0;
-  }
-  if (!ok) throw wire::protocol_error("metadata record '" + key + "' created as '" + v.substr(0, 40) + "'");
-}
-
-void session::end_transaction(bool commit, bool durable) {
-  state_ = state::idle;
-  forget_transaction();
-  DbTxn* w = write_;
-  DbTxn* r = snap_;
-  write_ = snap_ = nullptr;
-  // The writes first: the snapshot holds the transaction's identity, which
-  // says "pending" to a client asking about it until both have ended.
-  try {
-    if (w) {
-      if (commit) c_.env->commit(w, durable);
-      else c_.env->abort(w);
-    }
-  } catch (...) {
-    if (r) c_.env->abort(r);
-    throw;
-  }
-  if (r) c_.env->abort(r);  // it wrote nothing
-}
+session::~session() = default;  // txn_ aborts an open transaction
 
 wire::response session::error_reply(wire::error_code code, std::string text) {
   // An error's text is for people: a few KiB say enough.
@@ -412,7 +51,7 @@ void session::handle(std::span<const std::byte> body, wire::writer& out, bool& c
     log_line(id_, std::string("error: protocol: ") + e.what() + "; closing the connection");
     resp = error_reply(wire::error_code::protocol, std::string("protocol error: ") + e.what());
     close = true;
-  } catch (const failed_error& e) {
+  } catch (const transaction_failure& e) {
     resp = error_reply(e.code, e.text);
   } catch (const auth_failure& e) {
     log_line(id_, std::string("error: ") + e.what() + "; closing the connection");
@@ -427,13 +66,7 @@ void session::handle(std::span<const std::byte> body, wire::writer& out, bool& c
     if (state_ == state::txn && code != wire::error_code::invalid) {
       // The transaction cannot commit: its write transaction is aborted
       // now, so that its locks go to the others; its reads go on.
-      fail(code, text);
-      if (code == wire::error_code::conflict) {
-        c_.counters->add(c_.counters->conflicts);
-        if (c_.log_conflicts) log_line(id_, "conflict: " + text + "; the transaction will abort");
-      } else {
-        log_line(id_, "error: " + text + "; the transaction will abort");
-      }
+      txn_.fail_request(code, text);
     } else {
       log_line(id_, "error: " + text);
     }
@@ -451,110 +84,13 @@ void session::handle(std::span<const std::byte> body, wire::writer& out, bool& c
 void session::refuse(std::span<const std::byte> first, const std::string& why, wire::writer& out) {
   const bool in_txn = state_ == state::txn;
   log_line(id_, "error: " + why + (in_txn ? "; the transaction will abort" : ""));
-  if (in_txn) fail(wire::error_code::store, why);
+  if (in_txn) txn_.fail(wire::error_code::store, why);
   // A commit ends the transaction either way.
   if (!first.empty() && first[0] == static_cast<std::byte>(wire::msg::commit)) {
-    abort_quietly();
+    txn_.abort();
     state_ = state::idle;
   }
   wire::encode(error_reply(wire::error_code::store, in_txn ? "the transaction failed: " + why : why), out);
-}
-
-namespace {}  // namespace
-
-wire::response session::write_ahead(const wire::write_request& m) {
-  check_shapes(m.pages);
-  // A failed transaction's writes go nowhere: its commit is refused.
-  if (failed_) return wire::ok_response{};
-  // Not while a commit runs alone (it may be reading these pages).
-  std::shared_lock<std::shared_mutex> gate(*c_.commit_gate);
-  try {
-    // Locks out of the commit's order: taken without waiting, so that a
-    // transaction sending pages ahead never closes a cycle of waits.
-    for (const wire::page_op& op : m.pages) lock_page(op.page, true, false);
-    for (const wire::page_op& op : m.pages)
-      if (!written_ahead_.contains(op.page)) expect_version(op.page, op.base_version, "written by this transaction");
-    apply(m.pages, {}, false);
-  } catch (const conflict& e) {
-    // Answered at the commit: the pages were sent from an eviction, where
-    // the client cannot take an error.
-    fail(wire::error_code::conflict, e.what());
-    c_.counters->add(c_.counters->conflicts);
-    if (c_.log_conflicts) log_line(id_, std::string("conflict: ") + e.what() + "; the transaction will abort");
-    return wire::ok_response{};
-  }
-  if (written_ahead_.empty() && !m.pages.empty()) c_.sending_ahead->fetch_add(1);
-  for (const wire::page_op& op : m.pages) written_ahead_.insert(op.page);
-  return wire::ok_response{};
-}
-
-wire::response session::commit(const wire::commit_request& m) {
-  check_shapes(m.pages);
-  if (failed_) {
-    failure f = std::move(*failed_);
-    abort_quietly();
-    state_ = state::idle;
-    return error_reply(f.code, f.text);
-  }
-  if (m.pages.empty() && m.metas.empty() && !write_) {
-    // It wrote nothing: it saw one snapshot, and that is all.
-    end_transaction(false, false);
-    c_.counters->add(c_.counters->commits);
-    c_.counters->add(c_.counters->read_only);
-    return wire::ok_response{};
-  }
-  // Writes made before the commit (index updates, pages sent ahead) are in
-  // the write transaction, and so are reserved pages' locks: a commit that
-  // loses it cannot run again here.
-  const bool earlier = write_ != nullptr;
-  const bool alone = m.serializable && m.reads.size() > big_read_set;
-  std::shared_lock<std::shared_mutex> shared_gate(*c_.commit_gate, std::defer_lock);
-  std::unique_lock<std::shared_mutex> sole_gate(*c_.commit_gate, std::defer_lock);
-  if (alone) {
-    sole_gate.lock();
-    if (c_.sending_ahead->load() > (written_ahead_.empty() ? 0 : 1)) {
-      // Their locks last until their commits, which wait for this one.
-      abort_quietly();
-      state_ = state::idle;
-      c_.counters->add(c_.counters->conflicts);
-      return error_reply(wire::error_code::conflict,
-                         "commit refused: it read " + std::to_string(m.reads.size()) +
-                             " pages, so it runs alone, and other transactions that sent pages ahead are open");
-    }
-  } else {
-    shared_gate.lock();
-  }
-  for (int attempt = 1;; ++attempt) {
-    try {
-      validate(m, alone);
-      apply(m.pages, m.metas, true);
-      c_.outcomes->record(write_, commit_id_);
-      pause_point("server.commit.before_commit");
-      end_transaction(true, m.durable);
-      break;
-    } catch (const conflict& e) {
-      if (dynamic_cast<const detail::deadlock_victim*>(&e) && !earlier && attempt < 5) {
-        // Berkeley DB's deadlock detector chose this commit over B-tree page
-        // locks: nothing of it stands; run it again.
-        abort_writer();
-        c_.counters->add(c_.counters->retried);
-        continue;
-      }
-      abort_quietly();
-      state_ = state::idle;
-      c_.counters->add(c_.counters->conflicts);
-      if (c_.log_conflicts) log_line(id_, std::string("conflict: ") + e.what());
-      return error_reply(wire::error_code::conflict, e.what());
-    } catch (...) {
-      abort_quietly();
-      state_ = state::idle;
-      throw;
-    }
-  }
-  pause_point("server.commit.after_commit");  // committed; the client not told yet
-  c_.outcomes->committed();
-  c_.counters->add(c_.counters->commits);
-  return wire::ok_response{};
 }
 
 wire::response session::dispatch(const wire::request& r) {
@@ -566,11 +102,9 @@ wire::response session::dispatch(const wire::request& r) {
   return std::visit([this](const auto& m) { return on(m); }, r);
 }
 
-DbTxn* session::read_snapshot() const {
+DbTxn* session::reader(std::optional<std::uint64_t> page) const {
   if (state_ != state::txn) return nullptr;
-  // One whose snapshot was released reads nothing more.
-  if (!snap_ && failed_) throw failed_error{failed_->code, failed_->text};
-  return snap_;
+  return page ? txn_.reader_of(*page) : txn_.snapshot();
 }
 
 void session::require_txn(wire::msg type) const {
@@ -581,9 +115,9 @@ bool session::index_in_txn() const {
   // Index calls of a failed transaction get its error; inside a
   // transaction they run in its write transaction (reads too, once it has
   // one: they see its own updates).
-  const bool in_txn = state_ == state::txn;
-  if (in_txn && failed_) throw failed_error{failed_->code, failed_->text};
-  return in_txn;
+  if (state_ != state::txn) return false;
+  txn_.throw_if_failed();
+  return true;
 }
 
 wire::response session::hello(const wire::hello_request& h) {
@@ -605,90 +139,73 @@ wire::response session::on(const wire::hello_request&) { throw wire::protocol_er
 
 wire::response session::on(const wire::begin_request& m) {
   if (state_ != state::idle) throw wire::protocol_error("begin inside a transaction");
-  try {
-    // Reserved pages are locked first, in page order, and only then is the
-    // snapshot taken: nobody changes them in between, so the commit cannot
-    // be refused for them.
-    std::map<std::uint64_t, bool> reserve;  // page -> written
-    for (std::uint64_t page : m.reserve_read) reserve[page] = false;
-    for (std::uint64_t page : m.reserve) reserve[page] = true;
-    for (const auto& [page, written] : reserve) lock_page(page, written);
-    reserved_ = !reserve.empty();
-    snap_ = c_.env->begin(true);
-    snap_began_ = std::chrono::steady_clock::now();
-    commit_id_ = c_.outcomes->claim(snap_);
-  } catch (const conflict& e) {
-    abort_quietly();
-    c_.counters->add(c_.counters->conflicts);
-    if (c_.log_conflicts) log_line(id_, std::string("conflict: reserving pages: ") + e.what());
-    return error_reply(wire::error_code::conflict, std::string("reserving pages: ") + e.what());
-  } catch (...) {
-    abort_quietly();
-    throw;
-  }
+  if (auto refused = txn_.begin(m.reserve, m.reserve_read)) return error_reply(refused->code, refused->text);
   state_ = state::txn;
-  return wire::begun_response{commit_id_};
+  return wire::begun_response{txn_.id()};
 }
 
 wire::response session::on(const wire::abort_request&) {
-  if (state_ == state::txn) c_.counters->add(c_.counters->aborts);
-  abort_quietly();
+  if (state_ == state::txn) c_.txn.counters->add(c_.txn.counters->aborts);
+  txn_.abort();
   state_ = state::idle;
   return wire::ok_response{};
 }
 
 wire::response session::on(const wire::write_request& m) {
   require_txn(wire::msg::write);
-  return write_ahead(m);
+  txn_.write_ahead(m);
+  return wire::ok_response{};
 }
 
 wire::response session::on(const wire::commit_request& m) {
   require_txn(wire::msg::commit);
-  return commit(m);
+  // The commit ends the transaction, whatever its outcome.
+  state_ = state::idle;
+  if (auto refused = txn_.commit(m)) return error_reply(refused->code, refused->text);
+  return wire::ok_response{};
 }
 
 wire::response session::on(const wire::read_page_request& m) {
-  DbTxn* t = read_snapshot();
   // A page this transaction sent ahead is read as it wrote it.
-  DbTxn* rt = t && written_ahead_.contains(m.page) ? write_ : t;
+  DbTxn* rt = reader(m.page);
   if (m.known_version) {
     detail::record_header h{};
-    std::uint32_t n = c_.env->read_record(rt, m.page, &h, sizeof h, 0, true);
+    std::uint32_t n = env_.read_record(rt, m.page, &h, sizeof h, 0, true);
     if (n == 0) return wire::page_response{wire::page_status::absent, {}, {}};
     if (n == sizeof h && h.version == *m.known_version)
       return wire::page_response{wire::page_status::unchanged, {}, {}};
   }
   scratch_.resize(wire::max_record);
-  std::uint32_t n = c_.env->read_record(rt, m.page, scratch_.data(), wire::max_record, 0);
+  std::uint32_t n = env_.read_record(rt, m.page, scratch_.data(), wire::max_record, 0);
   if (n == 0) return wire::page_response{wire::page_status::absent, {}, {}};
   // The page's mapping object comes with it: the client's fault needs both.
   detail::record_header h{};
   if (n >= sizeof h) std::memcpy(&h, scratch_.data(), sizeof h);
   mapping_.clear();
   if (h.mapping_entries)
-    if (auto mo = c_.env->read_mapping(rt, m.page)) mapping_ = std::move(*mo);
+    if (auto mo = env_.read_mapping(rt, m.page)) mapping_ = std::move(*mo);
   return wire::page_response{wire::page_status::record,
                              std::string_view(reinterpret_cast<const char*>(scratch_.data()), n), mapping_};
 }
 
 wire::response session::on(const wire::get_request& m) {
-  DbTxn* t = read_snapshot();
-  auto v = c_.env->get(t, m.key);
-  if (t) note_read(m.key, v);
+  DbTxn* t = reader();
+  auto v = env_.get(t, m.key);
+  if (t) txn_.note_read(m.key, v);
   if (!v) return wire::value_response{};
   text_ = std::move(*v);
   return wire::value_response{text_};
 }
 
 wire::response session::on(const wire::scan_request& m) {
-  DbTxn* t = read_snapshot();
+  DbTxn* t = reader();
   entries_.clear();
   // Counted three times: gathered, copied here, encoded.
   std::function<void(std::size_t)> admit;
   if (c_.charge) admit = [&](std::size_t n) { c_.charge(3 * (n + 8)); };
-  c_.env->scan(
+  env_.scan(
       t, m.prefix, [&](std::string_view k, std::string_view v) { entries_.emplace_back(k, v); }, 0, admit);
-  if (t) note_scan(m.prefix, entries_);
+  if (t) txn_.note_scan(m.prefix, entries_);
   wire::entries_response resp;
   for (auto& [k, v] : entries_) resp.entries.emplace_back(k, v);
   return resp;
@@ -702,17 +219,17 @@ wire::response session::on(const wire::allocate_request& m) {
 wire::response session::on(const wire::open_index_request& m) {
   // Index handles are shared by all sessions: opened (created) outside any
   // client's transaction.
-  return wire::index_response{c_.env->open_index(nullptr, std::string(m.name), m.unique)};
+  return wire::index_response{env_.open_index(nullptr, std::string(m.name), m.unique)};
 }
 
 wire::response session::on(const wire::index_insert_request& m) {
-  if (index_in_txn()) return wire::flag_response{index_insert(m.index, m.key, m.value)};
-  return wire::flag_response{c_.env->index_insert(nullptr, m.index, m.key, m.value)};
+  if (index_in_txn()) return wire::flag_response{txn_.index_insert(m.index, m.key, m.value)};
+  return wire::flag_response{env_.index_insert(nullptr, m.index, m.key, m.value)};
 }
 
 wire::response session::on(const wire::index_erase_request& m) {
-  if (index_in_txn()) return wire::flag_response{index_erase(m.index, m.key, m.value_prefix)};
-  return wire::flag_response{c_.env->index_erase(nullptr, m.index, m.key, m.value_prefix)};
+  if (index_in_txn()) return wire::flag_response{txn_.index_erase(m.index, m.key, m.value_prefix)};
+  return wire::flag_response{env_.index_erase(nullptr, m.index, m.key, m.value_prefix)};
 }
 
 wire::response session::on(const wire::index_scan_request& m) {
@@ -731,21 +248,19 @@ wire::response session::on(const wire::index_scan_request& m) {
     entries_.emplace_back(k, v);
     return true;
   };
-  if (index_in_txn()) scan_view(m.index, m.lo, m.hi, take);
-  else c_.env->index_scan(nullptr, m.index, m.lo, m.hi, take);
+  if (index_in_txn()) txn_.scan_view(m.index, m.lo, m.hi, take);
+  else env_.index_scan(nullptr, m.index, m.lo, m.hi, take);
   wire::entries_response resp;
   resp.more = more;
   for (auto& [k, v] : entries_) resp.entries.emplace_back(k, v);
   return resp;
 }
 
-wire::response session::on(const wire::log_position_request&) {
-  return wire::position_response{c_.env->log_position()};
-}
+wire::response session::on(const wire::log_position_request&) { return wire::position_response{env_.log_position()}; }
 
 wire::response session::on(const wire::outcome_request& m) {
   if (state_ != state::idle) throw wire::protocol_error("outcome inside a transaction");
-  wire::commit_outcome o = c_.outcomes->outcome(m.id);
+  wire::commit_outcome o = c_.txn.outcomes->outcome(m.id);
   static constexpr const char* names[] = {"", "committed", "aborted", "pending", "expired"};
   if (o != wire::commit_outcome::pending)
     log_line(id_, std::string("outcome of a commit: ") + names[static_cast<int>(o)]);

@@ -243,8 +243,8 @@ constexpr std::uint32_t max_reserved = 1024;
 struct begin_request {
   static constexpr msg tag = msg::begin;
   // Pages the transaction will write, and pages it will only read, locked
-  // (exclusive, shared) before its snapshot is taken (see session.hpp): at
-  // most max_reserved in all.
+  // (exclusive, shared) before its snapshot is taken (see
+  // pageserver/optimistic_transaction.hpp): at most max_reserved in all.
   std::vector<std::uint64_t> reserve;
   std::vector<std::uint64_t> reserve_read;
   template <class M, class W>

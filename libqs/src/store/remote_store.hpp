@@ -5,7 +5,7 @@
 // secret from options::server_secret or $QS_SECRET) or
 // open("qs+unix:///path/to/socket"). Each store transaction reads one
 // consistent snapshot of the database on the server and takes no lock
-// (pageserver/session.hpp). The store notes the version of every page it
+// (pageserver/optimistic_transaction.hpp). The store notes the version of every page it
 // reads in the transaction; the commit sends, with the writes, each written
 // page's version in the snapshot and, when the isolation is serializable,
 // the pages read and their versions. The server checks them and refuses a
@@ -184,7 +184,7 @@ class remote_store final : public store {
   // The transaction wrote something (pages, metadata, index entries).
   bool wrote_ = false;
   // Commits refused for a conflict in a row, and the pages the last of them
-  // wrote and read: after three, the next begin reserves them (session.hpp).
+  // wrote and read: after three, the next begin reserves them (optimistic_transaction.hpp).
   int refused_in_a_row_ = 0;
   std::vector<std::uint64_t> reserve_, reserve_read_;
   std::uint64_t shipped_ = 0;
