@@ -299,7 +299,8 @@ void optimistic_transaction::check_shapes(const std::vector<wire::page_op>& page
   }
 }
 
-void optimistic_transaction::apply(const std::vector<wire::page_op>& pages, const std::vector<wire::meta_op>& metas, bool commit) {
+void optimistic_transaction::apply(const std::vector<wire::page_op>& pages, const std::vector<wire::meta_op>& metas,
+                                   bool commit) {
   DbTxn* t = writer();
   for (std::size_t i = 0; i < pages.size(); ++i) {
     const wire::page_op& op = pages[i];
@@ -351,13 +352,14 @@ void optimistic_transaction::note_read(std::string_view key, const std::optional
   if (meta_reads_.find(key) == meta_reads_.end()) meta_reads_.emplace(std::string(key), value);
 }
 
-void optimistic_transaction::note_scan(std::string_view prefix, const std::vector<std::pair<std::string, std::string>>& entries) {
+void optimistic_transaction::note_scan(std::string_view prefix,
+                                       const std::vector<std::pair<std::string, std::string>>& entries) {
   if (prefix.starts_with("s:")) return;
   if (scan_reads_.find(prefix) == scan_reads_.end()) scan_reads_.emplace(std::string(prefix), encode_entries(entries));
 }
 
 void optimistic_transaction::scan_view(std::uint32_t index, std::string_view lo, std::string_view hi,
-                        const std::function<bool(std::string_view, std::string_view)>& f) {
+                                       const std::function<bool(std::string_view, std::string_view)>& f) {
   using entry = std::pair<std::string, std::string>;
   std::set<entry> inserted, erased;
   for (const index_change& c : index_changes_) {
