@@ -38,6 +38,38 @@ TEST_CASE("a root asked for with another type is refused") {
   CHECK_THROWS_WITH(db.root<Pair*>("list"), Catch::Contains("qs_test::Node*"));
 }
 
+TEST_CASE("an error from inside the runtime names its database once and first") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  auto said = [&](auto&& f) {
+    try {
+      f();
+    } catch (const qs::error& e) {
+      return std::string(e.what());
+    }
+    return std::string("nothing thrown");
+  };
+  const std::string name = "database " + db.path() + ": ";
+  auto once = [&](const std::string& text) {
+    INFO(text);
+    CHECK(text.starts_with(name));
+    CHECK(text.find(db.path(), name.size()) == std::string::npos);
+  };
+  // Thrown by a component (the roots) and by the transaction engine.
+  once(said([&] { db.root<Node*>("list"); }));
+  {
+    qs::transaction tx(db);
+    db.root<Node*>("list");
+    tx.commit();
+  }
+  once(said([&] { db.root<std::int64_t>("list"); }));
+  once(said([&] {
+    qs::transaction tx(db);
+    tx.commit();
+    tx.commit();
+  }));
+}
+
 TEST_CASE("creating a root needs a transaction; an aborted one leaves none") {
   test_dir dir;
   auto db = qs::database::open(dir.path(), small_options());

@@ -32,7 +32,7 @@ struct page_info {
 
 class auditor {
  public:
-  auditor(store& s, audit_result& out) : store_(s), out_(out), schema_(s, s.name()) {}
+  auditor(store& s, audit_result& out) : store_(s), out_(out), schema_(s) {}
 
   void run(const std::vector<std::string>& index_names) {
     auto ps = store_.get("page_size");
@@ -48,13 +48,13 @@ class auditor {
     store_.scan("s:", [&](std::string_view key, std::string_view value) { check_room(key, value); });
     store_.scan("r:", [&](std::string_view key, std::string_view value) {
       if (value.size() < 24) return problem("root record " + std::string(key.substr(2)) + " is too short");
-      location l = decode_location(store_.name(), value.substr(0, 24));
+      location l = decode_location(value.substr(0, 24));
       check_location(l, "root " + std::string(key.substr(2)));
     });
     for (const std::string& name : index_names) {
       std::uint32_t ix = store_.open_index(name, true);
       store_.index_scan(ix, std::string_view(), std::string(8, '\xff'), [&](std::string_view, std::string_view v) {
-        check_location(decode_location(store_.name(), v), "an entry of index " + name);
+        check_location(decode_location(v), "an entry of index " + name);
         return true;
       });
     }

@@ -34,7 +34,19 @@ namespace qs {
 // Base of every qs exception.
 class error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit error(const std::string& what) : std::runtime_error(what), what_(what) {}
+  explicit error(const char* what) : error(std::string(what)) {}
+  const char* what() const noexcept override { return what_.c_str(); }
+  // Prefixes the message with "database NAME: " unless it mentions NAME
+  // already (as "database NAME", or "server URL" for a page server's): how
+  // the runtime says, once, at the boundary between the program and its
+  // components, which database an error is about.
+  void name_database(const std::string& name) {
+    if (what_.find(name) == std::string::npos) what_.insert(0, "database " + name + ": ");
+  }
+
+ private:
+  std::string what_;
 };
 
 // A page record read from the store failed its checksum.

@@ -59,10 +59,15 @@ namespace {
 // The runtime of the database in `s`: its catalog opened or created (which
 // says the page size), the pool sized for it.
 runtime make_runtime(store& s, const options& opts) {
-  std::uint32_t page_size = opts.page_size;
-  std::unique_ptr<frame_space> frames = open_catalog(s, opts, page_size);
-  const std::uint32_t pool_pages = pool_pages_for(opts, page_size, s.name());
-  return runtime(s, std::move(frames), page_size, pool_pages, opts);
+  try {
+    std::uint32_t page_size = opts.page_size;
+    std::unique_ptr<frame_space> frames = open_catalog(s, opts, page_size);
+    const std::uint32_t pool_pages = pool_pages_for(opts, page_size, s.name());
+    return runtime(s, std::move(frames), page_size, pool_pages, opts);
+  } catch (error& e) {
+    e.name_database(s.name());  // the open's boundary
+    throw;
+  }
 }
 
 }  // namespace
@@ -98,13 +103,17 @@ database_impl::~database_impl() {
 }
 
 void database_impl::join() {
-  lock_scope g(*this);
-  tx_.join(this);
+  named([&] {
+    lock_scope g(*this);
+    tx_.join(this);
+  });
 }
 
 void database_impl::leave() {
-  lock_scope g(*this);
-  tx_.leave();
+  named([&] {
+    lock_scope g(*this);
+    tx_.leave();
+  });
 }
 
 bool database_impl::fail_transaction(std::exception_ptr e) noexcept {
@@ -127,8 +136,10 @@ statistics database_impl::stats() const {
 }
 
 bool database_impl::in_transaction() const {
-  lock_scope g(*this);
-  return tx_.open();
+  return named([&] {
+    lock_scope g(*this);
+    return tx_.open();
+  });
 }
 
 void database_impl::on_fault(void* address, bool write) {
@@ -138,10 +149,14 @@ void database_impl::on_fault(void* address, bool write) {
   lock_scope g(*this);
   try {
     serve_fault(address, write);
-  } catch (...) {
+  } catch (error& e) {
+    e.name_database(name());
     // Whatever catches the error, the transaction can only abort now
     // (qs/error.hpp: errors raised in faults).
     // (A thread outside the transaction is refused without failing it.)
+    tx_.fail_from_fault(std::current_exception());
+    throw;
+  } catch (...) {
     tx_.fail_from_fault(std::current_exception());
     throw;
   }
@@ -157,7 +172,7 @@ void database_impl::serve_fault(void* address, bool write) {
     char at[32];
     std::snprintf(at, sizeof at, "%#" PRIxPTR, reinterpret_cast<std::uintptr_t>(address));
     const std::string object = "persistent object at " + std::string(at) + " (page " + std::to_string(d->page);
-    if (!tx_.open()) throw no_transaction(object + " of database " + name() + ") touched outside a transaction");
+    if (!tx_.open()) throw no_transaction(object + ") touched outside a transaction");
     tx_.outside(object + ") " + (write ? "written" : "read"));
   }
   // A failed transaction's faults are still served (from its snapshot):
@@ -176,74 +191,98 @@ void database_impl::serve_fault(void* address, bool write) {
 
 void database_impl::begin() {
   ensure_alternate_stack();
-  lock_scope g(*this);
-  tx_.begin(this);
+  named([&] {
+    lock_scope g(*this);
+    tx_.begin(this);
+  });
 }
 
 void database_impl::commit() {
-  lock_scope g(*this);
-  tx_.commit();
+  named([&] {
+    lock_scope g(*this);
+    tx_.commit();
+  });
 }
 
 void database_impl::abort() {
-  lock_scope g(*this);
-  if (tx_.open()) tx_.abort();
+  named([&] {
+    lock_scope g(*this);
+    if (tx_.open()) tx_.abort();
+  });
 }
 
 void database_impl::release_cache() {
-  lock_scope g(*this);
-  if (tx_.open()) throw error("database " + name() + ": release_cache inside a transaction");
-  rt_.pages.evict_all_clean();
+  named([&] {
+    lock_scope g(*this);
+    if (tx_.open()) throw error("release_cache inside a transaction");
+    rt_.pages.evict_all_clean();
+  });
 }
 
 void* database_impl::allocate(const type_descriptor* d, std::size_t bytes, const void* near_object) {
-  lock_scope g(*this);
-  tx_.require("allocating a persistent object");
-  return rt_.allocator.allocate(d, bytes, near_object);
+  return named([&] {
+    lock_scope g(*this);
+    tx_.require("allocating a persistent object");
+    return rt_.allocator.allocate(d, bytes, near_object);
+  });
 }
 
 void database_impl::deallocate(void* p) {
-  lock_scope g(*this);
-  tx_.require("freeing a persistent object");
-  rt_.allocator.deallocate(p);
+  named([&] {
+    lock_scope g(*this);
+    tx_.require("freeing a persistent object");
+    rt_.allocator.deallocate(p);
+  });
 }
 
 std::uint32_t database_impl::open_index(const std::string& name, bool unique) {
-  lock_scope g(*this);
-  return rt_.index.open(name, unique);
+  return named([&] {
+    lock_scope g(*this);
+    return rt_.index.open(name, unique);
+  });
 }
 
 void database_impl::index_insert(std::uint32_t ix, const std::string& name, std::string_view key,
                                  std::string_view value) {
-  lock_scope g(*this);
-  tx_.require("updating index " + name);
-  rt_.index.insert(ix, name, key, value);
+  named([&] {
+    lock_scope g(*this);
+    tx_.require("updating index " + name);
+    rt_.index.insert(ix, name, key, value);
+  });
 }
 
 bool database_impl::index_erase(std::uint32_t ix, std::string_view key, std::string_view value) {
-  lock_scope g(*this);
-  tx_.require("updating an index");
-  return rt_.index.erase(ix, key, value);
+  return named([&] {
+    lock_scope g(*this);
+    tx_.require("updating an index");
+    return rt_.index.erase(ix, key, value);
+  });
 }
 
 std::vector<index_entry> database_impl::index_scan(std::uint32_t ix, std::string_view lo, std::string_view hi,
                                                    std::size_t limit) {
-  lock_scope g(*this);
-  tx_.require_not_other("reading an index");
-  return rt_.index.scan(ix, lo, hi, limit);
+  return named([&] {
+    lock_scope g(*this);
+    tx_.require_not_other("reading an index");
+    return rt_.index.scan(ix, lo, hi, limit);
+  });
 }
 
 void* database_impl::root_cell(std::string_view name, const type_descriptor* d, std::size_t size,
                                const std::type_info& t) {
-  lock_scope g(*this);
-  tx_.require_not_other("the root", name);
-  return rt_.named.cell(name, d, size, t);
+  return named([&] {
+    lock_scope g(*this);
+    tx_.require_not_other("the root", name);
+    return rt_.named.cell(name, d, size, t);
+  });
 }
 
 bool database_impl::has_root(std::string_view name) {
-  lock_scope g(*this);
-  tx_.throw_if_failed();
-  return rt_.named.exists(name);
+  return named([&] {
+    lock_scope g(*this);
+    tx_.throw_if_failed();
+    return rt_.named.exists(name);
+  });
 }
 
 }  // namespace qs::detail

@@ -9,7 +9,10 @@
 // (evolution_access.hpp), a facade over the runtime that takes this lock.
 // Each entry point here takes the lock, asks the engine whether the calling
 // thread may act, and hands the work to one component; the fault path
-// (serve_fault) is the one sequence of its own.
+// (serve_fault) is the one sequence of its own. The entry points are the
+// boundary where errors get the database's name: the components below
+// throw without it, and an error leaving an entry point (or the open) says
+// "database NAME: ..." once (qs::error::name_database).
 //
 // Invariants (beyond those of the parts):
 //  * Page and frame numbers come from store::allocate_pages.
@@ -109,6 +112,9 @@ class database_impl final : public fault_target {
 
  private:
   friend class lock_scope;
+  // Runs f; a qs::error it throws names this database.
+  template <class F>
+  decltype(auto) named(F&& f) const;
   // The fault itself; on_fault fails the transaction with what it throws.
   void serve_fault(void* address, bool write) QS_REQUIRES(mutex_);
 
@@ -135,9 +141,21 @@ class QS_SCOPED_CAPABILITY lock_scope {
 };
 
 template <class F>
+decltype(auto) database_impl::named(F&& f) const {
+  try {
+    return f();
+  } catch (error& e) {
+    e.name_database(name());
+    throw;
+  }
+}
+
+template <class F>
 decltype(auto) database_impl::with_runtime(F&& f) {
-  lock_scope g(*this);
-  return f(rt_, tx_);
+  return named([&]() -> decltype(auto) {
+    lock_scope g(*this);
+    return f(rt_, tx_);
+  });
 }
 
 }  // namespace qs::detail

@@ -8,19 +8,18 @@ namespace qs::detail {
 runtime::runtime(store& s, std::unique_ptr<frame_space> frames, std::uint32_t page_size_bytes, std::uint32_t pool_pages,
                  const options& opts)
     : storage(s),
-      name(s.name()),
       page_size(page_size_bytes),
-      schema(s, name),
+      schema(s),
       pool(pool_pages, page_size),
       access(std::move(frames), table),
-      words(schema, s.shared(), page_size, name),
-      pointers(words, access, table, page_size, name),
-      relocate(access, table, words, log, stats, opts, page_size, name),
-      pages(s, pool, table, log, access, relocate, words, pointers, stats, page_size, name),
-      allocator(s, pages, relocate, access, table, log, schema, page_size, name),
-      refs(pages, relocate, access, table, log, stats, name),
-      named(s, refs, allocator, log, name),
-      index(s, refs, name) {
+      words(schema, s.shared(), page_size),
+      pointers(words, access, table, page_size),
+      relocate(access, table, words, log, stats, opts, page_size),
+      pages(s, pool, table, log, access, relocate, words, pointers, stats, page_size),
+      allocator(s, pages, relocate, access, table, log, schema, page_size),
+      refs(pages, relocate, access, table, log, stats),
+      named(s, refs, allocator, log),
+      index(s, refs) {
   pages.set_prefetch(opts.prefetch_pages);
   schema.set_evolving(opts.evolve);
   schema.load();

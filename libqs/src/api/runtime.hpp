@@ -64,7 +64,6 @@ class runtime {
   void reset_frames();
 
   store& storage;
-  const std::string& name;  // the store's, for messages
   const std::uint32_t page_size;
   statistics stats;
   schema_registry schema;

@@ -12,7 +12,7 @@
 namespace qs::detail {
 
 void transaction_engine::begin(database_impl* db) {
-  if (open()) throw error("database " + rt_.name + ": a transaction is already open on this handle");
+  if (open()) throw error("a transaction is already open on this handle");
   // A reservation smaller than the database: when a quarter of its frames
   // is left, the transaction starts from a fresh assignment (the counter
   // wrap of QuickStore), so that it can take any page the database has.
@@ -31,7 +31,7 @@ void transaction_engine::begin(database_impl* db) {
 
 void transaction_engine::commit() {
   // (Not require: a failed transaction's commit aborts it, below.)
-  if (!open()) throw no_transaction("commit in database " + rt_.name + " needs a transaction");
+  if (!open()) throw no_transaction("commit needs a transaction");
   auto t0 = std::chrono::steady_clock::now();
   try {
     throw_if_failed();
@@ -87,7 +87,7 @@ void transaction_engine::abort() {
 }
 
 void transaction_engine::join(database_impl* db) {
-  if (!open()) throw no_transaction("joining a transaction in database " + rt_.name + ": none is open");
+  if (!open()) throw no_transaction("joining a transaction: none is open");
   if (!in_this_transaction()) joined_.push_back(std::this_thread::get_id());
   rt_.access.make_current(db);
 }
@@ -111,16 +111,28 @@ bool transaction_engine::in_this_transaction() const {
 
 bool transaction_engine::fail(std::exception_ptr e) {
   if (!open()) return false;
-  if (!failed_) failed_ = std::move(e);
+  if (!failed_) failed_ = named(std::move(e));
   return true;
 }
 
 void transaction_engine::fail_from_fault(std::exception_ptr e) {
-  if (open() && !failed_ && in_this_transaction()) failed_ = std::move(e);
+  if (open() && !failed_ && in_this_transaction()) failed_ = named(std::move(e));
+}
+
+std::exception_ptr transaction_engine::named(std::exception_ptr e) const {
+  // The failure is thrown again from later calls: it names the database
+  // now, as the coordinator's entry points name what they throw.
+  try {
+    std::rethrow_exception(e);
+  } catch (error& x) {
+    x.name_database(rt_.storage.name());
+  } catch (...) {
+  }
+  return e;
 }
 
 void transaction_engine::require(std::string_view what) const {
-  if (!open()) throw no_transaction(std::string(what) + " in database " + rt_.name + " needs a transaction");
+  if (!open()) throw no_transaction(std::string(what) + " needs a transaction");
   if (!in_this_transaction()) outside(what);
   throw_if_failed();
 }
@@ -128,7 +140,7 @@ void transaction_engine::require(std::string_view what) const {
 void transaction_engine::outside(std::string_view what, std::string_view name) const {
   std::string subject(what);
   if (!name.empty()) subject += " '" + std::string(name) + "'";
-  throw no_transaction(subject + " in database " + rt_.name +
+  throw no_transaction(subject +
                        ": this thread is not in the open transaction, which another thread began (a transaction "
                        "belongs to its thread; qs::join_transaction lets another thread work in it)");
 }

@@ -84,6 +84,9 @@ class transaction_engine {
   void throw_if_failed() const;
 
  private:
+  // e, its qs::error naming the database (qs::error::name_database).
+  std::exception_ptr named(std::exception_ptr e) const;
+
   runtime& rt_;
   const bool durable_;
   std::uint64_t log_start_ = 0;  // the store's log position at begin

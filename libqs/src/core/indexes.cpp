@@ -7,7 +7,7 @@ namespace qs::detail {
 
 void indexes::insert(std::uint32_t ix, const std::string& name, std::string_view key, std::string_view ref_bytes) {
   if (!store_.index_insert(ix, key, refs_.location_of_ref(ref_bytes)))
-    throw duplicate_key("database " + db_name_ + ": the unique index " + name + " already has that key");
+    throw duplicate_key("the unique index " + name + " already has that key");
 }
 
 bool indexes::erase(std::uint32_t ix, std::string_view key, std::string_view ref_bytes) {

@@ -24,7 +24,7 @@ namespace qs::detail {
 
 class indexes {
  public:
-  indexes(store& s, references& refs, const std::string& db_name) : store_(s), refs_(refs), db_name_(db_name) {}
+  indexes(store& s, references& refs) : store_(s), refs_(refs) {}
 
   std::uint32_t open(const std::string& name, bool unique) { return store_.open_index(name, unique); }
   void insert(std::uint32_t ix, const std::string& name, std::string_view key, std::string_view ref_bytes);
@@ -34,7 +34,6 @@ class indexes {
  private:
   store& store_;
   references& refs_;
-  const std::string& db_name_;
 };
 
 }  // namespace qs::detail

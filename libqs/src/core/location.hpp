@@ -45,10 +45,8 @@ inline std::string encode_location(const location& l) {
   return s;
 }
 
-inline location decode_location(const std::string& db_name, std::string_view s) {
-  if (s.size() != 24)
-    throw corrupt_page(
-        0, "database " + db_name + ": a stored reference has " + std::to_string(s.size()) + " bytes, not 24");
+inline location decode_location(std::string_view s) {
+  if (s.size() != 24) throw corrupt_page(0, "a stored reference has " + std::to_string(s.size()) + " bytes, not 24");
   return {get_be(s, 0, 8), static_cast<std::uint32_t>(get_be(s, 8, 4)), static_cast<std::uint32_t>(get_be(s, 12, 4)),
           get_be(s, 16, 8)};
 }

@@ -15,8 +15,7 @@
 namespace qs::detail {
 
 object_allocator::object_allocator(store& s, pager& pages, relocator& frames, page_access& access, page_table& table,
-                                   transaction_log& log, schema_registry& schema, std::uint32_t page_size,
-                                   const std::string& db_name)
+                                   transaction_log& log, schema_registry& schema, std::uint32_t page_size)
     : store_(s),
       pages_(pages),
       frames_(frames),
@@ -24,22 +23,21 @@ object_allocator::object_allocator(store& s, pager& pages, relocator& frames, pa
       table_(table),
       log_(log),
       schema_(schema),
-      page_size_(page_size),
-      db_name_(db_name) {}
+      page_size_(page_size) {}
 
 void* object_allocator::allocate(const type_descriptor* d, std::size_t bytes, const void* near_object) {
   if (d->size == 0 || bytes % d->size != 0)
-    throw invalid_argument("database " + db_name_ + ": allocating " + std::to_string(bytes) + " bytes of type " +
-                           d->name + " whose size is " + std::to_string(d->size));
+    throw invalid_argument("allocating " + std::to_string(bytes) + " bytes of type " + d->name + " whose size is " +
+                           std::to_string(d->size));
   if (d->align > page_size_ / 4 || (d->align & (d->align - 1)))
     throw invalid_argument(std::string("type ") + d->name + " has an alignment of " + std::to_string(d->align) +
                            " bytes, which qs cannot place");
   // A record header and an object header hold the payload's size in 32
   // bits; a large object's payload also shares its first page.
   if (bytes > std::uint64_t{0xffffffff} - page_size_)
-    throw invalid_argument("database " + db_name_ + ": an object of " + std::to_string(bytes) + " bytes (type " +
-                           d->name + ") is larger than qs can store (" +
-                           std::to_string(std::uint64_t{0xffffffff} - page_size_) + " bytes at most)");
+    throw invalid_argument("an object of " + std::to_string(bytes) + " bytes (type " + d->name +
+                           ") is larger than qs can store (" + std::to_string(std::uint64_t{0xffffffff} - page_size_) +
+                           " bytes at most)");
   ensure_loaded();
   std::uint32_t type = schema_.index_of(d);
   std::uint64_t payload = round8(bytes ? bytes : 1);
@@ -109,9 +107,7 @@ void* object_allocator::allocate_small(std::uint32_t type, std::uint32_t payload
   page_desc* d = new_page(page_kind::small, r.page, frame, r.page, 1);
   current_page_ = d->page;
   void* p = try_allocate_on(d, type, payload, align);
-  if (!p)
-    throw error("database " + db_name_ + ": an empty page could not take an object of " + std::to_string(payload) +
-                " bytes");
+  if (!p) throw error("an empty page could not take an object of " + std::to_string(payload) + " bytes");
   return p;
 }
 
@@ -146,12 +142,12 @@ void object_allocator::deallocate(void* p) {
     std::snprintf(buf, sizeof buf, "%p", p);
     return std::string(buf);
   };
-  if (!d) throw error("database " + db_name_ + ": delete of " + where() + ", which is no persistent object");
+  if (!d) throw error("delete of " + where() + ", which is no persistent object");
   pages_.make_current(d);
   auto off = static_cast<std::uint32_t>(static_cast<std::byte*>(p) - access_.address(d));
   if (d->hdr.kind == page_kind::small) {
     if (!heap_object_at(pages_.image(d), page_size_, off))
-      throw error("database " + db_name_ + ": delete of " + where() + " on page " + std::to_string(d->page) +
+      throw error("delete of " + where() + " on page " + std::to_string(d->page) +
                   ", where no persistent object starts");
     if (d->needs_page_before()) pages_.make_writable(d);
     heap_free(pages_.image(d), page_size_, off);
@@ -159,8 +155,7 @@ void object_allocator::deallocate(void* p) {
     return;
   }
   if (d->hdr.kind != page_kind::large_head || off != sizeof(page_header) + sizeof(object_header))
-    throw error("database " + db_name_ + ": delete of " + where() + " inside a large object on page " +
-                std::to_string(d->page));
+    throw error("delete of " + where() + " inside a large object on page " + std::to_string(d->page));
   std::uint64_t n = large_object_pages(d->hdr.size, page_size_);
   std::uint64_t page0 = d->page;
   for (std::uint64_t i = 0; i < n; ++i) {

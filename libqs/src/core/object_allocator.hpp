@@ -47,7 +47,7 @@ namespace qs::detail {
 class object_allocator {
  public:
   object_allocator(store& s, pager& pages, relocator& frames, page_access& access, page_table& table,
-                   transaction_log& log, schema_registry& schema, std::uint32_t page_size, const std::string& db_name);
+                   transaction_log& log, schema_registry& schema, std::uint32_t page_size);
 
   // A zeroed object of `bytes` bytes (a whole number of d's), near
   // `near_object` when it has room there.
@@ -84,7 +84,6 @@ class object_allocator {
   transaction_log& log_;
   schema_registry& schema_;
   std::uint32_t page_size_;
-  const std::string& db_name_;
 
   std::uint64_t current_page_ = 0;  // where the last small object went
   bool loaded_ = false;             // free_space_ holds the stored list

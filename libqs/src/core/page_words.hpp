@@ -30,8 +30,8 @@ namespace qs::detail {
 
 class page_words {
  public:
-  page_words(schema_registry& schema, bool shared_store, std::uint32_t page_size, const std::string& db_name)
-      : schema_(schema), shared_(shared_store), page_size_(page_size), db_name_(db_name) {}
+  page_words(schema_registry& schema, bool shared_store, std::uint32_t page_size)
+      : schema_(schema), shared_(shared_store), page_size_(page_size) {}
 
   // Calls f(page_offset, is_vptr, layout, which) for every pointer word and
   // vptr on the image `img` of page d (`which` indexes layout.pointers or
@@ -70,7 +70,6 @@ class page_words {
   schema_registry& schema_;
   bool shared_;
   std::uint32_t page_size_;
-  const std::string& db_name_;
 };
 
 inline const type_layout* page_words::find(std::uint32_t type) {
@@ -86,8 +85,8 @@ inline const type_layout* page_words::find(std::uint32_t type) {
 inline const type_layout& page_words::layout_of(const page_desc* d, std::uint32_t type) {
   const type_layout* l = find(type);
   if (!l)
-    throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) +
-                                    " holds an object of unknown type index " + std::to_string(type));
+    throw corrupt_page(
+        d->page, "page " + std::to_string(d->page) + " holds an object of unknown type index " + std::to_string(type));
   return *l;
 }
 

@@ -27,8 +27,7 @@ std::string hex(std::uint64_t v) {
 }  // namespace
 
 pager::pager(store& s, buffer_pool& pool, page_table& table, transaction_log& log, page_access& access,
-             relocator& frames, page_words& words, pointer_check& pointers, statistics& stats, std::uint32_t page_size,
-             const std::string& db_name)
+             relocator& frames, page_words& words, pointer_check& pointers, statistics& stats, std::uint32_t page_size)
     : store_(s),
       pool_(pool),
       table_(table),
@@ -39,14 +38,13 @@ pager::pager(store& s, buffer_pool& pool, page_table& table, transaction_log& lo
       pointers_(pointers),
       stats_(stats),
       page_size_(page_size),
-      db_name_(db_name),
       zero_page_(std::make_unique<std::byte[]>(page_size)) {}
 
 std::uint32_t pager::take_slot(page_desc* d) {
   std::uint32_t slot;
   while (!pool_.take_free(d, slot)) {
     page_desc* v = pool_.victim();
-    if (!v) throw error(page_access::pool_full_message(db_name_, pool_.size()));
+    if (!v) throw error(page_access::pool_full_message(pool_.size()));
     evict(v);
   }
   return slot;
@@ -98,8 +96,8 @@ void pager::page_in(page_desc* d) {
     bool found = store_.read_page(d->page, h, img, m);
     stats_.fetch_ns += ns_since(t0);
     if (!found)
-      throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " at frame " +
-                                      std::to_string(d->frame) + " has no record in the store");
+      throw corrupt_page(d->page, "page " + std::to_string(d->page) + " at frame " + std::to_string(d->frame) +
+                                      " has no record in the store");
     accept_record(d, h, img, std::move(m));
   } catch (...) {
     free_slot(slot, d->frame);
@@ -199,8 +197,8 @@ void pager::revalidate(page_desc* d) {
   try {
     switch (store_.read_page_if_changed(d->page, d->hdr.version, h, image(d), m)) {
       case store::page_read::absent:
-        throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " at frame " +
-                                        std::to_string(d->frame) + " has no record in the store any more");
+        throw corrupt_page(d->page, "page " + std::to_string(d->page) + " at frame " + std::to_string(d->frame) +
+                                        " has no record in the store any more");
       case store::page_read::unchanged: break;
       case store::page_read::read:
         accept_record(d, h, image(d), std::move(m));
@@ -217,25 +215,22 @@ void pager::revalidate(page_desc* d) {
 
 void pager::accept_record(page_desc* d, const record_header& h, std::byte* img, std::string mapping) {
   if (h.magic != record_magic)
-    throw corrupt_page(d->page,
-                       "database " + db_name_ + ": page " + std::to_string(d->page) + " has a damaged record header");
+    throw corrupt_page(d->page, "page " + std::to_string(d->page) + " has a damaged record header");
   auto t0 = std::chrono::steady_clock::now();
   std::uint32_t sum = record_checksum(h, img, page_size_);
   auto t1 = std::chrono::steady_clock::now();
   stats_.fetch_ns += static_cast<std::uint64_t>((t1 - t0).count());
   if (sum != h.checksum)
-    throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) +
-                                    " failed its checksum (stored " + hex(h.checksum) + ", computed " + hex(sum) +
-                                    "); the page is not used");
+    throw corrupt_page(d->page, "page " + std::to_string(d->page) + " failed its checksum (stored " + hex(h.checksum) +
+                                    ", computed " + hex(sum) + "); the page is not used");
   if (h.kind != page_kind::small && d->page - d->run_first != h.index)
-    throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " is page " +
-                                    std::to_string(h.index) + " of a large object, but was reached as page " +
+    throw corrupt_page(d->page, "page " + std::to_string(d->page) + " is page " + std::to_string(h.index) +
+                                    " of a large object, but was reached as page " +
                                     std::to_string(d->page - d->run_first) + " of one");
   std::string wrong = check_page(
       h, img, page_size_, [&](std::uint32_t type, bool& has_words) { return words_.type_size(type, has_words); });
   if (!wrong.empty())
-    throw corrupt_page(d->page, "database " + db_name_ + ": page " + std::to_string(d->page) + " holds " + wrong +
-                                    "; the page is not used");
+    throw corrupt_page(d->page, "page " + std::to_string(d->page) + " holds " + wrong + "; the page is not used");
   d->hdr = h;
   d->mapping = std::move(mapping);
   fix_vptrs(d, img);
@@ -301,7 +296,7 @@ void pager::write_back(page_desc* d) {
         at = o.offset + o.size;
       }
       if (crc32c(sum, img + at, page_size_ - at) != d->hdr.checksum)
-        throw error("database " + db_name_ + ": commit refused: page " + std::to_string(d->page) +
+        throw error("commit refused: page " + std::to_string(d->page) +
                     " was changed outside the objects announced with qs::write (in software mode every update "
                     "goes through qs::write); the transaction is aborted");
       for (const saved_object& o : *saved) {
@@ -361,8 +356,8 @@ void pager::count_refetch(page_desc* d) {
                "%" PRIu64
                " pages were fetched again after being evicted; open it with a larger "
                "qs::options::pool_pages (e.g. %u) to fetch each page once\n",
-               db_name_.c_str(), pool_.size(), static_cast<unsigned>(std::uint64_t{pool_.size()} * page_size_ >> 20),
-               refetches_now_, pool_.size() * 4);
+               store_.name().c_str(), pool_.size(),
+               static_cast<unsigned>(std::uint64_t{pool_.size()} * page_size_ >> 20), refetches_now_, pool_.size() * 4);
 }
 
 void pager::evict(page_desc* d) {

@@ -45,8 +45,7 @@ namespace qs::detail {
 class pager {
  public:
   pager(store& s, buffer_pool& pool, page_table& table, transaction_log& log, page_access& access, relocator& frames,
-        page_words& words, pointer_check& pointers, statistics& stats, std::uint32_t page_size,
-        const std::string& db_name);
+        page_words& words, pointer_check& pointers, statistics& stats, std::uint32_t page_size);
 
   std::byte* image(const page_desc* d) const { return access_.image(d); }
   std::byte* before_image(const page_desc* d) const { return pool_.before(d->slot()); }
@@ -135,7 +134,6 @@ class pager {
   pointer_check& pointers_;
   statistics& stats_;
   std::uint32_t page_size_;
-  const std::string& db_name_;
   std::unique_ptr<std::byte[]> zero_page_;
   // Counts transactions (committed and aborted) for page_desc::evicted_in.
   std::uint64_t transaction_ = 1;

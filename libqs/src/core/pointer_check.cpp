@@ -25,8 +25,7 @@ bool pointer_check::check(const page_desc* d, const std::byte* img, bool throw_o
     char at[96], to[64];
     std::snprintf(at, sizeof at, " at %p (page %" PRIu64 ")", static_cast<void*>(access_.address(d) + off), d->page);
     std::snprintf(to, sizeof to, ", points to %p", target);
-    std::string what = "database " + db_name_ + ": commit refused: " + member_name(l, l.pointers[which]) + at +
-                       whereabouts(d, img, off, l) + to;
+    std::string what = "commit refused: " + member_name(l, l.pointers[which]) + at + whereabouts(d, img, off, l) + to;
     if (access_.contains(target))
       throw transient_pointer(what + ", " + page_access::raw_address_note + "; the transaction is aborted");
     std::string other = name_of_database_at(target);

@@ -25,9 +25,8 @@ namespace qs::detail {
 
 class pointer_check {
  public:
-  pointer_check(page_words& words, const page_access& access, page_table& table, std::uint32_t page_size,
-                const std::string& db_name)
-      : words_(words), access_(access), table_(table), page_size_(page_size), db_name_(db_name) {}
+  pointer_check(page_words& words, const page_access& access, page_table& table, std::uint32_t page_size)
+      : words_(words), access_(access), table_(table), page_size_(page_size) {}
 
   // Whether every pointer word on d's image `img` may be stored. Throws
   // when one may not and `throw_on_violation` is set.
@@ -43,7 +42,6 @@ class pointer_check {
   const page_access& access_;
   page_table& table_;
   std::uint32_t page_size_;
-  const std::string& db_name_;
 };
 
 }  // namespace qs::detail

@@ -25,7 +25,7 @@ unsigned percentile(std::uint64_t page) {
 }  // namespace
 
 relocator::relocator(page_access& access, page_table& table, page_words& words, transaction_log& log, statistics& stats,
-                     const options& opts, std::uint32_t page_size, const std::string& db_name)
+                     const options& opts, std::uint32_t page_size)
     : access_(access),
       table_(table),
       words_(words),
@@ -34,16 +34,14 @@ relocator::relocator(page_access& access, page_table& table, page_words& words, 
       free_(access.frames().frames()),
       policy_(opts.relocation_policy),
       force_percent_(opts.force_relocation_percent),
-      page_size_(page_size),
-      db_name_(db_name) {}
+      page_size_(page_size) {}
 
 std::uint64_t relocator::take_frames(std::uint64_t hint, std::uint64_t n) {
   if (hint + n <= free_.frames() && free_.take(hint, n)) return hint;
   auto f = free_.find(n, hint < free_.frames() ? hint : 0);
   if (!f)
-    throw reservation_full("database " + db_name_ + ": the transaction needs " + std::to_string(n) +
-                           " more frame(s), and the reservation's " + std::to_string(free_.frames()) +
-                           " frames are taken by the pages it touches");
+    throw reservation_full("the transaction needs " + std::to_string(n) + " more frame(s), and the reservation's " +
+                           std::to_string(free_.frames()) + " frames are taken by the pages it touches");
   free_.take(*f, n);
   return *f;
 }
@@ -59,7 +57,7 @@ page_desc* relocator::ensure_run(std::uint64_t address, std::uint64_t page, std:
     // The test harness moves this run even though its frames may be free.
     auto f = free_.find(pages, want + pages);
     if (f && *f == want) f = free_.find(pages, want + 2 * std::uint64_t{pages});
-    if (!f || *f == want) throw reservation_full("database " + db_name_ + ": no frames to relocate to");
+    if (!f || *f == want) throw reservation_full("no frames to relocate to");
     free_.take(*f, pages);
     frame = *f;
   } else {
@@ -82,7 +80,7 @@ void relocator::relocate(page_desc* d, std::byte* img) {
   ++stats_.mapping_fetches;
   std::optional<mapping> m = decode_mapping(d->mapping, page_size_);
   if (!m || m->size() != d->hdr.mapping_entries)
-    throw corrupt_page(d->page, "database " + db_name_ + ": the mapping object of page " + std::to_string(d->page) +
+    throw corrupt_page(d->page, "the mapping object of page " + std::to_string(d->page) +
                                     (d->mapping.empty() ? " is missing" : " is damaged"));
   std::vector<moved_run> moves;
   for (const mapping_entry& e : *m) {

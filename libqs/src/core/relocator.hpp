@@ -40,7 +40,7 @@ namespace qs::detail {
 class relocator {
  public:
   relocator(page_access& access, page_table& table, page_words& words, transaction_log& log, statistics& stats,
-            const options& opts, std::uint32_t page_size, const std::string& db_name);
+            const options& opts, std::uint32_t page_size);
 
   // The page run {page, pages} that was at `address` when a pointer to it
   // was stored: its head in this process, given frames now if it has none
@@ -73,7 +73,6 @@ class relocator {
   relocation policy_;
   unsigned force_percent_;
   std::uint32_t page_size_;
-  const std::string& db_name_;
 };
 
 }  // namespace qs::detail

@@ -16,21 +16,19 @@ void* roots::cell(std::string_view name_view, const type_descriptor* d, std::siz
   if (cached == cache_.end()) {
     if (auto v = store_.get(key_of(name))) {
       // The cell's location (24 bytes), then its type.
-      if (v->size() < 24)
-        throw corrupt_page(0, "database " + db_name_ + ": the record of root '" + name + "' is damaged");
+      if (v->size() < 24) throw corrupt_page(0, "the record of root '" + name + "' is damaged");
       cached = cache_.emplace(name, entry{v->substr(0, 24), v->substr(24)}).first;
     }
   }
   if (cached != cache_.end()) {
     if (cached->second.type != t.name())
-      throw root_type_mismatch("database " + db_name_ + ": root '" + name + "' holds a " +
-                               demangle(cached->second.type.c_str()) + ", not a " + demangle(t.name()));
+      throw root_type_mismatch("root '" + name + "' holds a " + demangle(cached->second.type.c_str()) + ", not a " +
+                               demangle(t.name()));
     void* cell = refs_.resolve(cached->second.location);
     refs_.root_cell_used(cell, size);
     return cell;
   }
-  if (!log_.open())
-    throw no_transaction("creating the root '" + name + "' in database " + db_name_ + " needs a transaction");
+  if (!log_.open()) throw no_transaction("creating the root '" + name + "' needs a transaction");
   void* p = allocator_.allocate(d, size, nullptr);  // zeroed
   std::string location = refs_.location_of(p);
   store_.put(key_of(name), location + t.name());

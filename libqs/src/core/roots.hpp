@@ -33,8 +33,8 @@ namespace qs::detail {
 
 class roots {
  public:
-  roots(store& s, references& refs, object_allocator& allocator, transaction_log& log, const std::string& db_name)
-      : store_(s), refs_(refs), allocator_(allocator), log_(log), db_name_(db_name) {}
+  roots(store& s, references& refs, object_allocator& allocator, transaction_log& log)
+      : store_(s), refs_(refs), allocator_(allocator), log_(log) {}
 
   // The cell of root `name`, holding a `t` of `size` bytes (descriptor d),
   // created when absent.
@@ -55,7 +55,6 @@ class roots {
   references& refs_;
   object_allocator& allocator_;
   transaction_log& log_;
-  const std::string& db_name_;
   std::unordered_map<std::string, entry> cache_;
 };
 

@@ -43,9 +43,9 @@ constexpr std::uint32_t max_type_index = 1u << 24;
 // Parses a stored layout ("t:" record); throws qs::corrupt_page naming the
 // type and what is wrong. Every value is checked: the record may come from
 // a damaged file or from any client of a page server.
-type_layout parse(const std::string& db, const std::string& v, std::uint32_t& index, const std::string& name) {
+type_layout parse(const std::string& v, std::uint32_t& index, const std::string& name) {
   auto bad = [&](const std::string& what) {
-    return corrupt_page(0, "database " + db + ": the schema record of type " + name + " is damaged: " + what);
+    return corrupt_page(0, "the schema record of type " + name + " is damaged: " + what);
   };
   type_layout l;
   l.name = name;
@@ -143,7 +143,7 @@ std::string serialize(const type_layout& l, std::uint32_t index) {
   return s;
 }
 
-schema_registry::schema_registry(store& s, const std::string& db_name) : store_(s), db_name_(db_name) {
+schema_registry::schema_registry(store& s) : store_(s) {
   layouts_.resize(first_stored_type);
   layouts_[pointer_type] = layout_of(&pointer_desc);
   layouts_[raw_type] = layout_of(&raw_desc);
@@ -155,10 +155,10 @@ void schema_registry::load() {
   store_.scan("t:", [&](std::string_view key, std::string_view value) {
     std::string name(key.substr(2));
     std::uint32_t index = 0;
-    type_layout l = parse(db_name_, std::string(value), index, name);
+    type_layout l = parse(std::string(value), index, name);
     if (index < layouts_.size() && !layouts_[index].name.empty() && layouts_[index].name != name)
-      throw corrupt_page(0, "database " + db_name_ + ": the schema records of types " + layouts_[index].name + " and " +
-                                name + " both claim type index " + std::to_string(index));
+      throw corrupt_page(0, "the schema records of types " + layouts_[index].name + " and " + name +
+                                " both claim type index " + std::to_string(index));
     if (layouts_.size() <= index) layouts_.resize(index + 1);
     layouts_[index] = std::move(l);
     by_name_[name] = index;
@@ -168,10 +168,10 @@ void schema_registry::load() {
     std::string_view rest = key.substr(2);
     std::string name(rest.substr(0, rest.rfind('@')));
     std::uint32_t index = 0;
-    type_layout l = parse(db_name_, std::string(value), index, name);
+    type_layout l = parse(std::string(value), index, name);
     if (index < layouts_.size() && !layouts_[index].name.empty())
-      throw corrupt_page(0, "database " + db_name_ + ": an earlier layout of type " + name + " claims type index " +
-                                std::to_string(index) + ", which type " + layouts_[index].name + " has");
+      throw corrupt_page(0, "an earlier layout of type " + name + " claims type index " + std::to_string(index) +
+                                ", which type " + layouts_[index].name + " has");
     if (layouts_.size() <= index) layouts_.resize(index + 1);
     layouts_[index] = std::move(l);
   });
@@ -210,8 +210,7 @@ void schema_registry::check(const type_layout& stored, const type_descriptor* d)
   if (stored.size == now.size && stored.align == now.align && stored.pointers == now.pointers &&
       stored.vptrs == now.vptrs && stored.members == now.members)
     return;
-  std::string msg = "schema mismatch in database " + db_name_ + ": type " + stored.name +
-                    " is stored with a layout that differs from the program's";
+  std::string msg = "schema mismatch: type " + stored.name + " is stored with a layout that differs from the program's";
   auto a = lines(stored.members), b = lines(now.members);
   std::size_t i = 0;
   while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
@@ -259,7 +258,7 @@ std::uint32_t schema_registry::add(const type_descriptor* d) {
 std::uint32_t schema_registry::store_new(const type_descriptor* d) {
   std::uint32_t index = static_cast<std::uint32_t>(std::max<std::size_t>(layouts_.size(), first_stored_type));
   if (index >= max_type_index)
-    throw schema_error("database " + db_name_ + ": no type index is left for type " + d->name + " (" +
+    throw schema_error(std::string("no type index is left for type ") + d->name + " (" +
                        std::to_string(max_type_index) + " at most)");
   type_layout l = layout_of(d);
   store_.put(std::string("t:") + d->name, serialize(l, index));

@@ -46,7 +46,7 @@ struct type_layout {
 
 class schema_registry {
  public:
-  schema_registry(store& s, const std::string& db_name);
+  explicit schema_registry(store& s);
 
   // Reads the stored types and checks the program's registered ones. With
   // changes allowed (set_evolving), a program type whose stored layout
@@ -89,7 +89,6 @@ class schema_registry {
   void check(const type_layout& stored, const type_descriptor* d) const;
 
   store& store_;
-  std::string db_name_;
   std::vector<type_layout> layouts_;
   std::unordered_map<std::string, std::uint32_t> by_name_;
   std::unordered_map<const type_descriptor*, std::uint32_t> by_desc_;

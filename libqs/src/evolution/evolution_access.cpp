@@ -23,9 +23,7 @@ page_desc* desc_of_page(runtime& rt, std::uint64_t page) {
   // descriptor, and has no record.
   if (!rt.storage.read_page(page, h, image.get(), mapping)) return nullptr;
   if (known) return known;
-  auto bad = [&](const std::string& what) {
-    return corrupt_page(page, "database " + rt.name + ": page " + std::to_string(page) + " " + what);
-  };
+  auto bad = [&](const std::string& what) { return corrupt_page(page, "page " + std::to_string(page) + " " + what); };
   if (h.magic != record_magic) throw bad("is not a page record");
   std::uint64_t first = page, pages = 1;
   if (h.kind == page_kind::large_head || h.kind == page_kind::large_tail) {
@@ -108,7 +106,7 @@ std::uint64_t evolution_access::page_limit() {
     try {
       return std::stoull(*v);
     } catch (const std::logic_error&) {
-      throw corrupt_page(0, "database " + rt.name + ": its page counter is damaged");
+      throw corrupt_page(0, "its page counter is damaged");
     }
   });
 }
@@ -123,8 +121,7 @@ std::vector<std::uint64_t> evolution_access::stored_pages(std::uint64_t first, s
     bool scanned = rt.storage.read_range(
         first, last - 1, [&](std::uint64_t) { return scratch.get(); },
         [&](std::uint64_t page, const record_header&, std::string) { pages.push_back(page); });
-    if (!scanned)
-      throw error("database " + rt.name + ": its store cannot list its pages, which schema evolution needs");
+    if (!scanned) throw error("its store cannot list its pages, which schema evolution needs");
     return pages;
   });
 }
@@ -185,8 +182,7 @@ std::uint64_t evolution_access::move_roots(const std::function<void*(void*)>& fo
     rt.storage.scan("r:", [&](std::string_view k, std::string_view v) { records.emplace_back(k, v); });
     std::uint64_t moved = 0;
     for (auto& [key, value] : records) {
-      if (value.size() < 24)
-        throw corrupt_page(0, "database " + rt.name + ": the record of root '" + key.substr(2) + "' is damaged");
+      if (value.size() < 24) throw corrupt_page(0, "the record of root '" + key.substr(2) + "' is damaged");
       void* cell = rt.refs.resolve(std::string_view(value).substr(0, 24));
       void* now = forward(cell);
       if (now == cell) continue;
@@ -221,7 +217,7 @@ std::uint64_t evolution_access::move_index_entries(const std::function<void*(voi
         void* now = forward(at);
         if (now == at) continue;
         if (!rt.storage.index_erase(ix, key, std::string_view(value).substr(0, 16)))
-          throw error("database " + rt.name + ": index " + index + " lost an entry while its objects moved");
+          throw error("index " + index + " lost an entry while its objects moved");
         rt.storage.index_insert(ix, key, rt.refs.location_of(now));
         ++moved;
       }

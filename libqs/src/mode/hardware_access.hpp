@@ -43,9 +43,8 @@ class hardware_access final : public frame_access {
   void check_fault(void*) const {}
 
   static constexpr const char* raw_address_note = "inside the persistent region";
-  static std::string pool_full_message(const std::string& db_name, std::uint32_t pool_pages) {
-    return "database " + db_name + ": every page of the buffer pool (" + std::to_string(pool_pages) +
-           " pages) is pinned";
+  static std::string pool_full_message(std::uint32_t pool_pages) {
+    return "every page of the buffer pool (" + std::to_string(pool_pages) + " pages) is pinned";
   }
   static constexpr bool faults_pages_in = true;
   static constexpr bool pins_transaction_pages = false;

@@ -17,7 +17,7 @@ std::string hardware_references::location_of(const void* p) {
   if (!t) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%p", p);
-    throw invalid_argument("database " + db_name_ + ": " + buf + " is not in this database's persistent memory");
+    throw invalid_argument(std::string(buf) + " is not in this database's persistent memory");
   }
   page_desc* h = table_.run_head(t);
   auto run = reinterpret_cast<std::uint64_t>(frames_.run_address(h));
@@ -26,7 +26,7 @@ std::string hardware_references::location_of(const void* p) {
 }
 
 void* hardware_references::resolve(std::string_view s) {
-  location l = decode_location(db_name_, s);
+  location l = decode_location(s);
   page_desc* h = frames_.ensure_run(l.last, l.page, l.run_pages);
   return frames_.run_address(h) + l.offset;
 }

@@ -22,9 +22,8 @@ namespace qs::detail {
 
 class hardware_references {
  public:
-  hardware_references(pager&, relocator& frames, page_access& access, page_table& table, transaction_log&, statistics&,
-                      const std::string& db_name)
-      : frames_(frames), access_(access), table_(table), db_name_(db_name) {}
+  hardware_references(pager&, relocator& frames, page_access& access, page_table& table, transaction_log&, statistics&)
+      : frames_(frames), access_(access), table_(table) {}
   hardware_references(const hardware_references&) = delete;
   hardware_references& operator=(const hardware_references&) = delete;
 
@@ -40,7 +39,6 @@ class hardware_references {
   relocator& frames_;
   page_access& access_;
   page_table& table_;
-  const std::string& db_name_;
 };
 
 }  // namespace qs::detail

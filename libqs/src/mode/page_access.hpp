@@ -78,7 +78,6 @@ concept page_access_policy = std::derived_from<A, frame_access> &&
     std::constructible_from<A, std::unique_ptr<frame_space>, page_table&>&& requires(A& a, const A& c, page_desc* d,
                                                                                      const void* p, void* q,
                                                                                      std::uint64_t v, database_impl* db,
-                                                                                     const std::string& name,
                                                                                      std::uint32_t n) {
   // The page came into the pool (its image is ready).
   a.show(d, true);
@@ -112,7 +111,7 @@ concept page_access_policy = std::derived_from<A, frame_access> &&
   // What a refused pointer word into this database's own memory means.
   { A::raw_address_note } -> std::convertible_to<const char*>;
   // The error to raise when every page of the pool (n pages) is pinned.
-  { A::pool_full_message(name, n) } -> std::same_as<std::string>;
+  { A::pool_full_message(n) } -> std::same_as<std::string>;
   // Whether the program's touches of frames fault pages in.
   { A::faults_pages_in } -> std::convertible_to<bool>;
   // Whether the pages a transaction uses stay in the pool until it ends.

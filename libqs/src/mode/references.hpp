@@ -44,8 +44,8 @@ class transaction_log;
 
 // What a mode's references provide.
 template <class R>
-concept references_policy = std::constructible_from<R, pager&, relocator&, page_access&, page_table&, transaction_log&,
-                                                    statistics&, const std::string&> &&
+concept references_policy =
+    std::constructible_from<R, pager&, relocator&, page_access&, page_table&, transaction_log&, statistics&> &&
     requires(R& r, const void* p, void* cell, std::size_t size, std::string_view s) {
   // The stored location of the persistent object (or cell) at p.
   { r.location_of(p) } -> std::same_as<std::string>;

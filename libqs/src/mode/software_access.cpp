@@ -142,9 +142,8 @@ void software_access::check_fault(void* address) const {
                              "this raw address was kept after its page left the buffer pool");
 }
 
-std::string software_access::pool_full_message(const std::string& db_name, std::uint32_t pool_pages) {
-  return "database " + db_name + ": the transaction needs more pages than the buffer pool's " +
-         std::to_string(pool_pages) +
+std::string software_access::pool_full_message(std::uint32_t pool_pages) {
+  return "the transaction needs more pages than the buffer pool's " + std::to_string(pool_pages) +
          " (in software mode a transaction keeps every page it uses until it ends); open the database with a "
          "larger pool_pages";
 }

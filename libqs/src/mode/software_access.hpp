@@ -44,7 +44,7 @@ class software_access final : public frame_access {
 
   static constexpr const char* raw_address_note =
       "a raw address (in software mode, persistent objects refer to each other through qs::ref)";
-  static std::string pool_full_message(const std::string& db_name, std::uint32_t pool_pages);
+  static std::string pool_full_message(std::uint32_t pool_pages);
   static constexpr bool faults_pages_in = false;
   static constexpr bool pins_transaction_pages = true;
   static constexpr bool builds_whole_objects = true;

@@ -39,7 +39,7 @@ std::string software_references::location_of(const void* p) {
 }
 
 void* software_references::resolve(std::string_view s) {
-  location l = decode_location(db_name_, s);
+  location l = decode_location(s);
   return resolve_identity(l.page, l.offset, static_cast<std::uint32_t>(l.last), false);
 }
 
@@ -51,7 +51,7 @@ std::string software_references::location_of_ref(std::string_view ref_bytes) {
 
 // The identifier only: the object is fetched when followed.
 std::string software_references::ref_of_location(std::string_view s) {
-  location l = decode_location(db_name_, s);
+  location l = decode_location(s);
   identifier id{l.page, l.offset, static_cast<std::uint32_t>(l.last)};
   return std::string(reinterpret_cast<const char*>(&id), sizeof id);
 }
@@ -98,7 +98,7 @@ void* software_references::resolve_identity(std::uint64_t page, std::uint32_t of
     h = table_.by_page(page);
   } else {
     if (!log_.open())
-      throw no_transaction("database " + db_name_ + ": a reference to " + where(page, offset, tag) +
+      throw no_transaction("a reference to " + where(page, offset, tag) +
                            " was followed outside a transaction, and the page is not resident");
     auto t0 = std::chrono::steady_clock::now();
     std::uint64_t before = stats_.pages_fetched;
@@ -120,11 +120,11 @@ void* software_references::resolve_identity(std::uint64_t page, std::uint32_t of
   if (!oh || oh->type == free_type || tag_of(*oh) != tag) {
     bool other = small && offset < pages_.page_size() && heap_object_at(img, pages_.page_size(), offset);
     throw dangling_reference(
-        "database " + db_name_ + ": the reference to " + where(page, offset, tag) +
+        "the reference to " + where(page, offset, tag) +
         (other ? " names a deleted object (another object is there now)" : " names a deleted object"));
   }
   if (for_write) {
-    if (!log_.open()) throw no_transaction("qs::write in database " + db_name_ + " needs a transaction");
+    if (!log_.open()) throw no_transaction("qs::write needs a transaction");
     announce_write(h, offset);
   }
   return access_.address(h) + offset;
@@ -149,7 +149,7 @@ void software_references::identify(const void* p, std::uint64_t& page, std::uint
   }
   char buf[64];
   std::snprintf(buf, sizeof buf, "%p", p);
-  throw invalid_argument("database " + db_name_ + ": a qs::ref made from " + buf +
+  throw invalid_argument(std::string("a qs::ref made from ") + buf +
                          (d ? ", where no persistent object starts (on page " + std::to_string(d->page) + ")"
                             : ", which is not a resident persistent object"));
 }
@@ -184,8 +184,7 @@ page_desc* software_references::locate(std::uint64_t page) {
     access_.set_access(t, t->state() == page_state::writable);  // back in the residency table
   }
   if (h->page != page)
-    throw dangling_reference("database " + db_name_ + ": a reference names page " + std::to_string(page) +
-                             ", which is inside a large object");
+    throw dangling_reference("a reference names page " + std::to_string(page) + ", which is inside a large object");
   return h;
 }
 

@@ -29,8 +29,8 @@ namespace qs::detail {
 class software_references {
  public:
   software_references(pager& pages, relocator& frames, page_access& access, page_table& table, transaction_log& log,
-                      statistics& stats, const std::string& db_name)
-      : pages_(pages), frames_(frames), access_(access), table_(table), log_(log), stats_(stats), db_name_(db_name) {}
+                      statistics& stats)
+      : pages_(pages), frames_(frames), access_(access), table_(table), log_(log), stats_(stats) {}
   software_references(const software_references&) = delete;
   software_references& operator=(const software_references&) = delete;
 
@@ -65,7 +65,6 @@ class software_references {
   page_table& table_;
   transaction_log& log_;
   statistics& stats_;
-  const std::string& db_name_;
   std::vector<root_read> root_reads_;  // this transaction's
 };
 
