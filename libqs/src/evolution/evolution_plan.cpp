@@ -381,14 +381,19 @@ bool lists_base(const std::string& base, const std::string& derived_members) {
   return derived_members.find(prefix) != std::string::npos;
 }
 
-type_change plan_change(const std::string& db, const type_layout& stored, std::uint32_t old_index,
-                        const type_descriptor* program, const converter* user, const pointee_check& related) {
-  type_change c;
-  c.name = stored.name;
-  c.old_index = old_index;
-  c.old_size = stored.size;
-  c.program = program;
-  c.user = user;
+namespace {
+
+// The refusal of a change `member` of c's type cannot make by name.
+schema_mismatch refusal(const std::string& db, const type_change& c, const std::string& member,
+                        const std::string& why) {
+  return schema_mismatch("schema evolution of database " + db + ": type " + c.name + ", member " + member + ": " + why +
+                         "; qs cannot convert it by name (give a converter for " + c.name +
+                         " in qs::options::converters)");
+}
+
+// Phase 1: both layouts' members, each inside its layout's size; a stored
+// layout that is not is damaged.
+void read_layouts(type_change& c, const std::string& db, const type_layout& stored, const type_descriptor* program) {
   c.new_members = parse_members(program->members ? program->members : "", stored.name);
   try {
     c.old_members = parse_members(stored.members, stored.name);
@@ -397,46 +402,59 @@ type_change plan_change(const std::string& db, const type_layout& stored, std::u
     throw corrupt_page(0, "database " + db + ": " + e.what() + "; the layout is damaged");
   }
   check_bounds(c.new_members, program->size, "the program's layout of type " + c.name);
-  auto refuse = [&](const std::string& member, const std::string& why) {
-    return schema_mismatch("schema evolution of database " + db + ": type " + c.name + ", member " + member + ": " +
-                           why + "; qs cannot convert it by name (give a converter for " + c.name +
-                           " in qs::options::converters)");
+}
+
+// Phase 2: a union converts only when it is unchanged: each alternative in
+// both layouts, with the same type, all moved by the same distance (a
+// std::string's buffer, say, in a struct that changed around it). Else
+// the converter fills it (has_union), or the change is refused.
+void check_unions(type_change& c, const std::string& db) {
+  std::map<std::string, std::size_t> old_by_path, new_by_path;
+  for (std::size_t i = 0; i < c.old_members.size(); ++i) old_by_path[c.old_members[i].path] = i;
+  for (std::size_t j = 0; j < c.new_members.size(); ++j) new_by_path[c.new_members[j].path] = j;
+  std::vector<bool> in_old = overlapping(c.old_members), in_new = overlapping(c.new_members);
+  std::map<std::string, std::int64_t> shift;  // of each union, by its first alternative's path prefix
+  auto same_union = [&](std::size_t i, std::size_t j) {
+    const member_info& a = c.old_members[i];
+    const member_info& b = c.new_members[j];
+    if (a.type != b.type || a.size != b.size || in_old[i] != in_new[j]) return false;
+    std::string scope = a.path.substr(0, a.path.rfind('.') == std::string::npos ? 0 : a.path.rfind('.'));
+    auto [it, fresh] = shift.emplace(scope, std::int64_t{b.offset} - std::int64_t{a.offset});
+    return fresh || it->second == std::int64_t{b.offset} - std::int64_t{a.offset};
   };
+  auto changed_union = [&](const member_info& m) {
+    c.has_union = true;
+    if (!c.user) throw refusal(db, c, m.path, "a union (members that overlap) changed");
+  };
+  for (std::size_t i = 0; i < c.old_members.size(); ++i) {
+    if (!in_old[i]) continue;
+    auto n = new_by_path.find(c.old_members[i].path);
+    if (n == new_by_path.end() || !same_union(i, n->second)) changed_union(c.old_members[i]);
+  }
+  for (std::size_t j = 0; j < c.new_members.size(); ++j) {
+    if (!in_new[j]) continue;
+    auto o = old_by_path.find(c.new_members[j].path);
+    if (o == old_by_path.end() || !in_old[o->second]) changed_union(c.new_members[j]);
+  }
+}
+
+// What phase 3 found, for the summary.
+struct member_changes {
+  std::string added, removed, changed;
+};
+
+// Phase 3: members matched by path; each pair that converts by name is a
+// step, any other is refused (or left to the converter).
+member_changes match_members(type_change& c, const std::string& db, const pointee_check& related) {
   std::map<std::string, std::size_t> old_by_path;
   for (std::size_t i = 0; i < c.old_members.size(); ++i) old_by_path[c.old_members[i].path] = i;
-  // A union converts only when it is unchanged: each alternative in both
-  // layouts, with the same type, all moved by the same distance (a
-  // std::string's buffer, say, in a struct that changed around it).
-  {
-    std::vector<bool> in_old = overlapping(c.old_members), in_new = overlapping(c.new_members);
-    std::map<std::string, std::size_t> new_by_path;
-    for (std::size_t j = 0; j < c.new_members.size(); ++j) new_by_path[c.new_members[j].path] = j;
-    std::map<std::string, std::int64_t> shift;  // of each union, by its first alternative's path prefix
-    auto same_union = [&](std::size_t i, std::size_t j) {
-      const member_info& a = c.old_members[i];
-      const member_info& b = c.new_members[j];
-      if (a.type != b.type || a.size != b.size || in_old[i] != in_new[j]) return false;
-      std::string scope = a.path.substr(0, a.path.rfind('.') == std::string::npos ? 0 : a.path.rfind('.'));
-      auto [it, fresh] = shift.emplace(scope, std::int64_t{b.offset} - std::int64_t{a.offset});
-      return fresh || it->second == std::int64_t{b.offset} - std::int64_t{a.offset};
-    };
-    auto changed_union = [&](const member_info& m) {
-      c.has_union = true;
-      if (!user) throw refuse(m.path, "a union (members that overlap) changed");
-    };
-    for (std::size_t i = 0; i < c.old_members.size(); ++i) {
-      if (!in_old[i]) continue;
-      auto n = new_by_path.find(c.old_members[i].path);
-      if (n == new_by_path.end() || !same_union(i, n->second)) changed_union(c.old_members[i]);
-    }
-    for (std::size_t j = 0; j < c.new_members.size(); ++j) {
-      if (!in_new[j]) continue;
-      auto o = old_by_path.find(c.new_members[j].path);
-      if (o == old_by_path.end() || !in_old[o->second]) changed_union(c.new_members[j]);
-    }
-  }
+  const converter* user = c.user;
+  auto refuse = [&](const std::string& member, const std::string& why) { return refusal(db, c, member, why); };
+  member_changes out;
+  std::string& added = out.added;
+  std::string& removed = out.removed;
+  std::string& changed = out.changed;
   std::vector<bool> matched(c.old_members.size());
-  std::string added, removed, changed;
   std::vector<std::string> moves;
   auto item = [](std::string& list, const std::string& s) { list += (list.empty() ? "" : ", ") + s; };
   using K = member_info::kind;
@@ -495,9 +513,13 @@ type_change plan_change(const std::string& db, const type_layout& stored, std::u
   for (std::size_t i = 0; i < c.old_members.size(); ++i)
     if (!matched[i] && c.old_members[i].k != K::vptr)
       item(removed, "- " + c.old_members[i].path + " (" + c.old_members[i].type + ")");
-  // A standard container's node whose key changed: its tree order or its
-  // hash may no longer hold for the converted keys, and no conversion of
-  // one node can mend that.
+  return out;
+}
+
+// Phase 4: a standard container's node whose key changed: its tree order
+// or its hash may no longer hold for the converted keys, and no conversion
+// of one node can mend that.
+void check_container_keys(const type_change& c, const std::string& db) {
   const bool ordered = c.name.starts_with("std::_Rb_tree_node<");
   const bool hashed = c.name.starts_with("std::__detail::_Hash_node<");
   if (ordered || hashed) {
@@ -535,13 +557,35 @@ type_change plan_change(const std::string& db, const type_layout& stored, std::u
                               " (" + c.name +
                               "): the container's order or hashing would not hold; qs refuses to convert it");
   }
+}
+
+// Phase 5: where each nested part both layouts have starts, outermost
+// first.
+void find_part_starts(type_change& c) {
   auto old_parts = part_starts_of(c.old_members), new_parts = part_starts_of(c.new_members);
   std::vector<std::pair<std::size_t, std::pair<std::uint32_t, std::uint32_t>>> parts;
   for (const auto& [prefix, at] : old_parts)
     if (auto n = new_parts.find(prefix); n != new_parts.end()) parts.push_back({prefix.size(), {at, n->second}});
   std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& p : parts) c.part_starts.push_back(p.second);
-  for (const std::string* part : {&added, &removed, &changed})
+}
+
+}  // namespace
+
+type_change plan_change(const std::string& db, const type_layout& stored, std::uint32_t old_index,
+                        const type_descriptor* program, const converter* user, const pointee_check& related) {
+  type_change c;
+  c.name = stored.name;
+  c.old_index = old_index;
+  c.old_size = stored.size;
+  c.program = program;
+  c.user = user;
+  read_layouts(c, db, stored, program);
+  check_unions(c, db);
+  member_changes m = match_members(c, db, related);
+  check_container_keys(c, db);
+  find_part_starts(c);
+  for (const std::string* part : {&m.added, &m.removed, &m.changed})
     if (!part->empty()) c.summary += (c.summary.empty() ? "" : ", ") + *part;
   if (c.summary.empty()) c.summary = "layout changed";
   if (stored.size != program->size)
