@@ -52,8 +52,11 @@ struct Slab {
   QS_PERSISTENT(Slab)
   std::uint64_t words[(page_size - 24) / 8];
 };
-const qs::type_descriptor slab_desc{
-    "Slab", sizeof(Slab), alignof(Slab), nullptr, 0, nullptr, 0, "0 8168 words unsigned long[1021]\n"};
+const qs::member_record slab_members[] = {
+    {qs::member_kind::array, qs::number_kind::uint, 0, 8168, 1021, 8, 0, 0, "words", "unsigned long[1021]",
+     "unsigned long"},
+};
+const qs::type_descriptor slab_desc{"Slab", sizeof(Slab), alignof(Slab), nullptr, 0, nullptr, 0, slab_members, 1};
 
 // --- the floor -------------------------------------------------------------
 

@@ -69,24 +69,21 @@ struct Slab {
   std::int64_t pad[599];  // one Slab per 8 KiB page
 };
 constexpr std::uint32_t slab_pointers[] = {8, 16};
+const qs::member_record slab_members[] = {
+    {qs::member_kind::number, qs::number_kind::sint, 0, 8, 1, 8, 0, 0, "value", "long", ""},
+    {qs::member_kind::pointer, qs::number_kind::none, 8, 8, 1, 8, 0, 0, "next", "bench::Slab*", "bench::Slab"},
+    {qs::member_kind::pointer, qs::number_kind::none, 16, 8, 1, 8, 0, 0, "notes", "bench::Note*", "bench::Note"},
+    {qs::member_kind::array, qs::number_kind::sint, 24, 4792, 599, 8, 0, 0, "pad", "long[599]", "long"},
+};
 const qs::type_descriptor slab_desc{
-    "bench::Slab",
-    sizeof(Slab),
-    alignof(Slab),
-    slab_pointers,
-    2,
-    nullptr,
-    0,
-    "0 8 value long\n8 8 next bench::Slab*\n16 8 notes bench::Note*\n24 4792 pad long[599]\n"};
+    "bench::Slab", sizeof(Slab), alignof(Slab), slab_pointers, 2, nullptr, 0, slab_members, 4};
 constexpr std::uint32_t note_pointers[] = {8};
-const qs::type_descriptor note_desc{"bench::Note",
-                                    sizeof(Note),
-                                    alignof(Note),
-                                    note_pointers,
-                                    1,
-                                    nullptr,
-                                    0,
-                                    "0 8 value long\n8 8 next bench::Note*\n"};
+const qs::member_record note_members[] = {
+    {qs::member_kind::number, qs::number_kind::sint, 0, 8, 1, 8, 0, 0, "value", "long", ""},
+    {qs::member_kind::pointer, qs::number_kind::none, 8, 8, 1, 8, 0, 0, "next", "bench::Note*", "bench::Note"},
+};
+const qs::type_descriptor note_desc{
+    "bench::Note", sizeof(Note), alignof(Note), note_pointers, 1, nullptr, 0, note_members, 2};
 const bool registered = [] {
   qs::register_type<Slab>(slab_desc);
   qs::register_type<Note>(note_desc);

@@ -16,6 +16,7 @@
 #include <qs/error.hpp>
 
 #include <qs/cli/cli.hpp>
+#include <qs/format/members.hpp>
 
 #include <elf.h>
 
@@ -68,7 +69,9 @@ std::string schema_section(const std::string& path) {
 // Descriptors read from the section's text, with the storage they point to.
 struct program_types {
   struct owned {
-    std::string name, members;
+    std::string name, members;  // members: their lines, to compare duplicates
+    std::vector<qs::detail::stored_member> stored;
+    std::vector<qs::member_record> records;
     std::vector<std::uint32_t> pointers;
     std::vector<qs::vptr_entry> vptrs;
     std::string vtable_name;
@@ -90,7 +93,9 @@ void parse(const std::string& path, const std::string& section, program_types& o
     at = end + 1;
     std::string line;
     if (!std::getline(in, line)) continue;  // alignment padding between files
-    if (line != "qs-schema 1") throw bad("a block starts with '" + line + "'");
+    if (line != "qs-schema 2")
+      throw bad("a block starts with '" + line.substr(0, 40) +
+                "' where this qs-evolve reads 'qs-schema 2' (build the program with this qs)");
     while (std::getline(in, line)) {
       if (line.rfind("type ", 0) != 0) throw bad("'" + line + "' where a type was expected");
       program_types::owned t;
@@ -116,7 +121,12 @@ void parse(const std::string& path, const std::string& section, program_types& o
       if (count.size() != 1) throw bad("type " + t.name + " has no member count");
       for (std::uint32_t i = 0; i < count[0]; ++i) {
         if (!std::getline(in, line)) throw bad("type " + t.name + " ends early");
-        t.members += (i ? "\n" : "") + line;
+        try {
+          t.stored.push_back(qs::detail::decode_member(line));
+        } catch (const qs::corrupt_page& e) {
+          throw bad("type " + t.name + ": " + e.what());
+        }
+        t.members += line + "\n";
       }
       if (!std::getline(in, line) || line != "end") throw bad("type " + t.name + " does not end with 'end'");
       for (std::uint32_t off : t.pointers)
@@ -134,6 +144,9 @@ void parse(const std::string& path, const std::string& section, program_types& o
       }
       program_types::owned& o = out.types.emplace_back(std::move(t));
       for (auto& v : o.vptrs) v.vtable_name = o.vtable_name.c_str();
+      for (const auto& m : o.stored)
+        o.records.push_back({m.kind, m.number, m.offset, m.size, m.count, m.element_size, m.first_bit, m.bit_count,
+                             m.path.c_str(), m.type.c_str(), m.element.c_str()});
       o.d = qs::type_descriptor{o.name.c_str(),
                                 size[0],
                                 align[0],
@@ -141,7 +154,8 @@ void parse(const std::string& path, const std::string& section, program_types& o
                                 static_cast<std::uint32_t>(o.pointers.size()),
                                 o.vptrs.empty() ? nullptr : o.vptrs.data(),
                                 static_cast<std::uint32_t>(o.vptrs.size()),
-                                o.members.c_str()};
+                                o.records.empty() ? nullptr : o.records.data(),
+                                static_cast<std::uint32_t>(o.records.size())};
     }
   }
 }

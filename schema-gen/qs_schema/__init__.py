@@ -22,7 +22,7 @@ The stages, one module each, in the order a run goes through them:
   spelling  the C++ spelling of a type DIE;
   typeprops size, alignment and dynamic-ness of a type DIE;
   location  member locations, virtual-base expressions included;
-  layout    the walk of one type: pointer words, vptrs, member lines;
+  layout    the walk of one type: pointer words, vptrs, member records;
   descriptor  a walk's result checked and turned into a descriptor;
   schema    the pipeline: inputs to the sorted descriptors of a program;
   emit      the generated C++ text;

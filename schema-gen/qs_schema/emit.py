@@ -38,17 +38,31 @@ def c_string(s):
     return '"' + "".join(out) + '"'
 
 
+# The C++ names of a record's kind and number (qs/format/members.hpp).
+NUMBER_ENUM = {"none": "none", "bool": "boolean", "sint": "sint", "uint": "uint",
+               "float": "floating"}
+
+
+def record_line(r):
+    """A member record as one line of the database's and .qs_schema's form:
+    "KIND NUMBER OFFSET SIZE COUNT ELEMENT_SIZE FIRST_BIT BIT_COUNT" and the
+    path, type and element, tab-separated."""
+    kind, number, off, size, count, esize, first, nbits, path, typ, elem = r
+    return "%s %s %d %d %d %d %d %d\t%s\t%s\t%s" % (kind, number, off, size, count, esize, first,
+                                                     nbits, path, typ, elem)
+
+
 def schema_text(descs):
-    """The lines of the .qs_schema text: "qs-schema 1", then per type
+    """The lines of the .qs_schema text: "qs-schema 2", then per type
     "type NAME", "size N", "align N", "pointers O...", "vptrs O...",
-    "members COUNT" and that many member lines, and "end"."""
-    lines = ["qs-schema 1"]
+    "members COUNT" and that many member records (record_line), and "end"."""
+    lines = ["qs-schema 2"]
     for d in descs:
         lines += ["type %s" % d.name.replace("\n", " "), "size %d" % d.size, "align %d" % d.align,
                   "pointers" + "".join(" %d" % p for p in d.pointers),
                   "vptrs" + "".join(" %d" % o for o, _, _ in d.vptrs),
-                  "members %d" % len(d.members)]
-        lines += list(d.members)
+                  "members %d" % len(d.records)]
+        lines += [record_line(r) for r in d.records]
         lines.append("end")
     return lines
 
@@ -89,14 +103,19 @@ def generate(descs, inputs):
                                % (o, vt_index[s], ap, c_string(s)))
             out.append("};")
             vps = "qs_vptrs_%d" % i
+        mems = "nullptr"
+        if d.records:
+            out.append("const qs::member_record qs_members_%d[] = {" % i)
+            for kind, number, off, size, count, esize, first, nbits, path, typ, elem in d.records:
+                out.append("    {qs::member_kind::%s, qs::number_kind::%s, %d, %d, %d, %d, %d, %d, %s, %s, %s},"
+                           % (kind, NUMBER_ENUM[number], off, size, count, esize, first, nbits,
+                              c_string(path), c_string(typ), c_string(elem)))
+            out.append("};")
+            mems = "qs_members_%d" % i
         out.append("const qs::type_descriptor qs_desc_%d = {" % i)
         out.append("    %s, %d, %d," % (c_string(d.name), d.size, d.align))
         out.append("    %s, %d, %s, %d," % (ptrs, len(d.pointers), vps, len(d.vptrs)))
-        for j, line in enumerate(d.members):
-            out.append("    %s%s" % (c_string(line + ("\n" if j + 1 < len(d.members) else "")),
-                                     "" if j + 1 < len(d.members) else ","))
-        if not d.members:
-            out.append("    \"\",")
+        out.append("    %s, %d," % (mems, len(d.records)))
         out.append("};")
     out.append("")
     out.append("// The same descriptors as text, in the program's section .qs_schema, for")

@@ -45,21 +45,58 @@ def index_suffix(i, dims):
     return "".join("[%d]" % k for k in reversed(idx))
 
 
+# DW_AT_encoding of a base type -> the member record's number kind.
+ENCODINGS = {0x02: "bool", 0x04: "float", 0x05: "sint", 0x06: "sint", 0x07: "uint", 0x08: "uint",
+             0x10: "uint"}
+
+
+def number_of(t, size):
+    """The number kind of base type t of `size` bytes ("none" for anything
+    the runtime does not convert as a number: enums, 128-bit integers,
+    complex numbers)."""
+    if t is None or t.tag != "DW_TAG_base_type":
+        return "none"
+    k = ENCODINGS.get(constant(t, "DW_AT_encoding"))
+    if k is None:
+        return "none"
+    if k == "float":
+        return k if size in (4, 8, 16) else "none"
+    return k if size in (1, 2, 4, 8) else "none"
+
+
 class Leaf:
     """One leaf of a walk: a pointer word, a vptr, a bit-field, an array of
-    scalars or pointers, or plain bytes; line() is its member-list line."""
-    __slots__ = ("offset", "size", "path", "type", "kind", "bits")
+    scalars or pointers, or plain bytes. record() is its member record
+    (qs/format/members.hpp), line() its text for messages."""
+    __slots__ = ("offset", "size", "path", "type", "kind", "bits", "rkind", "number", "count",
+                 "esize", "element")
 
-    def __init__(self, offset, size, path, typ, kind, bits=None):
+    def __init__(self, offset, size, path, typ, kind, bits=None, rkind=None, number="none",
+                 count=1, esize=None, element=""):
         self.offset, self.size, self.path, self.type = offset, size, path, typ
         self.kind = kind  # "raw", "ptr", "vptr", "bits" or "array"
         self.bits = bits  # (first bit from the object start, bit count) for "bits"
+        # The record's kind: vptr, pointer, array, number, opaque or bits.
+        self.rkind = rkind or {"ptr": "pointer", "vptr": "vptr", "bits": "bits",
+                               "array": "array"}.get(kind, "opaque")
+        self.number = number
+        self.count = count
+        self.esize = size if esize is None else esize
+        self.element = element
 
     def line(self):
         if self.kind == "bits":
             first, count = self.bits
             return "%d.%d %db %s %s" % (first // 8, first % 8, count, self.path, self.type)
         return "%d %d %s %s" % (self.offset, self.size, self.path, self.type)
+
+    def record(self):
+        """The member record's fields, in the order of qs::member_record:
+        (kind, number, offset, size, count, element size, first bit, bit
+        count, path, type, element)."""
+        first, nbits = self.bits if self.kind == "bits" else (0, 0)
+        return (self.rkind, self.number, self.offset, self.size, self.count, self.esize, first,
+                nbits, self.path, self.type, self.element)
 
 
 class Acc:
@@ -129,7 +166,10 @@ class Layouter:
             if off % WORD:
                 refuse(top, path, "is a pointer at offset %d, which is not 8-byte aligned "
                        "(packed?)" % off)
-            acc.leaves.append(Leaf(off, WORD, path, typ, "ptr"))
+            pointee = ref(t, "DW_AT_type")
+            acc.leaves.append(Leaf(off, WORD, path, typ, "ptr",
+                                   element=self.speller.spell(pointee) if pointee is not None
+                                   else "void"))
             if target is not None:
                 acc.targets.append(target)
         elif tag in ("DW_TAG_reference_type", "DW_TAG_rvalue_reference_type"):
@@ -145,7 +185,10 @@ class Layouter:
                 size = WORD
             if size is None:
                 raise SchemaError("%s: %s: no size" % (die_ref(t), where(top, path)))
-            acc.leaves.append(Leaf(off, size, path, typ, "raw"))
+            number = number_of(t, size)
+            acc.leaves.append(Leaf(off, size, path, typ, "raw",
+                                   rkind="number" if number != "none" else "opaque",
+                                   number=number))
         elif tag == "DW_TAG_array_type":
             self.array(t, off, path, acc, top, typ)
         elif tag in CLASS_TAGS:
@@ -188,7 +231,12 @@ class Layouter:
             acc.leaves.append(Leaf(off, 0, path, typ, "raw"))
             return
         if es.tag in ("DW_TAG_base_type", "DW_TAG_enumeration_type", "DW_TAG_unspecified_type"):
-            acc.leaves.append(Leaf(off, esize * count, path, typ, "raw"))
+            if count == 0 or esize == 0:
+                acc.leaves.append(Leaf(off, 0, path, typ, "raw"))
+                return
+            acc.leaves.append(Leaf(off, esize * count, path, typ, "raw", rkind="array",
+                                   number=number_of(es, esize), count=count, esize=esize,
+                                   element=self.speller.spell(elem)))
             return
         if es.tag == "DW_TAG_pointer_type":
             target = strip(ref(es, "DW_AT_type"))
@@ -203,7 +251,8 @@ class Layouter:
             for i in range(count):
                 acc.leaves.append(Leaf(off + i * WORD, WORD, path + index_suffix(i, dims), typ,
                                        "ptr"))
-            acc.leaves.append(Leaf(off, esize * count, path, typ, "array"))
+            acc.leaves.append(Leaf(off, esize * count, path, typ, "array", count=count,
+                                   esize=esize, element=self.speller.spell(elem)))
             return
         # Arrays of classes, unions, pointers to members...: element by element.
         for i in range(count):
@@ -293,7 +342,7 @@ class Layouter:
         acc.units.append((ustart, ustart + unit, path))
         typ = "%s:%d" % (self.speller.spell(t), bits)
         acc.leaves.append(Leaf(first // 8, (first % 8 + bits + 7) // 8, path, typ, "bits",
-                               (first, bits)))
+                               (first, bits), number=number_of(s, unit)))
 
     def union(self, d, off, path, acc, top):
         alts = []

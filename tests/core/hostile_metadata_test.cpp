@@ -78,6 +78,40 @@ TEST_CASE("damaged metadata records are refused at open, naming the record") {
   }
 }
 
+TEST_CASE("a schema record of the older text form is converted as it is read; an unknown form is refused") {
+  test_dir dir;
+  make(dir.path());  // qs_test::Pair, type index 16, stored as typed member records
+  auto text_record = [](const std::string& key_type) {
+    return "qs-type 1\nindex 16\nsize 24\nalign 8\npointers 0 16\nvptrs \nmembers\n0 8 left qs_test::Pair*\n8 8 key " +
+           key_type + "\n16 8 right qs_test::Pair*\n";
+  };
+  SECTION("the same layout as text: the database opens, reads and grows") {
+    put_stored_record(dir.path(), "t:qs_test::Pair", text_record("unsigned long"));
+    {
+      auto db = qs::database::open(dir.path(), small_options());
+      qs::transaction tx(db);
+      Pair*& head = db.root<Pair*>("head");
+      CHECK(head->key == 1);
+      head = new (db) Pair{nullptr, 2, head};
+      tx.commit();
+    }
+    auto db = qs::database::open(dir.path(), small_options());
+    qs::transaction tx(db);
+    Pair* head = db.root<Pair*>("head");
+    CHECK(head->key == 2);
+    CHECK(head->right->key == 1);
+  }
+  SECTION("a layout that differs, as text: the mismatch names the member") {
+    put_stored_record(dir.path(), "t:qs_test::Pair", text_record("long"));
+    CHECK_THROWS_WITH(qs::database::open(dir.path(), small_options()),
+                      Catch::Contains("schema mismatch") && Catch::Contains("stored '8 8 key long'"));
+  }
+  SECTION("a form this qs does not know: refused, naming it and the forms it reads") {
+    put_stored_record(dir.path(), "t:qs_test::Pair", "qs-type 9\nindex 16\nsize 24\nalign 8\n");
+    refused(dir.path(), "format 'qs-type 9'; this qs reads format 'qs-type 2' (and converts format 'qs-type 1'");
+  }
+}
+
 TEST_CASE("a metadata byte changed on disk is refused by its checksum, not used") {
   test_dir dir;
   make(dir.path());

@@ -64,7 +64,28 @@ void check(const char* what, const T& object, const char* name, std::set<std::ui
       FAIL("%s: vptr at %u: vtable name '%s'", what, e.offset, e.vtable_name);
   }
   if (vgot != vptrs) FAIL("%s: vptrs at { %s}, expected { %s}", what, show(vgot).c_str(), show(vptrs).c_str());
-  std::string members = d->members ? d->members : "";
+  // The member records as the text messages quote (qs/format/members.hpp's
+  // member_line), each record's kind checked against its type.
+  std::string members;
+  for (std::uint32_t i = 0; i < d->member_count; ++i) {
+    const qs::member_record& r = d->members[i];
+    char line[1200];
+    if (r.kind == qs::member_kind::bits)
+      std::snprintf(line, sizeof line, "%u.%u %ub %s %s", r.first_bit / 8, r.first_bit % 8, r.bit_count, r.path,
+                    r.type);
+    else std::snprintf(line, sizeof line, "%u %u %s %s", r.offset, r.size, r.path, r.type);
+    members += std::string(i ? "\n" : "") + line;
+    std::string type = r.type;
+    for (const char* q : {" const", " volatile"})
+      if (type.size() > std::strlen(q) && type.ends_with(q)) type.resize(type.size() - std::strlen(q));
+    const bool pointer = r.kind == qs::member_kind::pointer;
+    if (!pointer && type.back() == '*' && type.find('[') == std::string::npos)
+      FAIL("%s: member '%s' is spelled as a pointer but not recorded as one", what, line);
+    if (pointer && (!r.element || !*r.element)) FAIL("%s: pointer member '%s' has no pointee", what, line);
+    if (r.kind == qs::member_kind::array && (r.count == 0 || r.count * r.element_size != r.size))
+      FAIL("%s: array member '%s' has %u elements of %u bytes", what, line, r.count, r.element_size);
+    if (r.kind == qs::member_kind::vptr && type != "vptr") FAIL("%s: member '%s' is recorded as a vptr", what, line);
+  }
   // Every line is "offset size path type" and lies inside the object
   // (bit-fields: "byte.bit bitsb path type").
   for (std::size_t at = 0; at < members.size();) {

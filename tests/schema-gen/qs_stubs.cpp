@@ -13,8 +13,8 @@ namespace {
   std::fprintf(stderr, "schema-gen fixture: %s called, but libqs is not linked\n", what);
   std::abort();
 }
-const type_descriptor pointer_desc{"pointer", 8, 8, nullptr, 0, nullptr, 0, ""};
-const type_descriptor raw_desc{"raw", 1, 1, nullptr, 0, nullptr, 0, ""};
+const type_descriptor pointer_desc{"pointer", 8, 8, nullptr, 0, nullptr, 0, nullptr, 0};
+const type_descriptor raw_desc{"raw", 1, 1, nullptr, 0, nullptr, 0, nullptr, 0};
 }  // namespace
 
 const type_descriptor* pointer_descriptor() noexcept { return &pointer_desc; }

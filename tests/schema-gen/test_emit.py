@@ -15,8 +15,14 @@ NODE_SLOT = "_ZN2qs6detail8type_keyI4NodeE4slotE"
 SHAPE_SLOT = "_ZN2qs6detail8type_keyI5ShapeE4slotE"
 
 
-def descriptor(name, slot, size, pointers=(), vptrs=(), members=()):
-    return Descriptor(name, slot, size, 8, list(pointers), list(vptrs), list(members), "t.o")
+def descriptor(name, slot, size, pointers=(), vptrs=(), records=()):
+    """records: Leaf.record() tuples; the member lines are their text."""
+    lines = ["%d %d %s %s" % (r[2], r[3], r[8], r[9]) for r in records]
+    return Descriptor(name, slot, size, 8, list(pointers), list(vptrs), lines, "t.o", records)
+
+
+NODE_RECORDS = [("number", "sint", 0, 8, 1, 8, 0, 0, "v", "long int", ""),
+                ("pointer", "none", 8, 8, 1, 8, 0, 0, "next", "Node*", "Node")]
 
 
 class Emit(CompilingTest):
@@ -26,7 +32,7 @@ class Emit(CompilingTest):
         self.assertEqual(c_string("caf\u00e9"), r'"caf\303\251"')  # UTF-8 bytes
 
     def test_text(self):
-        descs = [descriptor("Node", NODE_SLOT, 16, [8], members=["0 8 v long", "8 8 next Node*"]),
+        descs = [descriptor("Node", NODE_SLOT, 16, [8], records=NODE_RECORDS),
                  descriptor("Shape", SHAPE_SLOT, 16, [], [(0, "_ZTV5Shape", 16)]),
                  descriptor("Square", "_ZN2qs6detail8type_keyI6SquareE4slotE", 24, [],
                             [(0, "_ZTV6Square", 16), (8, "_ZTV5Shape", 48)])]
@@ -44,22 +50,30 @@ class Emit(CompilingTest):
                       % NODE_SLOT, lines)
         self.assertIn("const std::uint32_t qs_ptrs_0[] = {8};", lines)
         self.assertIn('    {8, qs_schema_vt_0, 48, "_ZTV5Shape"},', lines)
-        # Member lines: one literal each, joined by newlines; none: "".
+        # Member records: one initializer each, in an array of their own;
+        # none: nullptr.
+        i = lines.index("const qs::member_record qs_members_0[] = {")
+        self.assertEqual(lines[i + 1:i + 4], [
+            '    {qs::member_kind::number, qs::number_kind::sint, 0, 8, 1, 8, 0, 0, "v", "long int", ""},',
+            '    {qs::member_kind::pointer, qs::number_kind::none, 8, 8, 1, 8, 0, 0, "next", "Node*", "Node"},',
+            "};"])
         i = lines.index('    "Node", 16, 8,')
-        self.assertEqual(lines[i + 1:i + 5], ["    qs_ptrs_0, 1, nullptr, 0,",
-                                              '    "0 8 v long\\n"', '    "8 8 next Node*",',
-                                              "};"])
+        self.assertEqual(lines[i + 1:i + 4], ["    qs_ptrs_0, 1, nullptr, 0,", "    qs_members_0, 2,", "};"])
         i = lines.index('    "Shape", 16, 8,')
-        self.assertEqual(lines[i + 1:i + 4], ["    nullptr, 0, qs_vptrs_1, 1,", '    "",', "};"])
+        self.assertEqual(lines[i + 1:i + 4], ["    nullptr, 0, qs_vptrs_1, 1,", "    nullptr, 0,", "};"])
+        # The .qs_schema text: its version, then each record as one line.
+        self.assertIn('    "qs-schema 2\\n"', lines)
+        self.assertIn('    "number sint 0 8 1 8 0 0\\011v\\011long int\\011\\n"', lines)
         self.assertEqual([l for l in lines if "note_registered" in l], [
             "  qs::detail::note_registered(&qs_desc_%d);" % i for i in range(3)])
 
     def test_a_program_gets_its_slots_filled(self):
         # The descriptors of the program's own types, written by hand as the
         # DWARF stages would find them, registered by the generated file.
-        descs = [descriptor("Node", NODE_SLOT, 16, [8], members=["0 8 v long", "8 8 next Node*"]),
+        descs = [descriptor("Node", NODE_SLOT, 16, [8], records=NODE_RECORDS),
                  descriptor("Shape", SHAPE_SLOT, 16, [], [(0, "_ZTV5Shape", 16)],
-                            ["0 8 _vptr.Shape vptr", "8 8 up Shape*"])]
+                            [("vptr", "none", 0, 8, 1, 8, 0, 0, "_vptr.Shape", "vptr", ""),
+                             ("pointer", "none", 8, 8, 1, 8, 0, 0, "up", "Shape*", "Shape")])]
         gen = os.path.join(self.dir, "schema.cpp")
         with open(gen, "w") as f:
             f.write(generate(descs, ["main.o"]))
@@ -79,7 +93,10 @@ class Emit(CompilingTest):
                   const qs::type_descriptor* s = qs::detail::type_key<Shape>::slot.desc;
                   if (!n || !s || registered != 2) return 1;
                   if (std::strcmp(n->name, "Node") || n->size != 16 || n->pointer_count != 1 ||
-                      n->pointers[0] != 8 || std::strcmp(n->members, "0 8 v long\n8 8 next Node*"))
+                      n->pointers[0] != 8 || n->member_count != 2 ||
+                      n->members[1].kind != qs::member_kind::pointer || n->members[1].offset != 8 ||
+                      std::strcmp(n->members[1].path, "next") || std::strcmp(n->members[1].element, "Node") ||
+                      n->members[0].number != qs::number_kind::sint)
                     return 2;
                   Shape shape;
                   const void* vptr;

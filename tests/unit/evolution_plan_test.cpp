@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -15,17 +16,30 @@ using qs::type_descriptor;
 
 namespace {
 
+// Layouts written as member lines ("offset size path type", the older text
+// form a database's schema records may hold), converted as the registry
+// converts them.
 type_layout stored(const char* name, std::uint32_t size, const char* members) {
   type_layout l;
   l.name = name;
   l.size = size;
   l.align = 8;
-  l.members = members;
+  l.members = convert_text_members(members, name);
   return l;
 }
 
+// A program's descriptor with the members `members` lists, as records; the
+// records and their strings live as long as the test program.
 type_descriptor program(const char* name, std::uint32_t size, const char* members) {
-  return type_descriptor{name, size, 8, nullptr, 0, nullptr, 0, members};
+  static std::deque<std::vector<stored_member>> strings;
+  static std::deque<std::vector<qs::member_record>> records;
+  std::vector<stored_member>& s = strings.emplace_back();
+  for (const member_info& m : parse_members(members, name)) s.push_back(to_stored(m));
+  std::vector<qs::member_record>& r = records.emplace_back();
+  for (const stored_member& m : s)
+    r.push_back({m.kind, m.number, m.offset, m.size, m.count, m.element_size, m.first_bit, m.bit_count, m.path.c_str(),
+                 m.type.c_str(), m.element.c_str()});
+  return type_descriptor{name, size, 8, nullptr, 0, nullptr, 0, r.data(), static_cast<std::uint32_t>(r.size())};
 }
 
 bool unrelated(const std::string&, const std::string&) { return false; }

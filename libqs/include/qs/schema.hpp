@@ -10,8 +10,8 @@
 //  * pointer offsets and vptr offsets are byte offsets from the start of the
 //    object, 8-byte aligned, sorted ascending, and lie inside `size`.
 //  * `members` lists the type's data members flattened through bases, nested
-//    structs and arrays, one entry per line as "offset size name type"; it is
-//    what a schema mismatch message quotes.
+//    structs and arrays, as typed records (member_record) sorted by offset;
+//    their text (member_text) is what a schema mismatch message quotes.
 //  * A descriptor is registered once per program run, before the first
 //    allocation of its type, and lives as long as the program.
 //
@@ -23,6 +23,8 @@
 // every class a described type leads to through pointers and qs::allocator
 // containers: a program that only reads a type has its layout checked too.
 #pragma once
+
+#include <qs/format/members.hpp>  // member_kind, number_kind
 
 #include <cstdint>
 #include <type_traits>
@@ -39,6 +41,23 @@ struct vptr_entry {
   const char* vtable_name;      // the symbol's name, for messages
 };
 
+// One member of a persistent type, flattened: a member of a nested struct
+// or base class is listed with its path ("pos.x", "Shape::id"), an array
+// of classes element by element ("cells[2].x").
+struct member_record {
+  member_kind kind;
+  number_kind number;          // of a number, a bit-field, or an array's elements
+  std::uint32_t offset;        // bytes from the object's start (a bit-field: its first byte)
+  std::uint32_t size;          // bytes (a bit-field: the bytes its bits touch)
+  std::uint32_t count;         // an array's elements, 1 otherwise
+  std::uint32_t element_size;  // an array's element size, the size otherwise
+  std::uint32_t first_bit;     // a bit-field's first bit from the object's start
+  std::uint32_t bit_count;     // a bit-field's bits
+  const char* path;
+  const char* type;     // as DWARF spells it ("const int", "Part*[4]", "unsigned int:5")
+  const char* element;  // a pointer's pointee or an array's element type, else ""
+};
+
 struct type_descriptor {
   const char* name;  // the qualified C++ name, as DWARF spells it
   std::uint32_t size;
@@ -47,7 +66,8 @@ struct type_descriptor {
   std::uint32_t pointer_count;
   const vptr_entry* vptrs;
   std::uint32_t vptr_count;
-  const char* members;  // flattened member list, see above
+  const member_record* members;  // flattened members, see above
+  std::uint32_t member_count;
 };
 
 namespace detail {

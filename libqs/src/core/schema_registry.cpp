@@ -13,8 +13,10 @@ namespace qs::detail {
 namespace {
 
 constexpr std::uint32_t pointer_offsets[] = {0};
-const type_descriptor pointer_desc{"qs::pointer", 8, 8, pointer_offsets, 1, nullptr, 0, "0 8 value pointer"};
-const type_descriptor raw_desc{"qs::raw", 1, 1, nullptr, 0, nullptr, 0, ""};
+const member_record pointer_members[] = {
+    {member_kind::opaque, number_kind::none, 0, 8, 1, 8, 0, 0, "value", "pointer", ""}};
+const type_descriptor pointer_desc{"qs::pointer", 8, 8, pointer_offsets, 1, nullptr, 0, pointer_members, 1};
+const type_descriptor raw_desc{"qs::raw", 1, 1, nullptr, 0, nullptr, 0, nullptr, 0};
 
 std::mutex program_types_mutex;
 std::vector<const type_descriptor*>& program_types() {
@@ -22,13 +24,16 @@ std::vector<const type_descriptor*>& program_types() {
   return v;
 }
 
-std::vector<std::string> lines(const std::string& s) {
+std::vector<std::string> lines(const std::vector<member_info>& ms) {
   std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);)
-    if (!l.empty()) out.push_back(l);
+  for (const member_info& m : ms) out.push_back(member_line(to_stored(m)));
   return out;
 }
+
+// The schema record formats: the one written, and the older one converted
+// as it is read.
+constexpr const char* type_format = "qs-type 2";
+constexpr const char* text_type_format = "qs-type 1";
 
 std::string join(const std::vector<std::uint32_t>& v) {
   std::string s;
@@ -52,7 +57,10 @@ type_layout parse(const std::string& v, std::uint32_t& index, const std::string&
   std::istringstream in(v);
   std::string line, word;
   std::getline(in, line);
-  if (line != "qs-type 1") throw bad("it does not start with 'qs-type 1'");
+  const bool text_members = line == text_type_format;
+  if (!text_members && line != type_format)
+    throw bad("it is of format '" + line.substr(0, 40) + "'; this qs reads format '" + type_format +
+              "' (and converts format '" + text_type_format + "' as it reads it)");
   bool have_index = false, have_size = false, have_align = false;
   auto number = [&](std::istringstream& ls, const char* what) {
     long long x = -1;
@@ -74,9 +82,25 @@ type_layout parse(const std::string& v, std::uint32_t& index, const std::string&
     else if (word == "align") l.align = number(ls, "alignment"), have_align = true;
     else if (word == "pointers") offsets(ls, l.pointers, "pointer offset");
     else if (word == "vptrs") offsets(ls, l.vptrs, "vptr offset");
-    else if (word == "members") {
+    else if (word == "members" && text_members) {
       std::string rest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      l.members = rest;
+      try {
+        l.members = convert_text_members(rest, name);
+      } catch (const corrupt_page& e) {
+        throw bad(e.what());
+      }
+      break;
+    } else if (word == "members") {
+      std::uint32_t n = number(ls, "member count");
+      for (std::uint32_t i = 0; i < n; ++i) {
+        if (!std::getline(in, line)) throw bad("it ends before its " + std::to_string(n) + " members");
+        try {
+          l.members.push_back(from_stored(decode_member(line)));
+        } catch (const corrupt_page& e) {
+          throw bad(e.what());
+        }
+      }
+      if (std::getline(in, line) && !line.empty()) throw bad("it goes on after its members");
       break;
     } else {
       throw bad("unknown line '" + word + "'");
@@ -131,15 +155,16 @@ type_layout layout_of(const type_descriptor* d) {
   l.align = d->align;
   l.pointers.assign(d->pointers, d->pointers + d->pointer_count);
   for (std::uint32_t i = 0; i < d->vptr_count; ++i) l.vptrs.push_back(d->vptrs[i].offset);
-  l.members = d->members ? d->members : "";
+  l.members = members_of(*d);
   l.program = d;
   return l;
 }
 
 std::string serialize(const type_layout& l, std::uint32_t index) {
-  std::string s = "qs-type 1\nindex " + std::to_string(index) + "\nsize " + std::to_string(l.size) + "\nalign " +
-                  std::to_string(l.align) + "\npointers " + join(l.pointers) + "\nvptrs " + join(l.vptrs) +
-                  "\nmembers\n" + l.members;
+  std::string s = std::string(type_format) + "\nindex " + std::to_string(index) + "\nsize " + std::to_string(l.size) +
+                  "\nalign " + std::to_string(l.align) + "\npointers " + join(l.pointers) + "\nvptrs " + join(l.vptrs) +
+                  "\nmembers " + std::to_string(l.members.size());
+  for (const member_info& m : l.members) s += "\n" + encode_member(to_stored(m));
   return s;
 }
 
@@ -207,11 +232,11 @@ std::uint32_t schema_registry::adopt(const pending_change& p) {
 
 void schema_registry::check(const type_layout& stored, const type_descriptor* d) const {
   type_layout now = layout_of(d);
+  auto a = lines(stored.members), b = lines(now.members);
   if (stored.size == now.size && stored.align == now.align && stored.pointers == now.pointers &&
-      stored.vptrs == now.vptrs && stored.members == now.members)
+      stored.vptrs == now.vptrs && a == b)
     return;
   std::string msg = "schema mismatch: type " + stored.name + " is stored with a layout that differs from the program's";
-  auto a = lines(stored.members), b = lines(now.members);
   std::size_t i = 0;
   while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
   if (i < a.size() || i < b.size()) {
@@ -284,14 +309,9 @@ void schema_registry::abort() {
 }
 
 std::string member_name(const type_layout& l, std::uint32_t offset) {
-  std::string off = std::to_string(offset);
-  for (const std::string& line : lines(l.members)) {
-    std::istringstream ls(line);
-    std::string o, size, name;
-    ls >> o >> size >> name;
-    if (o == off) return l.name + "::" + name;
-  }
-  return l.name + " (member at offset " + off + ")";
+  for (const member_info& m : l.members)
+    if (m.k != member_info::kind::bits && m.offset == offset) return l.name + "::" + m.path;
+  return l.name + " (member at offset " + std::to_string(offset) + ")";
 }
 
 }  // namespace qs::detail

@@ -1,9 +1,14 @@
 // core/schema_registry.hpp: the types of a database and of the program.
 //
 // Every object on a page carries a type index. The registry maps indexes to
-// layouts (size, pointer offsets, vptr offsets, member list) as stored in the
+// layouts (size, pointer offsets, vptr offsets, members) as stored in the
 // database, and to the program's own descriptors where the program has the
-// type. A type gets its index, persistently and inside the current
+// type. A layout is stored as a schema record ("t:" + name) of format
+// "qs-type 2": its numbers, then one typed record per member
+// (qs/format/members.hpp). Records of the older format "qs-type 1", whose
+// members are text, are converted as they are read (nothing is written at
+// open); a layout the registry writes is of the current format. Any other
+// format is refused, naming both. A type gets its index, persistently and inside the current
 // transaction, when its first object is allocated.
 //
 // Invariants:
@@ -18,6 +23,7 @@
 //    never reused.
 #pragma once
 
+#include "core/member_list.hpp"
 #include "store/store.hpp"
 
 #include <qs/schema.hpp>
@@ -40,7 +46,7 @@ struct type_layout {
   std::uint32_t align = 1;
   std::vector<std::uint32_t> pointers;
   std::vector<std::uint32_t> vptrs;
-  std::string members;
+  std::vector<member_info> members;
   const type_descriptor* program = nullptr;
 };
 

@@ -79,15 +79,13 @@ type_layout evolution_access::stored_layout(std::uint32_t index) {
   });
 }
 
-std::string evolution_access::members_of(const std::string& type) {
-  return db_.with_runtime([&](runtime& rt, [[maybe_unused]] transaction_engine& tx) -> std::string {
+std::vector<member_info> evolution_access::members_of(const std::string& type) {
+  return db_.with_runtime([&](runtime& rt, [[maybe_unused]] transaction_engine& tx) -> std::vector<member_info> {
     for (const auto& p : rt.schema.pending())
-      if (p.program->name == type) return p.program->members ? p.program->members : "";
+      if (p.program->name == type) return detail::members_of(*p.program);
     for (std::size_t i = 0; i < rt.schema.index_limit(); ++i)
-      if (const type_layout* l = rt.schema.layout(static_cast<std::uint32_t>(i)); l && l->name == type) {
-        if (l->program) return l->program->members ? l->program->members : "";
-        return l->members;
-      }
+      if (const type_layout* l = rt.schema.layout(static_cast<std::uint32_t>(i)); l && l->name == type)
+        return l->program ? detail::members_of(*l->program) : l->members;
     return {};
   });
 }

@@ -49,7 +49,7 @@ class evolution_access {
   std::vector<schema_registry::pending_change> pending_changes();
   type_layout stored_layout(std::uint32_t index);
   // The program's layout of a type by name, or the stored one, or empty.
-  std::string members_of(const std::string& type);
+  std::vector<member_info> members_of(const std::string& type);
   std::uint32_t adopt_type(const schema_registry::pending_change& p);
   // One more than the highest page number handed out.
   std::uint64_t page_limit();

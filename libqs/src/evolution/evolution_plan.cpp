@@ -13,46 +13,6 @@
 namespace qs::detail {
 namespace {
 
-std::string strip_qualifiers(std::string t) {
-  for (const char* q : {"const ", "volatile "})
-    for (std::size_t at; (at = t.find(q)) != std::string::npos &&
-                         (at == 0 || t[at - 1] == ' ' || t[at - 1] == '<' || t[at - 1] == '(' || t[at - 1] == ',');)
-      t.erase(at, std::strlen(q));
-  for (const char* q : {" const", " volatile"})
-    for (std::size_t at; (at = t.find(q)) != std::string::npos;) t.erase(at, std::strlen(q));
-  return t;
-}
-
-number_kind number_of(const std::string& t, std::uint32_t size) {
-  static const std::map<std::string, number_kind> names = {
-      {"bool", number_kind::boolean},
-      {"char", number_kind::sint},
-      {"signed char", number_kind::sint},
-      {"unsigned char", number_kind::uint},
-      {"short int", number_kind::sint},
-      {"short unsigned int", number_kind::uint},
-      {"int", number_kind::sint},
-      {"unsigned int", number_kind::uint},
-      {"long int", number_kind::sint},
-      {"long unsigned int", number_kind::uint},
-      {"long long int", number_kind::sint},
-      {"long long unsigned int", number_kind::uint},
-      {"wchar_t", number_kind::sint},
-      {"char8_t", number_kind::uint},
-      {"char16_t", number_kind::uint},
-      {"char32_t", number_kind::uint},
-      {"float", number_kind::floating},
-      {"double", number_kind::floating},
-      {"long double", number_kind::floating},
-  };
-  auto it = names.find(t);
-  if (it == names.end()) return number_kind::none;
-  if (it->second == number_kind::floating ? (size != 4 && size != 8 && size != 16)
-                                          : (size != 1 && size != 2 && size != 4 && size != 8))
-    return number_kind::none;
-  return it->second;
-}
-
 // A stored value of a number (or of an opaque member read as a signed
 // integer of its size: an enum as its underlying type).
 struct number {
@@ -230,6 +190,14 @@ class stored_view final : public stored_object {
   const std::byte* old_;
 };
 
+// Whether a stored member and a program's are the same bytes of the same
+// type (bit-fields and vptrs aside, which have their own rules).
+bool same_member(const member_info& from, const member_info& to) {
+  using K = member_info::kind;
+  return from.type == to.type && from.size == to.size && from.k != K::bits && to.k != K::bits &&
+         (from.k == K::vptr) == (to.k == K::vptr);
+}
+
 void copy_bits(const member_info& from, const member_info& to, const std::byte* old, std::byte* fresh) {
   for (std::uint32_t i = 0; i < from.bit_count && i < to.bit_count; ++i) {
     std::uint32_t a = from.first_bit + i, b = to.first_bit + i;
@@ -294,79 +262,10 @@ void check_bounds(const std::vector<member_info>& ms, std::uint32_t size, const 
 
 }  // namespace
 
-std::vector<member_info> parse_members(const std::string& members, const std::string& type) {
-  std::vector<member_info> out;
-  std::istringstream in(members);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    auto bad = [&] { return schema_error("type " + type + ": a member line qs cannot read: '" + line + "'"); };
-    std::istringstream ls(line);
-    std::string off, size;
-    member_info m;
-    if (!(ls >> off >> size >> m.path)) throw bad();
-    std::getline(ls >> std::ws, m.type);
-    if (m.type.empty()) throw bad();
-    try {
-      if (!size.empty() && size.back() == 'b') {
-        auto dot = off.find('.');
-        if (dot == std::string::npos) throw bad();
-        m.k = member_info::kind::bits;
-        m.bit_count = static_cast<std::uint32_t>(std::stoul(size.substr(0, size.size() - 1)));
-        m.first_bit = static_cast<std::uint32_t>(std::stoul(off.substr(0, dot)) * 8 + std::stoul(off.substr(dot + 1)));
-        m.offset = m.first_bit / 8;
-        m.size = (m.first_bit % 8 + m.bit_count + 7) / 8;
-        if (m.bit_count == 0 || m.bit_count > 64) throw bad();
-        out.push_back(std::move(m));
-        continue;
-      }
-      m.offset = static_cast<std::uint32_t>(std::stoul(off));
-      m.size = static_cast<std::uint32_t>(std::stoul(size));
-    } catch (const std::logic_error&) {
-      throw bad();
-    }
-    m.type = strip_qualifiers(m.type);
-    m.element_size = m.size;
-    if (m.type == "vptr") {
-      m.k = member_info::kind::vptr;
-    } else if (m.type.back() == ']') {
-      auto lb = m.type.find('[');
-      m.k = member_info::kind::array;
-      m.element = m.type.substr(0, lb);
-      std::uint64_t count = 1;
-      for (std::size_t at = lb; at != std::string::npos && at < m.type.size(); at = m.type.find('[', at + 1)) {
-        auto rb = m.type.find(']', at);
-        if (rb == std::string::npos) throw bad();
-        try {
-          count *= std::stoul(m.type.substr(at + 1, rb - at - 1));
-        } catch (const std::logic_error&) {
-          throw bad();
-        }
-      }
-      if (count == 0 || m.size % count) throw bad();
-      m.count = static_cast<std::uint32_t>(count);
-      m.element_size = static_cast<std::uint32_t>(m.size / count);
-      m.number = number_of(m.element, m.element_size);
-    } else if (m.type.back() == '*') {
-      m.k = member_info::kind::pointer;
-      m.element = m.type.substr(0, m.type.size() - 1);
-    } else if ((m.number = number_of(m.type, m.size)) != number_kind::none) {
-      m.k = member_info::kind::number;
-    }
-    out.push_back(std::move(m));
-  }
-  return out;
-}
-
 std::vector<std::string> pointees_of(const type_layout& l) {
   std::vector<std::string> out(l.pointers.size());
-  std::vector<member_info> ms;
-  try {
-    ms = parse_members(l.members, l.name);
-  } catch (const schema_error&) {
-    return out;  // unknown pointees: pointers to element starts point to elements
-  }
   for (std::size_t p = 0; p < l.pointers.size(); ++p)
-    for (const member_info& m : ms) {
+    for (const member_info& m : l.members) {
       if (l.pointers[p] < m.offset || l.pointers[p] >= std::uint64_t{m.offset} + m.size) continue;
       if (m.k == member_info::kind::pointer) out[p] = m.element;
       else if (m.k == member_info::kind::array && !m.element.empty() && m.element.back() == '*')
@@ -376,9 +275,11 @@ std::vector<std::string> pointees_of(const type_layout& l) {
   return out;
 }
 
-bool lists_base(const std::string& base, const std::string& derived_members) {
-  std::string prefix = " " + short_name(base) + "::";
-  return derived_members.find(prefix) != std::string::npos;
+bool lists_base(const std::string& base, const std::vector<member_info>& derived) {
+  std::string prefix = short_name(base) + "::";
+  for (const member_info& m : derived)
+    if (m.path.starts_with(prefix)) return true;
+  return false;
 }
 
 namespace {
@@ -394,9 +295,9 @@ schema_mismatch refusal(const std::string& db, const type_change& c, const std::
 // Phase 1: both layouts' members, each inside its layout's size; a stored
 // layout that is not is damaged.
 void read_layouts(type_change& c, const std::string& db, const type_layout& stored, const type_descriptor* program) {
-  c.new_members = parse_members(program->members ? program->members : "", stored.name);
+  c.new_members = members_of(*program);
   try {
-    c.old_members = parse_members(stored.members, stored.name);
+    c.old_members = stored.members;
     check_bounds(c.old_members, stored.size, "the stored layout of type " + c.name);
   } catch (const schema_error& e) {
     throw corrupt_page(0, "database " + db + ": " + e.what() + "; the layout is damaged");
@@ -469,7 +370,10 @@ member_changes match_members(type_change& c, const std::string& db, const pointe
     matched[it->second] = true;
     std::string why;
     bool ok = true;
-    if (from.k == K::vptr || to.k == K::vptr) {
+    if (same_member(from, to)) {
+      // Unchanged: copied as it is, whatever kinds the two layouts' forms
+      // gave it (a database's older text form guessed them from spellings).
+    } else if (from.k == K::vptr || to.k == K::vptr) {
       ok = from.k == to.k;
       why = "a vtable pointer and a data member";
     } else if (from.k == K::bits || to.k == K::bits) {
@@ -600,6 +504,10 @@ void convert_element(const type_change& c, const std::byte* old, std::byte* fres
     const member_info& from = c.old_members[i];
     const member_info& to = c.new_members[j];
     if (to.k == K::vptr) continue;  // the program's vtables are set by the caller
+    if (same_member(from, to)) {
+      std::memcpy(fresh + to.offset, old + from.offset, to.size);
+      continue;
+    }
     if (to.k == K::bits) {
       copy_bits(from, to, old, fresh);
       continue;

@@ -1,8 +1,7 @@
 // evolution/evolution_plan.hpp: how the objects of one changed type convert from its
 // stored layout to the program's, member by member (qs/evolve.hpp).
 //
-// A layout's member list (qs/schema.hpp) is parsed into members; members
-// are matched by path; each matched pair becomes a step (copy the bytes,
+// A layout's members (core/member_list.hpp) are matched by path; each matched pair becomes a step (copy the bytes,
 // convert a number, convert an array's common elements, move a bit-field);
 // what cannot be converted by name is refused when the plan is made, so
 // that nothing is written for a database that cannot be converted. The plan
@@ -19,6 +18,7 @@
 // from any thread.
 #pragma once
 
+#include "core/member_list.hpp"
 #include "core/schema_registry.hpp"
 
 #include <qs/evolve.hpp>
@@ -33,30 +33,9 @@
 
 namespace qs::detail {
 
-enum class number_kind : std::uint8_t { none, boolean, sint, uint, floating };
-
-struct member_info {
-  enum class kind : std::uint8_t { vptr, pointer, array, number, opaque, bits };
-  std::uint32_t offset = 0;
-  std::uint32_t size = 0;
-  std::string path;
-  std::string type;  // as the member list spells it, const and volatile dropped
-  kind k = kind::opaque;
-  std::string element;                     // a pointer's pointee, an array's element type
-  std::uint32_t count = 1;                 // an array's elements
-  std::uint32_t element_size = 0;          // an array's element size (a member's size otherwise)
-  number_kind number = number_kind::none;  // of a number, or of an array's elements
-  std::uint32_t first_bit = 0;             // bit-fields: from the start of the object
-  std::uint32_t bit_count = 0;
-};
-
-// Parses a member list; throws qs::schema_error naming `type` when a line is
-// not one schema-gen writes.
-std::vector<member_info> parse_members(const std::string& members, const std::string& type);
-
-// Whether the type named `base` is a base class of the type whose member
-// list is `derived_members` (its members inherited from `base` are there).
-bool lists_base(const std::string& base, const std::string& derived_members);
+// Whether the type named `base` is a base class of the type whose members
+// are `derived` (its members inherited from `base` are there).
+bool lists_base(const std::string& base, const std::vector<member_info>& derived);
 
 struct type_change {
   std::string name;
