@@ -92,8 +92,8 @@ stored_member decode_member(std::string_view line) {
 
 std::string member_line(const stored_member& m) {
   if (m.kind == member_kind::bits)
-    return std::to_string(m.first_bit / 8) + "." + std::to_string(m.first_bit % 8) + " " +
-           std::to_string(m.bit_count) + "b " + m.path + " " + m.type;
+    return std::to_string(m.first_bit / 8) + "." + std::to_string(m.first_bit % 8) + " " + std::to_string(m.bit_count) +
+           "b " + m.path + " " + m.type;
   return std::to_string(m.offset) + " " + std::to_string(m.size) + " " + m.path + " " + m.type;
 }
 

@@ -93,8 +93,16 @@ std::vector<member_info> members_of(const type_descriptor& d) {
   out.reserve(d.member_count);
   for (std::uint32_t i = 0; i < d.member_count; ++i) {
     const member_record& r = d.members[i];
-    stored_member s{r.kind,         r.number,        r.offset,    r.size,    r.count,
-                    r.element_size, r.first_bit,     r.bit_count, r.path,    r.type,
+    stored_member s{r.kind,
+                    r.number,
+                    r.offset,
+                    r.size,
+                    r.count,
+                    r.element_size,
+                    r.first_bit,
+                    r.bit_count,
+                    r.path,
+                    r.type,
                     r.element ? r.element : ""};
     out.push_back(from_stored(s));
   }
@@ -175,7 +183,6 @@ std::vector<member_info> parse_members(const std::string& members, const std::st
   }
   return out;
 }
-
 
 std::vector<member_info> convert_text_members(const std::string& members, const std::string& type) {
   try {
