@@ -132,9 +132,7 @@ std::optional<transaction_failure> optimistic_transaction::begin(const std::vect
     commit_id_ = c_.outcomes->claim(snap_);
   } catch (const conflict& e) {
     abort();
-    c_.counters->add(c_.counters->conflicts);
-    if (c_.log_conflicts) log_line(session_, std::string("conflict: reserving pages: ") + e.what());
-    return transaction_failure{wire::error_code::conflict, std::string("reserving pages: ") + e.what()};
+    return conflict_answer(std::string("reserving pages: ") + e.what());
   } catch (...) {
     abort();
     throw;

@@ -217,7 +217,8 @@ class optimistic_transaction {
   // (page and frame counters, page size, format, base) once the database
   // exists, one created with a value out of range, or an unknown key.
   void check_meta(const wire::meta_op& op, bool database_exists);
-  // A refused commit, counted and logged, as its client is answered.
+  // A conflict that refuses a begin or a commit, counted and logged, as its
+  // client is answered.
   transaction_failure conflict_answer(const std::string& text);
   void abort_writer() noexcept;
   // Aborts txn, when open, and empties it; a failure is logged.
