@@ -58,6 +58,11 @@ TEST_CASE("an error a fault raises fails the transaction: caught, commit raises 
     CHECK_THROWS_AS(new (db) Pair{}, qs::corrupt_page);
     CHECK_THROWS_WITH(tx.commit(), Catch::Contains("page 3") && Catch::Contains("checksum"));
   }
+  {
+    // Raised in the fault handler, the error names its database too.
+    qs::transaction tx(db);
+    CHECK_THROWS_WITH(walk(db), Catch::StartsWith("database " + db.path() + ": ") && Catch::Contains("page 3"));
+  }
   qs::transaction tx(db);
   CHECK(db.root<std::uint64_t>("n") == 1);
 }

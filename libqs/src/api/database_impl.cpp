@@ -146,21 +146,19 @@ void database_impl::on_fault(void* address, bool write) {
   if (lock_scope::held())
     invalid_persistent_pointer(address, "the qs runtime touched a protected frame while holding its lock");
   auto t0 = std::chrono::steady_clock::now();
-  lock_scope g(*this);
-  try {
-    serve_fault(address, write);
-  } catch (error& e) {
-    e.name_database(name());
-    // Whatever catches the error, the transaction can only abort now
-    // (qs/error.hpp: errors raised in faults).
-    // (A thread outside the transaction is refused without failing it.)
-    tx_.fail_from_fault(std::current_exception());
-    throw;
-  } catch (...) {
-    tx_.fail_from_fault(std::current_exception());
-    throw;
-  }
-  rt_.stats.fault_ns += ns_since(t0);
+  named([&] {
+    lock_scope g(*this);
+    try {
+      serve_fault(address, write);
+    } catch (...) {
+      // Whatever catches the error, the transaction can only abort now
+      // (qs/error.hpp: errors raised in faults).
+      // (A thread outside the transaction is refused without failing it.)
+      tx_.fail_from_fault(std::current_exception());
+      throw;
+    }
+    rt_.stats.fault_ns += ns_since(t0);
+  });
 }
 
 void database_impl::serve_fault(void* address, bool write) {
