@@ -106,6 +106,12 @@ TEST_CASE("a schema record of the older text form is converted as it is read; an
     CHECK_THROWS_WITH(qs::database::open(dir.path(), small_options()),
                       Catch::Contains("schema mismatch") && Catch::Contains("stored '8 8 key long'"));
   }
+  SECTION("a member record that is not one: refused, naming the type and the record") {
+    put_stored_record(dir.path(), "t:qs_test::Pair",
+                      "qs-type 2\nindex 16\nsize 24\nalign 8\npointers 0 16\nvptrs \nmembers 1\n"
+                      "pointer none 0 4 1 4 0 0\tleft\tqs_test::Pair*\tqs_test::Pair");
+    refused(dir.path(), "the schema record of type qs_test::Pair is damaged: a member record 'pointer none 0 4");
+  }
   SECTION("a form this qs does not know: refused, naming it and the forms it reads") {
     put_stored_record(dir.path(), "t:qs_test::Pair", "qs-type 9\nindex 16\nsize 24\nalign 8\n");
     refused(dir.path(), "format 'qs-type 9'; this qs reads format 'qs-type 2' (and converts format 'qs-type 1'");
