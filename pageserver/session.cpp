@@ -188,6 +188,50 @@ wire::response session::on(const wire::read_page_request& m) {
                              std::string_view(reinterpret_cast<const char*>(scratch_.data()), n), mapping_};
 }
 
+wire::response session::on(const wire::read_pages_request& m) {
+  // Each record is read as read_page reads it; the answer ends where the
+  // budget does (the client reads what is left out when it needs it).
+  struct placed {
+    std::uint64_t page;
+    std::size_t at;
+    std::uint32_t record, mapping;
+  };
+  std::vector<placed> found;
+  batch_.clear();
+  scratch_.resize(wire::max_record);
+  for (std::uint64_t page : m.pages) {
+    if (batch_.size() >= wire::batch_bytes) break;
+    if (std::any_of(found.begin(), found.end(), [&](const placed& p) { return p.page == page; })) continue;
+    DbTxn* rt = reader(page);
+    std::uint32_t n = env_.read_record(rt, page, scratch_.data(), wire::max_record, 0);
+    if (n == 0) continue;
+    detail::record_header h{};
+    if (n >= sizeof h) std::memcpy(&h, scratch_.data(), sizeof h);
+    std::optional<std::string> mo;
+    if (n >= sizeof h && h.mapping_entries) mo = env_.read_mapping(rt, page);
+    const std::uint32_t mn = mo ? static_cast<std::uint32_t>(mo->size()) : 0;
+    // Counted twice: gathered here, encoded. What the server's buffer
+    // budget cannot hold now is left out, not refused: a prefetch is a guess.
+    if (c_.charge) {
+      try {
+        c_.charge(2 * (std::size_t{n} + mn + 24));
+      } catch (const store_error&) {
+        break;
+      }
+    }
+    found.push_back({page, batch_.size(), n, mn});
+    batch_.append(reinterpret_cast<const char*>(scratch_.data()), n);
+    if (mo) batch_.append(*mo);
+  }
+  wire::records_response resp;
+  resp.records.reserve(found.size());
+  for (const placed& p : found) {
+    std::string_view at(batch_.data() + p.at, std::size_t{p.record} + p.mapping);
+    resp.records.push_back({p.page, at.substr(0, p.record), at.substr(p.record)});
+  }
+  return resp;
+}
+
 wire::response session::on(const wire::get_request& m) {
   DbTxn* t = reader();
   auto v = env_.get(t, m.key);

@@ -80,6 +80,7 @@ class session {
   wire::response on(const wire::write_request& m);
   wire::response on(const wire::commit_request& m);
   wire::response on(const wire::read_page_request& m);
+  wire::response on(const wire::read_pages_request& m);
   wire::response on(const wire::get_request& m);
   wire::response on(const wire::scan_request& m);
   wire::response on(const wire::allocate_request& m);
@@ -107,6 +108,7 @@ class session {
   optimistic_transaction txn_;
   std::vector<std::byte> scratch_;
   std::string mapping_;     // the mapping object sent with the last page
+  std::string batch_;       // the records and mapping objects of a read_pages answer
   std::string text_;        // backs byte strings of the response (value, pong)
   std::string error_text_;  // backs an error response's text
   std::vector<std::pair<std::string, std::string>> entries_;

@@ -75,6 +75,8 @@ int main(int argc, char** argv) {
     save(dir, "commit_patch", (stream() << request(hello) << request(begin_request{}) << request(c)).bytes);
   }
   save(dir, "read_page", (stream() << request(read_page_request{3, {}}) << request(read_page_request{3, 5})).bytes);
+  save(dir, "read_pages",
+       (stream() << request(read_pages_request{{3}}) << request(read_pages_request{{4, 9, 5}})).bytes);
   save(dir, "get_scan", (stream() << request(get_request{"page_size"}) << request(scan_request{"t:"})).bytes);
   save(dir, "allocate", (stream() << request(allocate_request{4})).bytes);
   save(dir, "index",
@@ -100,7 +102,8 @@ int main(int argc, char** argv) {
                    << response(index_response{1}) << response(position_response{4096}) << response(flag_response{true})
                    << response(pong_response{"pp"}) << response(begun_response{{1, 2}})
                    << response(verdict_response{commit_outcome::committed})
-                   << response(verdict_response{commit_outcome::pending}))
+                   << response(verdict_response{commit_outcome::pending})
+                   << response(records_response{{{3, record, mapping}, {9, record, {}}}}))
              .bytes);
   }
   save(dir, "oversized", std::string("\xf0\xff\xff\xff\x78", 5));

@@ -129,6 +129,7 @@ void check_same(const page_version& a, const page_version& b) {
   CHECK(a.page == b.page);
   CHECK(a.version == b.version);
 }
+void check_same(const page_record& a, const page_record& b);
 void check_same(const entry& a, const entry& b) {
   CHECK(a.first == b.first);
   CHECK(a.second == b.second);
@@ -206,6 +207,13 @@ void check_same(const outcome_request& a, const outcome_request& b) {
   CHECK(a.id.nonce == b.id.nonce);
 }
 
+void check_same(const read_pages_request& a, const read_pages_request& b) { check_same_list(a.pages, b.pages); }
+void check_same(const page_record& a, const page_record& b) {
+  CHECK(a.page == b.page);
+  CHECK(a.record == b.record);
+  CHECK(a.mapping == b.mapping);
+}
+void check_same(const records_response& a, const records_response& b) { check_same_list(a.records, b.records); }
 void check_same(const ok_response&, const ok_response&) {}
 void check_same(const error_response& a, const error_response& b) {
   CHECK(a.code == b.code);
@@ -302,6 +310,8 @@ struct sample {
   }
   index_scan_request index_scan() const { return {3, "a", "z\xff", entry{"key", "v"}, 10}; }
   page_response page() const { return {page_status::record, record, mapping}; }
+  // Two records, one with a mapping object and one without.
+  records_response records() const { return {{{3, record, mapping}, {0xfedcba9876543210u, record, {}}}}; }
 };
 
 // The tags of a direction's messages.
@@ -414,6 +424,8 @@ TEST_CASE("wire: every request round-trips through encode and parse_request", "[
       ping_request{"ping", max_record},
       ping_request{"", 0},
       outcome_request{{0x1800000000000000u, 0x0123456789abcdefu}},
+      read_pages_request{{7}},
+      read_pages_request{{1, 0xffffffffffffffffu, 5}},
   };
   const std::set<msg> seen = check_round_trips(requests);
   CHECK(seen.size() == std::variant_size_v<request>);
@@ -454,6 +466,8 @@ TEST_CASE("wire: every response round-trips through encode and parse_response", 
       verdict_response{commit_outcome::aborted},
       verdict_response{commit_outcome::pending},
       verdict_response{commit_outcome::expired},
+      s.records(),
+      records_response{},
   };
   const std::set<msg> seen = check_round_trips(responses);
   CHECK(seen.size() == std::variant_size_v<response>);
@@ -466,6 +480,8 @@ TEST_CASE("wire: every strict prefix of a body is refused, naming the message an
   check_every_prefix_refused(s.index_scan());
   check_every_prefix_refused(begin_request{{1, 2}, {3}});
   check_every_prefix_refused(s.page());
+  check_every_prefix_refused(s.records());
+  check_every_prefix_refused(read_pages_request{{4, 5}});
   check_every_prefix_refused(entries_response{true, {{"k1", "v1"}, {"", "v2"}}});
 
   // The field named is the one being read when the bytes ran out.
@@ -683,6 +699,19 @@ TEST_CASE("wire: lengths, counts and values beyond their limits are refused, nam
     check_refused<request>(reads, "commit", "reads", "a count of 2 elements with 31 bytes left in the message");
   }
 
+  SECTION("read_pages asks for 1 to max_batch pages, and is answered with no more") {
+    check_refused(read_pages_request{}, "pages", "read_pages asks for 1 to max_batch pages");
+    read_pages_request r;
+    r.pages.assign(max_batch + 1, 9);
+    check_refused(r, "pages", "read_pages asks for 1 to max_batch pages");
+    r.pages.pop_back();
+    CHECK_FALSE(refusal<request>(body_of_message(r)).has_value());
+    const std::string record(8, 'r');
+    records_response many;
+    many.records.assign(max_batch + 1, page_record{1, record, {}});
+    check_refused(many, "records", "more records than read_pages asks for");
+  }
+
   SECTION("more pages reserved at begin than a begin may") {
     begin_request b;
     b.reserve.assign(1000, 7);
@@ -800,7 +829,7 @@ TEST_CASE("wire: the encoding is little-endian, length-prefixed, as codec.hpp de
   CHECK(w.finish() == from_ints({15, 0, 0, 0,              // body length
                                  1,                        // hello
                                  0x51, 0x53, 0x57, 0x50,   // "QSWP"
-                                 5, 0, 0, 0,               // version
+                                 6, 0, 0, 0,               // version
                                  2, 0, 0, 0, 'a', 'b'}));  // secret
   CHECK(body_of_message(read_page_request{0x0102030405060708u, 9}) ==
         from_ints({6, 8, 7, 6, 5, 4, 3, 2, 1, 1, 9, 0, 0, 0, 0, 0, 0, 0}));

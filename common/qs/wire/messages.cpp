@@ -78,6 +78,7 @@ const char* name_of(msg m) {
     case msg::log_position: return "log_position";
     case msg::ping: return "ping";
     case msg::outcome: return "outcome";
+    case msg::read_pages: return "read_pages";
     case msg::ok: return "ok";
     case msg::error: return "error";
     case msg::hello_ok: return "hello_ok";
@@ -91,6 +92,7 @@ const char* name_of(msg m) {
     case msg::pong: return "pong";
     case msg::begun: return "begun";
     case msg::verdict: return "verdict";
+    case msg::records: return "records";
   }
   return "unknown";
 }

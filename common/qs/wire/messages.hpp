@@ -2,7 +2,7 @@
 // request and per response, and their parsers and encoders (the one
 // definition both sides compile).
 //
-// Protocol version 5. A connection starts with the client's hello (magic,
+// Protocol version 6. A connection starts with the client's hello (magic,
 // version, and for TCP the shared secret); then the client sends one request
 // at a time and the server answers each with one response:
 //
@@ -25,6 +25,11 @@
 //                                                         aborted | pending | expired
 //   read_page     page, [known version]                -> page: absent | unchanged |
 //                                                         record and mapping object
+//   read_pages    pages (prefetch: up to max_batch)    -> records: those that have
+//                                                         one, in the order asked,
+//                                                         each with its mapping
+//                                                         object; the server may
+//                                                         stop early (its budget)
 //   get           key                                  -> value: [value]
 //   scan          prefix                               -> entries
 //   allocate      n                                    -> pages: first page, first frame
@@ -68,7 +73,7 @@
 namespace qs::wire {
 
 constexpr std::uint32_t magic = 0x50575351;  // "QSWP"
-constexpr std::uint32_t version = 5;
+constexpr std::uint32_t version = 6;
 // The largest message body either side accepts.
 constexpr std::uint32_t max_message = 64u << 20;
 // The largest page record (64 KiB page and a 48-byte header, with room).
@@ -80,6 +85,10 @@ constexpr std::uint32_t max_key = 64u << 10;
 constexpr std::uint32_t max_value = 1u << 20;
 constexpr std::uint32_t max_secret = 1024;
 constexpr std::uint32_t max_index_name = 256;
+// The most pages one read_pages asks for, and the bytes of records its
+// answer holds before the server stops adding to it.
+constexpr std::uint32_t max_batch = 256;
+constexpr std::uint32_t batch_bytes = 4u << 20;
 // The most pages one allocate asks for.
 constexpr std::uint64_t max_allocation = std::uint64_t{1} << 32;
 // A page op's base_version when the commit is not to check it.
@@ -106,6 +115,7 @@ enum class msg : std::uint8_t {
   log_position,
   ping,
   outcome,
+  read_pages,
   // responses
   ok = 64,
   error,
@@ -120,6 +130,7 @@ enum class msg : std::uint8_t {
   pong,
   begun,
   verdict,
+  records,
 };
 const char* name_of(msg m);
 
@@ -316,6 +327,19 @@ struct read_page_request {
   }
 };
 
+// Prefetch: the records of several pages in one round trip, read as
+// read_page reads them (the open transaction's snapshot, and what it sent
+// ahead). Distinct pages, at most max_batch.
+struct read_pages_request {
+  static constexpr msg tag = msg::read_pages;
+  std::vector<std::uint64_t> pages;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.list("pages", m.pages, 8, [&](auto& p) { w.u64("page", p); });
+    w.check(!m.pages.empty() && m.pages.size() <= max_batch, "pages", "read_pages asks for 1 to max_batch pages");
+  }
+};
+
 struct get_request {
   static constexpr msg tag = msg::get;
   std::string_view key;
@@ -433,10 +457,10 @@ struct outcome_request {
   }
 };
 
-using request =
-    std::variant<hello_request, begin_request, write_request, commit_request, abort_request, read_page_request,
-                 get_request, scan_request, allocate_request, open_index_request, index_insert_request,
-                 index_erase_request, index_scan_request, log_position_request, ping_request, outcome_request>;
+using request = std::variant<hello_request, begin_request, write_request, commit_request, abort_request,
+                             read_page_request, get_request, scan_request, allocate_request, open_index_request,
+                             index_insert_request, index_erase_request, index_scan_request, log_position_request,
+                             ping_request, outcome_request, read_pages_request>;
 
 // --- responses ---
 
@@ -582,9 +606,31 @@ struct verdict_response {
   }
 };
 
+// The answer to read_pages: a record for some of the pages asked, in the
+// order they were asked, each once; a page left out has no record, or did
+// not fit in the answer (the client reads it when it needs it).
+struct page_record {
+  std::uint64_t page = 0;
+  std::string_view record;   // header and image
+  std::string_view mapping;  // empty when the page has none
+};
+struct records_response {
+  static constexpr msg tag = msg::records;
+  std::vector<page_record> records;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.list("records", m.records, 16, [&](auto& r) {
+      w.u64("page", r.page);
+      w.bytes("record", r.record, max_record, 1);
+      w.bytes("mapping", r.mapping, max_mapping);
+    });
+    w.check(m.records.size() <= max_batch, "records", "more records than read_pages asks for");
+  }
+};
+
 using response = std::variant<ok_response, error_response, hello_ok_response, page_response, value_response,
                               entries_response, pages_response, index_response, position_response, flag_response,
-                              pong_response, begun_response, verdict_response>;
+                              pong_response, begun_response, verdict_response, records_response>;
 
 // Parsing throws malformed_message (a protocol_error) for any body that is
 // not exactly one well-formed message of the direction's types.
