@@ -40,8 +40,15 @@
 //                                               read counters MINE and OTHER, say so (file
 //                                               DIR/MINE), wait for DIR/OTHER, take 100
 //                                               from MINE if the two hold 100 or more,
+//                                               print how many prefetched pages it used,
 //                                               commit: exit 0, or 3 on qs::conflict (one
 //                                               attempt, printed)
+//   qs_ps_worker URL blind MINE DIR             read counter MINE (prefetch reads the
+//                                               pages of the counters after it), print
+//                                               the prefetch statistics, create
+//                                               DIR/read, wait for DIR/go, add 1 to
+//                                               MINE, commit (serializable): exit 0, or
+//                                               3 on qs::conflict (one attempt, printed)
 //   qs_ps_worker URL show N                     print counter N's value
 //   qs_ps_worker URL hammer N MS                add 1 to counter N in db.run transactions,
 //                                               one after another, for MS milliseconds
@@ -222,6 +229,31 @@ int skew(qs::database& db, int mine, int other, const std::string& dir) {
       return 1;
     }
     if (x + y >= 100) t->c[mine]->value -= 100;  // keeps x + y >= 0, alone
+    std::printf("used=%llu\n", static_cast<unsigned long long>(db.stats().prefetched_used));
+    tx.commit();
+    std::printf("committed\n");
+    return 0;
+  } catch (const qs::conflict& e) {
+    std::printf("conflict: %s\n", e.what());
+    return 3;
+  }
+}
+
+int blind(qs::database& db, int mine, const std::string& dir) {
+  try {
+    qs::transaction tx(db);
+    Table* t = table(db);
+    std::int64_t x = t->c[mine]->value;
+    const qs::statistics s = db.stats();
+    std::printf("prefetched=%llu used=%llu\n", static_cast<unsigned long long>(s.pages_prefetched),
+                static_cast<unsigned long long>(s.prefetched_used));
+    std::fflush(stdout);
+    touch_file(dir + "/read");
+    if (!wait_for_file(dir + "/go", 20000)) {
+      std::fprintf(stderr, "never told to go on\n");
+      return 1;
+    }
+    t->c[mine]->value = x + 1;
     tx.commit();
     std::printf("committed\n");
     return 0;
@@ -446,6 +478,7 @@ int main(int argc, char** argv) {
     if (mode == "index-restart") return index_restart(db, arg(3), arg(4));
     if (mode == "index-keys") return index_keys(db, arg(3));
     if (mode == "skew") return skew(db, std::stoi(arg(3)), std::stoi(arg(4)), arg(5));
+    if (mode == "blind") return blind(db, std::stoi(arg(3)), arg(4));
     if (mode == "show") return show(db, std::stoi(arg(3)));
     if (mode == "hammer") return hammer(db, std::stoi(arg(3)), std::stoi(arg(4)));
     if (mode == "slow") return slow(db, std::stoi(arg(3)), std::stoi(arg(4)), std::stoi(arg(5)));

@@ -49,6 +49,21 @@ enum class relocation {
   one_time,   // also written back at commit, so that later runs need nothing
 };
 
+// Which pages prefetch reads ahead when a fault reads a page
+// (options::prefetch_pages says how many).
+enum class prefetch_order {
+  // The pages after it in page order (before it, when the program goes
+  // down), when the program goes through neighbouring pages: objects
+  // allocated together share neighbouring pages.
+  page_order,
+  // The pages its pointers lead to, from the object the program touched
+  // on, in one store call (one round trip to a page server). Hardware
+  // mode: software mode's pages hold references, and read nothing here.
+  pointers,
+  // Pointers first, then page order with the room left.
+  both,
+};
+
 // What a page server's commit checks, besides atomicity (the embedded store
 // has one client at a time: there, every transaction is serializable).
 // Either way a transaction reads one consistent snapshot of the database
@@ -80,13 +95,15 @@ struct options {
   // also bounded by vm.max_map_count, 30,717 pages under Linux's default.)
   std::uint32_t pool_pages = 0;
   std::uint64_t pool_bytes = 0;
-  // Prefetch: when a fault reads a page, the next this many pages in page
-  // order that are not resident are read in the same pass over the store
-  // and mapped readable, using free pool slots only (objects allocated
-  // together live on neighbouring pages). Embedded databases; 0 turns it
-  // off. The environment variable QS_PREFETCH, when set, overrides it (the
-  // tests run with it on and off).
+  // Prefetch: when a fault reads a page, up to this many pages that are
+  // not resident are read ahead (prefetch_order says which) and mapped
+  // readable, using free pool slots only: a guess never evicts a page. 0
+  // turns it off. Through a page server, the pages come in one round trip.
+  // The environment variables QS_PREFETCH (a number of pages) and
+  // QS_PREFETCH_ORDER (page_order, pointers or both), when set, override
+  // them (the tests run with each).
   std::uint32_t prefetch_pages = 32;
+  prefetch_order prefetch_along = prefetch_order::both;
   // Durable commits (the log is flushed to disk before commit returns). A
   // non-durable commit is atomic but may be lost in an operating-system crash.
   bool durable = true;
@@ -139,6 +156,9 @@ struct statistics {
   std::uint64_t pages_fetched = 0;  // page records read from the store
   // Of those, read ahead of use (options::prefetch_pages), never faulted on.
   std::uint64_t pages_prefetched = 0;
+  // Of those, touched by the program (the others left the pool unused, or
+  // are still waiting).
+  std::uint64_t prefetched_used = 0;
   std::uint64_t pages_written = 0;  // page records written (diffs or whole)
   std::uint64_t evictions = 0;
   std::uint64_t dirty_evictions = 0;

@@ -40,6 +40,16 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
       throw invalid_argument(std::string("QS_PREFETCH must be a number of pages from 0 to 4096, not '") + p + "'");
     opts.prefetch_pages = static_cast<std::uint32_t>(v);
   }
+  if (const char* p = std::getenv("QS_PREFETCH_ORDER"); p && *p) {
+    const std::string v = p;
+    if (v == "page_order") opts.prefetch_along = prefetch_order::page_order;
+    else if (v == "pointers") opts.prefetch_along = prefetch_order::pointers;
+    else if (v == "both") opts.prefetch_along = prefetch_order::both;
+    else throw invalid_argument("QS_PREFETCH_ORDER must be page_order, pointers or both, not '" + v + "'");
+  }
+  if (opts.prefetch_along != prefetch_order::page_order && opts.prefetch_along != prefetch_order::pointers &&
+      opts.prefetch_along != prefetch_order::both)
+    throw invalid_argument("database " + path + ": prefetch_along is not a qs::prefetch_order");
   if (opts.page_size < 4096 || opts.page_size > 65536 || (opts.page_size & (opts.page_size - 1)))
     throw invalid_argument("database " + path + ": page size " + std::to_string(opts.page_size) +
                            " is not a power of two from 4096 to 65536");

@@ -164,7 +164,9 @@ void database_impl::on_fault(void* address, bool write) {
 void database_impl::serve_fault(void* address, bool write) {
   rt_.access.check_fault(address);
   page_desc* d = rt_.table.by_frame(rt_.access.frames().frame_of(address));
-  if (d && (d->state() == page_state::writable || (d->state() == page_state::readable && !write))) return;
+  if (d && d->prefetched_by == prefetch_source::none &&
+      (d->state() == page_state::writable || (d->state() == page_state::readable && !write)))
+    return;
   if (!d) invalid_persistent_pointer(address, ("no page of database " + name() + " is at this address").c_str());
   if (!tx_.open() || !tx_.in_this_transaction()) {
     char at[32];
@@ -176,9 +178,10 @@ void database_impl::serve_fault(void* address, bool write) {
   // A failed transaction's faults are still served (from its snapshot):
   // the failure is raised where an exception is safe, by the next explicit
   // call and by commit, never from a fault.
-  if (d->state() == page_state::absent || d->state() == page_state::stale) {
-    ++rt_.stats.read_faults;
-    rt_.pages.make_current(d);
+  if (pager::needs_current(d)) {
+    if (d->prefetched_by == prefetch_source::none) ++rt_.stats.read_faults;
+    rt_.pages.make_current(
+        d, static_cast<std::uint32_t>(static_cast<std::byte*>(address) - rt_.access.frames().frame_address(d->frame)));
   }
   if (write && d->state() != page_state::writable) {
     ++rt_.stats.write_faults;

@@ -56,6 +56,8 @@ namespace qs::detail {
 enum class page_state : std::uint8_t { absent, readable, stale, writable };
 enum class page_origin : std::uint8_t { stored, unbuilt, built };
 enum class undo_kind : std::uint8_t { none, objects, page };
+// Which prefetch read a page ahead of use (pager.hpp).
+enum class prefetch_source : std::uint8_t { none, page_order, pointers };
 
 // Software mode: the before-image of one object written in the open
 // transaction (its payload offset and size in the page, and where its bytes
@@ -92,6 +94,10 @@ class page_desc {
 
   // The replacement policy's reference bit (set on every use).
   bool referenced = false;
+  // The pager's: the page was read ahead by prefetch and not touched since
+  // (none otherwise). Its frame stays hidden until the first touch, which
+  // counts it used; a page that leaves unused counts against its source.
+  prefetch_source prefetched_by = prefetch_source::none;
   // The replacement policy passed the page over once for being dirty.
   bool spared = false;
   // The pager's number of the transaction that last evicted the page (0:

@@ -62,6 +62,7 @@ void pager::free_slot(std::uint32_t slot, std::uint64_t frame) {
 }
 
 void pager::release_slot(page_desc* d) {
+  left_unused(d);
   free_slot(d->slot(), d->frame);
   // The mapping object comes again with the record; until then the page
   // keeps only its frame, so that what stays behind does not grow with
@@ -109,16 +110,91 @@ void pager::page_in(page_desc* d) {
   show(d, false);
 }
 
-void pager::make_current(page_desc* d) {
+void pager::make_current(page_desc* d, std::uint32_t touched) {
   if (d->state() == page_state::absent) {
     page_in(d);
-    if (prefetch_ && d->origin() == page_origin::stored) prefetch_after(d);
+    if (!prefetch_ || d->origin() != page_origin::stored) return;
+    auto t0 = std::chrono::steady_clock::now();
+    // Guesses take free slots only: read no more than there are.
+    std::uint32_t room = std::min(prefetch_, pool_.free_slots());
+    if (order_ != prefetch_order::page_order)
+      room -= prefetch_targets(d, touched, window_of(prefetch_source::pointers, room));
+    if (order_ != prefetch_order::pointers) prefetch_after(d, window_of(prefetch_source::page_order, room));
+    stats_.prefetch_ns += ns_since(t0);
   } else if (d->state() == page_state::stale) {
     revalidate(d);
+  } else if (d->prefetched_by != prefetch_source::none) {
+    first_use(d);
   }
 }
 
-void pager::prefetch_after(const page_desc* d) {
+void pager::first_use(page_desc* d) {
+  count_outcome(d->prefetched_by, true);
+  d->prefetched_by = prefetch_source::none;
+  ++stats_.prefetched_used;
+  // Read by the transaction now: a shared store checks it at the commit.
+  store_.note_read(d->page, d->hdr.version);
+  show(d, false);
+}
+
+void pager::left_unused(page_desc* d) {
+  if (d->prefetched_by == prefetch_source::none) return;
+  count_outcome(d->prefetched_by, false);
+  d->prefetched_by = prefetch_source::none;
+}
+
+void pager::count_outcome(prefetch_source s, bool used) {
+  prefetch_gauge& g = gauge(s);
+  ++(used ? g.used : g.wasted);
+  const std::uint32_t n = g.used + g.wasted;
+  if (n < 32) return;
+  if (2 * g.used < n) g.window /= 2;
+  else if (4 * g.used >= 3 * n) g.window = std::min(prefetch_, std::max(1u, 2 * g.window));
+  g.used = g.wasted = 0;
+}
+
+std::uint32_t pager::window_of(prefetch_source s, std::uint32_t room) {
+  prefetch_gauge& g = gauge(s);
+  if (g.window) return std::min(g.window, room);
+  // Shut: one page every 16th fault, so that what it brings can show that
+  // guessing pays again.
+  if (++g.since_probe < 16) return 0;
+  g.since_probe = 0;
+  return std::min(1u, room);
+}
+
+std::uint32_t pager::prefetch_targets(const page_desc* d, std::uint32_t touched, std::uint32_t room) {
+  if (room == 0 || d->hdr.mapping_entries == 0) return 0;
+  // The pages d's pointers lead to (now, after relocation), in pointer
+  // order from the touched offset on, then from the page's start: the
+  // object the program reached leads to what it reaches next.
+  const frame_space& fs = access_.frames();
+  const std::byte* img = image(d);
+  targets_.clear();
+  std::vector<std::uint64_t> before;  // the pages of pointers before `touched`
+  words_.for_each(d, img, [&](std::uint32_t off, bool is_vptr, const type_layout&, std::uint32_t) {
+    if (is_vptr || targets_.size() >= room) return;
+    std::uint64_t v;
+    std::memcpy(&v, img + off, sizeof v);
+    const auto* p = reinterpret_cast<const std::byte*>(v);
+    if (!fs.contains(p)) return;
+    const page_desc* t = table_.by_frame(fs.frame_of(p));
+    if (!t || t->state() != page_state::absent || t->origin() != page_origin::stored) return;
+    auto& into = off >= touched ? targets_ : before;
+    if (std::find(targets_.begin(), targets_.end(), t->page) != targets_.end() ||
+        std::find(before.begin(), before.end(), t->page) != before.end())
+      return;
+    into.push_back(t->page);
+  });
+  for (std::size_t i = 0; i < before.size() && targets_.size() < room; ++i) targets_.push_back(before[i]);
+  if (targets_.empty()) return 0;
+  const auto n = static_cast<std::uint32_t>(targets_.size());
+  stage_and_take(n, false, prefetch_source::pointers,
+                 [&](const auto& want, const auto& got) { return store_.read_pages(targets_, want, got); });
+  return n;
+}
+
+void pager::prefetch_after(const page_desc* d, std::uint32_t room) {
   // The way the program goes: a list built by prepending is read from its
   // last page down.
   const bool down = d->page < last_read_;
@@ -131,45 +207,52 @@ void pager::prefetch_after(const page_desc* d) {
   const bool sequential =
       gap <= 2 * std::uint64_t{prefetch_} || (before && before->resident()) || (after && after->resident());
   last_read_ = d->page;
-  // Guesses take free slots only: read no more than there are.
-  const std::uint32_t window = std::min(prefetch_, pool_.free_slots());
+  const std::uint32_t window = room;
   if (!sequential || window == 0 || (down && d->page == 0)) return;
   const std::uint64_t first = down ? (d->page > window ? d->page - window : 0) : d->page + 1;
   const std::uint64_t last = down ? d->page - 1 : d->page + window;
-  auto t0 = std::chrono::steady_clock::now();
-  if (staging_.empty()) staging_.resize(std::size_t{prefetch_} * page_size_);
+  // Records are taken in the program's direction: a page that has no frame
+  // yet often gets one from the page taken in before it (the next node of a
+  // list).
+  stage_and_take(window, down, prefetch_source::page_order,
+                 [&](const auto& want, const auto& got) { return store_.read_range(first, last, want, got); });
+}
+
+template <class Read>
+void pager::stage_and_take(std::uint32_t room, bool down, prefetch_source source, Read read) {
+  if (staging_.size() < std::size_t{prefetch_} * page_size_) staging_.resize(std::size_t{prefetch_} * page_size_);
   staged_.clear();
-  // Records are staged, then taken in the program's direction: a page that
-  // has no frame yet often gets one from the page taken in before it (the
-  // next node of a list).
+  std::size_t delivered = 0;  // got() comes in the order want() asked
   auto want = [&](std::uint64_t page) -> std::byte* {
     const page_desc* p = table_.by_page(page);
     if (p && (p->state() != page_state::absent || p->origin() != page_origin::stored)) return nullptr;
-    if (staged_.size() == prefetch_) return nullptr;
+    if (staged_.size() == room) return nullptr;
     staged_.push_back({page, {}, {}});
     return staging_.data() + (staged_.size() - 1) * page_size_;
   };
   auto got = [&](std::uint64_t page, const record_header& h, std::string mapping) {
-    if (staged_.empty() || staged_.back().page != page) return;
-    staged_.back().h = h;
-    staged_.back().mapping = std::move(mapping);
-    staged_.back().complete = true;
+    while (delivered < staged_.size() && staged_[delivered].page != page) ++delivered;
+    if (delivered == staged_.size()) return;
+    staged_page& s = staged_[delivered++];
+    s.h = h;
+    s.mapping = std::move(mapping);
+    s.complete = true;
   };
   try {
-    store_.read_range(first, last, want, got);
+    read(std::function<std::byte*(std::uint64_t)>(want),
+         std::function<void(std::uint64_t, const record_header&, std::string)>(got));
   } catch (const error&) {
     // A guess that failed: the pages are read, and their errors said, when
     // the program touches them.
   }
   for (std::size_t k = 0; k < staged_.size(); ++k) {
     std::size_t i = down ? staged_.size() - 1 - k : k;
-    if (staged_[i].complete && !take_in(staged_[i], staging_.data() + i * page_size_)) break;
+    if (staged_[i].complete && !take_in(staged_[i], staging_.data() + i * page_size_, source)) break;
   }
   staged_.clear();
-  stats_.prefetch_ns += ns_since(t0);
 }
 
-bool pager::take_in(staged_page& s, const std::byte* img) {
+bool pager::take_in(staged_page& s, const std::byte* img, prefetch_source source) {
   page_desc* p = table_.by_page(s.page);
   if (!p || p->state() != page_state::absent || p->origin() != page_origin::stored) return true;
   std::uint32_t slot;
@@ -185,7 +268,7 @@ bool pager::take_in(staged_page& s, const std::byte* img) {
   ++stats_.pages_prefetched;
   count_refetch(p);
   p->loaded(slot);
-  show(p, false);
+  p->prefetched_by = source;  // shown at its first touch
   return true;
 }
 
@@ -255,6 +338,7 @@ void pager::fix_vptrs(page_desc* d, std::byte* img) {
 }
 
 void pager::make_writable(page_desc* d) {
+  if (d->prefetched_by != prefetch_source::none) first_use(d);
   bool was_writable = d->state() == page_state::writable;  // software mode: objects saved
   std::memcpy(before_image(d), image(d), page_size_);
   log_.put_back_saved(d, before_image(d));
@@ -268,6 +352,7 @@ void pager::make_writable(page_desc* d) {
 }
 
 void pager::make_writable_by_objects(page_desc* d) {
+  if (d->prefetched_by != prefetch_source::none) first_use(d);
   d->made_writable(d->whole_page_logged() ? undo_kind::none : undo_kind::objects);
   log_.add_written(d);
 }
@@ -418,7 +503,10 @@ void pager::drop(page_desc* d) {
 void pager::mark_all_stale() {
   bool any = false;
   pool_.for_each_page([&](page_desc* d) {
-    if (d->state() == page_state::readable) d->made_stale();
+    if (d->state() == page_state::readable) {
+      left_unused(d);
+      d->made_stale();
+    }
     any = true;
   });
   if (any) access_.hide_all();

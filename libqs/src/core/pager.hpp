@@ -54,16 +54,44 @@ class pager {
   // Brings d in: builds a new page's image, or reads its record.
   void page_in(page_desc* d);
   // Brings d's image up to date for the open transaction: faults it in when
-  // absent (and prefetches the pages after it), revalidates it with the
-  // store when stale.
-  void make_current(page_desc* d);
-  // Prefetch: after a page is read, the next `pages` pages in page order
-  // (the previous ones when the page came before the last one read) that
-  // have frames here and are absent are read in the same store pass
-  // (physical clustering: objects allocated together share neighbouring
-  // pages) and mapped readable, so that touching them costs no fault. Only
-  // free pool slots are used: a guess never evicts a page. 0 turns it off.
-  void set_prefetch(std::uint32_t pages) { prefetch_ = pages; }
+  // absent (and prefetches), revalidates it with the store when stale,
+  // shows it when it was prefetched and this is its first touch.
+  // `touched`: where in the page the program touched it, when known (a
+  // fault's offset), to prefetch along the pointers near it first.
+  void make_current(page_desc* d, std::uint32_t touched = 0);
+  // Whether make_current has work to do for d before the program may read it.
+  static bool needs_current(const page_desc* d) {
+    return d->state() == page_state::absent || d->state() == page_state::stale ||
+           d->prefetched_by != prefetch_source::none;
+  }
+  // Prefetch: after a fault reads a page, up to `pages` more pages that
+  // have frames here and are absent are read ahead, checked and relocated,
+  // their frames left hidden: the first touch of one shows it, with no
+  // store read (a fault, in hardware mode), and counts it used
+  // (statistics::prefetched_used; on a shared store, only then is it read
+  // by the transaction). Only free pool slots are used: a guess never
+  // evicts a page, and an unused one is the first the pool evicts. Each
+  // source's window adapts: it halves while fewer than half of the pages it
+  // brought are used before they leave the pool (evicted, or stale), and
+  // grows back to `pages` while three quarters are; at 0 it reads one page
+  // every 16th fault, to see whether that changed. 0 turns prefetch off.
+  // Which pages (`order`):
+  //  * page_order: the next pages in page order (the previous ones when the
+  //    page came before the last one read), in one store pass, when the
+  //    program goes through neighbouring pages (physical clustering:
+  //    objects allocated together share neighbouring pages);
+  //  * pointers: the pages the read page's pointers lead to, those of the
+  //    pointers at and after the touched offset first (the object the
+  //    program reached, then the ones after it), in one store call
+  //    (read_pages: one round trip to a page server);
+  //  * both: pointers first, then page order with the room left.
+  // Software mode's pages hold references, not pointers: there, pointers
+  // finds nothing and both is page order.
+  void set_prefetch(std::uint32_t pages, prefetch_order order) {
+    prefetch_ = pages;
+    order_ = order;
+    for (auto& g : gauges_) g = {pages, 0, 0, 0};
+  }
   // Takes d's before-image (taking in the objects saved on it so far) and
   // makes it writable.
   void make_writable(page_desc* d);
@@ -110,7 +138,29 @@ class pager {
   // A slot goes back to the pool and the memory of the frame whose image it
   // held to the kernel: the two always go together.
   void free_slot(std::uint32_t slot, std::uint64_t frame);
-  void prefetch_after(const page_desc* d);
+  // A prefetched page's first touch: shown, counted used.
+  void first_use(page_desc* d);
+  // A prefetched page leaves the pool, or goes stale, before its first touch.
+  void left_unused(page_desc* d);
+  // How a prefetch source's guesses fare (set_prefetch): its window, the
+  // outcomes counted toward its next adjustment, and faults since a probe.
+  struct prefetch_gauge {
+    std::uint32_t window;
+    std::uint32_t used, wasted;
+    std::uint32_t since_probe;
+  };
+  prefetch_gauge& gauge(prefetch_source s) { return gauges_[s == prefetch_source::pointers ? 1 : 0]; }
+  void count_outcome(prefetch_source s, bool used);
+  // The pages a source may read ahead at this fault, at most `room`.
+  std::uint32_t window_of(prefetch_source s, std::uint32_t room);
+  // Page order after (or before) d, at most `room` pages.
+  void prefetch_after(const page_desc* d, std::uint32_t room);
+  // Along d's pointers, at most `room` pages; returns how many were asked for.
+  std::uint32_t prefetch_targets(const page_desc* d, std::uint32_t touched, std::uint32_t room);
+  // Stages what `read` brings (it calls want and got, in the order it
+  // asked) and takes the records in (backwards when `down`).
+  template <class Read>
+  void stage_and_take(std::uint32_t room, bool down, prefetch_source source, Read read);
   void release_before_images(std::size_t written);
   struct staged_page {
     std::uint64_t page;
@@ -120,7 +170,7 @@ class pager {
   };
   // Takes a staged record in as its page's image when the page is known and
   // absent; false when no pool slot is free.
-  bool take_in(staged_page& s, const std::byte* img);
+  bool take_in(staged_page& s, const std::byte* img, prefetch_source source);
   // page_access::show, timed.
   void show(page_desc* d, bool writable);
 
@@ -140,9 +190,12 @@ class pager {
   std::uint64_t refetches_now_ = 0;  // in the open transaction
   bool warned_thrashing_ = false;    // once per open
   std::uint32_t prefetch_ = 0;
-  std::uint64_t last_read_ = 0;      // the page prefetch_after last followed
-  std::vector<std::byte> staging_;   // prefetch_ images, read ahead
-  std::vector<staged_page> staged_;  // during prefetch_after
+  prefetch_order order_ = prefetch_order::page_order;
+  std::vector<std::uint64_t> targets_;  // prefetch_targets' pages
+  prefetch_gauge gauges_[2]{};          // page order, pointers
+  std::uint64_t last_read_ = 0;         // the page prefetch_after last followed
+  std::vector<std::byte> staging_;      // prefetch_ images, read ahead
+  std::vector<staged_page> staged_;     // during prefetch_after
   void count_refetch(page_desc* d);
 };
 

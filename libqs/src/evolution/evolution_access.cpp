@@ -47,7 +47,7 @@ page_desc* desc_of_page(runtime& rt, std::uint64_t page) {
 page_desc* current_page(runtime& rt, transaction_engine& tx, std::uint64_t page) {
   tx.require("schema evolution");
   page_desc* d = desc_of_page(rt, page);
-  if (d && (!d->resident() || d->state() == page_state::stale)) rt.pages.make_current(d);
+  if (d && pager::needs_current(d)) rt.pages.make_current(d);
   return d;
 }
 

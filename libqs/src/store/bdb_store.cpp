@@ -200,6 +200,14 @@ bool bdb_store::read_range(
   return true;
 }
 
+bool bdb_store::read_pages(
+    std::span<const std::uint64_t> pages, const std::function<std::byte*(std::uint64_t page)>& want,
+    const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
+  // One bulk call a page, each as small as a record and its mapping object.
+  for (std::uint64_t page : pages) scan_records(page, page, want, got, 16 * 1024);
+  return true;
+}
+
 void bdb_store::put_page(std::uint64_t page, const record_header& h, const std::byte* image,
                          const std::string* mapping) {
   std::memcpy(scratch_.get(), &h, sizeof h);

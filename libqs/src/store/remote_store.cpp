@@ -389,6 +389,63 @@ store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uin
   return page_read::read;
 }
 
+bool remote_store::read_range(
+    std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
+    const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
+  std::vector<std::pair<std::uint64_t, std::byte*>> asked;
+  for (std::uint64_t page = first; page <= last && asked.size() < wire::max_batch; ++page) {
+    if (pages_.count(page)) continue;  // written in this transaction: read from its buffered write
+    if (std::byte* image = want(page)) asked.emplace_back(page, image);
+    if (page == last) break;
+  }
+  if (!asked.empty()) read_batch(asked, got);
+  return true;
+}
+
+bool remote_store::read_pages(
+    std::span<const std::uint64_t> pages, const std::function<std::byte*(std::uint64_t page)>& want,
+    const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
+  std::vector<std::pair<std::uint64_t, std::byte*>> asked;
+  for (std::uint64_t page : pages) {
+    if (asked.size() == wire::max_batch) break;
+    if (pages_.count(page)) continue;
+    if (std::byte* image = want(page)) asked.emplace_back(page, image);
+  }
+  if (!asked.empty()) read_batch(asked, got);
+  return true;
+}
+
+void remote_store::read_batch(
+    const std::vector<std::pair<std::uint64_t, std::byte*>>& pages,
+    const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
+  wire::read_pages_request r;
+  r.pages.reserve(pages.size());
+  for (const auto& p : pages) r.pages.push_back(p.first);
+  const auto& resp = call<wire::records_response>(r);
+  // The records come in the order asked, each once: anything else is the
+  // server's error, and nothing after it is taken.
+  std::size_t next = 0;
+  for (const wire::page_record& rec : resp.records) {
+    while (next < pages.size() && pages[next].first != rec.page) ++next;
+    if (next == pages.size())
+      throw store_error("server " + url_ + ": answered read_pages with page " + std::to_string(rec.page) +
+                        ", which was not asked for, or not in the order asked");
+    std::byte* image = pages[next++].second;
+    record_header h;
+    // A record that is not a whole page is left to the fault that touches
+    // the page, which says what is wrong with it.
+    if (rec.record.size() != sizeof h + page_size_) continue;
+    take_record(rec.page, rec.record, h, image);
+    got(rec.page, h, h.mapping_entries ? std::string(rec.mapping) : std::string());
+  }
+}
+
+void remote_store::note_read(std::uint64_t page, std::uint64_t version) {
+  // Read in this transaction's snapshot (a page prefetched before it began
+  // was made stale at its begin, and revalidated).
+  if (in_txn_) read_versions_.emplace(page, version);
+}
+
 void remote_store::note_mapping(pending_page& p, const std::string* mapping) {
   if (!mapping) return;  // a later write that keeps it keeps an earlier one's
   p.mapping = *mapping;

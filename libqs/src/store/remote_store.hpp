@@ -21,7 +21,9 @@
 // `write` messages. Reads see the buffered writes first.
 //
 // A fault is one round trip: the server sends a page's mapping object with
-// the page. A page written in the transaction is read from the buffered
+// the page. Prefetch (read_range, read_pages) asks for many pages in one
+// round trip (read_pages); a page it brings counts as read by the
+// transaction when the runtime first uses it (note_read). A page written in the transaction is read from the buffered
 // write; when that write kept the stored mapping object, the server sends it.
 //
 // The store is `shared`: the runtime revalidates its cached pages by version
@@ -91,6 +93,13 @@ class remote_store final : public store {
   bool read_page(std::uint64_t page, record_header& h, std::byte* image, std::string& mapping) override;
   page_read read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h, std::byte* image,
                                  std::string& mapping) override;
+  bool read_range(
+      std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
+      const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) override;
+  bool read_pages(
+      std::span<const std::uint64_t> pages, const std::function<std::byte*(std::uint64_t page)>& want,
+      const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) override;
+  void note_read(std::uint64_t page, std::uint64_t version) override;
   void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
                 const std::string* mapping) override;
   void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
@@ -152,6 +161,10 @@ class remote_store final : public store {
                          std::string& mapping);
   void note_mapping(pending_page& p, const std::string* mapping);
   void take_record(std::uint64_t page, std::string_view rec, record_header& h, std::byte* image);
+  // Prefetch: asks for `pages` (each with where its image goes) in one
+  // read_pages round trip, and hands what comes back to `got`.
+  void read_batch(const std::vector<std::pair<std::uint64_t, std::byte*>>& pages,
+                  const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got);
   // The server's number of index `index` (an index of indexes_), asked for
   // on this connection when not known yet.
   std::uint32_t server_index(std::uint32_t index);

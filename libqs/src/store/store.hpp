@@ -93,6 +93,23 @@ class store {
     (void)first, (void)last, (void)want, (void)got;
     return false;
   }
+  // Prefetch of scattered pages: reads the records of `pages` (distinct, in
+  // the order given, the most wanted first), as read_range does, with the
+  // same want and got. A store may read only the first of them (a remote
+  // one, what its server's answer holds); the runtime reads the others when
+  // they are touched. Returns false when the store has no such read.
+  virtual bool read_pages(
+      std::span<const std::uint64_t> pages, const std::function<std::byte*(std::uint64_t page)>& want,
+      const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
+    (void)pages, (void)want, (void)got;
+    return false;
+  }
+  // The runtime used a page that prefetch read in the open transaction
+  // (read_range, read_pages), whose record had `version`: a shared store
+  // counts it read by the transaction from now on (it does not before: a
+  // page read ahead and never used is not part of what the transaction
+  // read).
+  virtual void note_read(std::uint64_t page, std::uint64_t version) { (void)page, (void)version; }
   // Hands out n new pages on n contiguous frames: returns the first page and
   // the first frame. Inside a transaction; an embedded store takes them back
   // on abort, a shared one may leave a hole.
