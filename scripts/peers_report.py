@@ -16,6 +16,8 @@ NOTES = {
     " at the page cache, so it is not durable against an OS crash or power loss",
     "pmemobj-msync": "pmemobj-msync: PMEM_IS_PMEM_FORCE=0, msync on every flush: atomic and durable",
     "mem": "mem: new/delete, nothing durable; hot = the hot passes in the process that built the tree",
+    "qs-server": "qs-server: qs through qs-pageserver on a Unix socket (a new server for each phase: its cache"
+    " starts empty), optimistic serializable transactions",
 }
 
 
@@ -104,7 +106,8 @@ def report(n, rows, cold_is_warm):
         if r.startswith("qs") and row.get("cold") and row.get("build"):
             c, b, w = row["cold"], row["build"], row["warm"]
             print(f"  {r}: pool {b['pool_pages']} pages; cold pass {c['read_faults']} read faults, {c['evictions']}"
-                  f" evictions; hot pass {w['hot_read_faults']} faults; build {b['dirty_evictions']} dirty"
+                  f" evictions, {c.get('prefetched', '?')} pages prefetched ({c.get('prefetched_used', '?')} used);"
+                  f" hot pass {w['hot_read_faults']} faults; build {b['dirty_evictions']} dirty"
                   f" evictions, {int(b['log_bytes']) / 1e6:.1f} MB logged")
         if r.startswith("qs") and row.get("disk"):
             d = row["disk"]
@@ -129,11 +132,20 @@ def report(n, rows, cold_is_warm):
         print(f"  every traversal visited {n} nodes and summed {expected}")
     else:
         print("  the traversals' sums differ: " + "; ".join(f"{s}: {', '.join(w)}" for s, w in sums.items()))
+    if "qs" in cols and "qs-server" in cols:
+        ratios = []
+        for h in ("build s", "cold ms", "warm ms", "update ms"):
+            a, b = cols["qs-server"].get(h), cols["qs"].get(h)
+            if a is not None and b:
+                ratios.append(f"{h.split()[0]} {a / b:.2f}")
+        print("  qs-server / qs (embedded): " + ", ".join(ratios))
     if cold_is_warm:
         print("  cold*: the OS page cache could not be dropped (not root?): the cold column is a warm one")
     for r in order:
         if r in NOTES or r.startswith("qs-pool"):
             print("  " + NOTES.get(r, f"{r}: qs with options::pool_pages = {r[len('qs-pool'):]}"))
+        elif r in ("qs-page_order", "qs-pointers", "qs-both"):
+            print(f"  {r}: qs with options::prefetch_along = qs::prefetch_order::{r[3:]}")
     print()
 
 

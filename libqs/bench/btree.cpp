@@ -11,8 +11,16 @@
 //   scan     one ordered pass over every entry, summing the values
 // "Hot" means the database's pages are resident: the lookups and the scan
 // run in a transaction that has already touched every page once (a pass
-// that is not timed). The ratios are to the in-memory tree. Not a test: it
-// prints numbers and asserts only that every form found every key.
+// that is not timed). The ratios are to the in-memory tree.
+//
+// Then the qs tree cold: opened again (nothing resident) with a buffer
+// pool of a quarter of its pages, 20,000 random lookups (--cold-lookups),
+// once with prefetch off and once with each prefetch_order. For each: the
+// time per lookup, the pages a lookup touches (read faults plus prefetched
+// pages used), and the pages it fetches (with what prefetch read ahead).
+// The files stay in the OS cache (dropping it needs root; scripts/peers
+// does where it can). Not a test: it prints numbers and asserts only that
+// every form found every key.
 #include <qs/btree.hpp>
 #include <qs/qs.hpp>
 
@@ -95,10 +103,47 @@ qs::options bench_options() {
   return o;
 }
 
+// Random lookups in the tree at `path`, opened afresh with a pool of
+// `pool` pages and the given prefetch (0 pages: off).
+struct cold_result {
+  const char* name;
+  double lookup_us = 0, touched = 0, fetched = 0;
+  std::uint64_t prefetched = 0, used = 0;
+};
+cold_result cold_lookups(const std::string& path, std::uint32_t pool, const char* name, std::uint32_t prefetch,
+                         qs::prefetch_order order, const std::vector<std::int64_t>& probes) {
+  qs::options o = bench_options();
+  o.pool_pages = pool;
+  o.prefetch_pages = prefetch;
+  o.prefetch_along = order;
+  auto db = qs::database::open(path, o);
+  qs::transaction tx(db);
+  const tree& t = db.root<tree>("tree");
+  const qs::statistics s0 = db.stats();
+  auto t0 = clock_type::now();
+  std::int64_t sum = 0;
+  for (std::int64_t k : probes) sum += t.find(k)->second;
+  const double ns = ns_since(t0);
+  const qs::statistics s1 = db.stats();
+  tx.commit();
+  std::int64_t want = 0;
+  for (std::int64_t k : probes) want += k * 3;
+  if (sum != want) fail("a cold lookup found the wrong value");
+  const auto per = [&](std::uint64_t v) { return static_cast<double>(v) / static_cast<double>(probes.size()); };
+  cold_result r{name};
+  r.lookup_us = ns / 1e3 / static_cast<double>(probes.size());
+  r.prefetched = s1.pages_prefetched - s0.pages_prefetched;
+  r.used = s1.prefetched_used - s0.prefetched_used;
+  r.touched = per(s1.read_faults - s0.read_faults + r.used);
+  r.fetched = per(s1.pages_fetched - s0.pages_fetched);
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::size_t n = 1000000;
+  std::size_t cold_n = 20000;
   std::string dir;
   CLI::App app(
       "qs::btree_map in a qs database beside the same tree in memory, std::map and\n"
@@ -106,6 +151,9 @@ int main(int argc, char** argv) {
       "qs_btree_bench");
   qs::cli::prepare(app);
   app.add_option("--keys", n, "distinct int64 keys, 1 to 10000000 (default 1000000)")
+      ->type_name("N")
+      ->check(qs::cli::whole(1, 10000000));
+  app.add_option("--cold-lookups", cold_n, "random lookups of the cold phase, 1 to 10000000 (default 20000)")
       ->type_name("N")
       ->check(qs::cli::whole(1, 10000000));
   app.add_option("--dir", dir, "where the database goes (default: a temporary directory, removed)")->type_name("DIR");
@@ -197,6 +245,20 @@ int main(int argc, char** argv) {
     tx.commit();
     results.push_back(r);
   }
+  std::vector<cold_result> colds;
+  std::uint32_t cold_pool = 0;
+  std::size_t cold_n_done = 0;
+  {
+    std::vector<std::int64_t> cold_probes(
+        probes.begin(), probes.begin() + static_cast<std::ptrdiff_t>(std::min(cold_n, probes.size())));
+    const auto pool = static_cast<std::uint32_t>(std::max<std::uint64_t>(64, tree_pages / 4));
+    cold_pool = pool;
+    cold_n_done = cold_probes.size();
+    colds.push_back(cold_lookups(dir + "/tree", pool, "prefetch off", 0, qs::prefetch_order::page_order, cold_probes));
+    colds.push_back(cold_lookups(dir + "/tree", pool, "page_order", 32, qs::prefetch_order::page_order, cold_probes));
+    colds.push_back(cold_lookups(dir + "/tree", pool, "pointers", 32, qs::prefetch_order::pointers, cold_probes));
+    colds.push_back(cold_lookups(dir + "/tree", pool, "both", 32, qs::prefetch_order::both, cold_probes));
+  }
   if (own_dir) std::filesystem::remove_all(dir);
 
   const result& floor = results[0];
@@ -212,11 +274,24 @@ int main(int argc, char** argv) {
     else std::snprintf(commit, sizeof commit, "-");
     std::printf("%-26s %16s %14s %16s %16s\n", r.name, ins, commit, look, scan);
   }
+  std::printf("qs_btree_bench: the qs tree cold, %zu random lookups, pool of %u of its %" PRIu64
+              " pages (a fresh open; OS cache warm)\n",
+              cold_n_done, cold_pool, tree_pages);
+  std::printf("%-14s %12s %9s %14s %14s %12s %10s\n", "prefetch", "us/lookup", "ratio", "pages touched",
+              "pages fetched", "prefetched", "used");
+  for (const cold_result& c : colds)
+    std::printf("%-14s %12.2f %9.2f %14.2f %14.2f %12" PRIu64 " %10" PRIu64 "\n", c.name, c.lookup_us,
+                c.lookup_us / colds[0].lookup_us, c.touched, c.fetched, c.prefetched, c.used);
   std::printf("BTREE keys=%zu", n);
   const char* tags[] = {"mem_tree", "std_map", "qs_tree", "qs_index"};
   for (std::size_t i = 0; i < results.size(); ++i)
     std::printf(" %s_insert_ns=%.1f %s_lookup_ns=%.1f %s_scan_ns=%.2f", tags[i], results[i].insert_ns, tags[i],
                 results[i].lookup_ns, tags[i], results[i].scan_ns);
-  std::printf(" qs_tree_pages=%" PRIu64 "\n", tree_pages);
+  std::printf(" qs_tree_pages=%" PRIu64, tree_pages);
+  const char* cold_tags[] = {"off", "page_order", "pointers", "both"};
+  for (std::size_t i = 0; i < colds.size(); ++i)
+    std::printf(" cold_%s_lookup_us=%.2f cold_%s_fetched=%.2f cold_%s_touched=%.2f", cold_tags[i], colds[i].lookup_us,
+                cold_tags[i], colds[i].fetched, cold_tags[i], colds[i].touched);
+  std::printf("\n");
   return 0;
 }
