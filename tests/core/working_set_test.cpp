@@ -163,7 +163,8 @@ TEST_CASE("by default the pool is a quarter of physical memory, and given in byt
   CHECK(qs::database::open(dir.sub("small"), o).pool_pages() == 128);
 }
 
-TEST_CASE("prefetch reads the pages after a faulted one into free slots only, and changes nothing read") {
+// [tsan]: prefetch spreads its reads over the store's helper threads.
+TEST_CASE("prefetch reads the pages after a faulted one into free slots only, and changes nothing read", "[tsan]") {
   test_dir dir;
   const bool prefetch_forced_off = [] {
     const char* v = std::getenv("QS_PREFETCH");

@@ -156,7 +156,12 @@ int main(int argc, char** argv) {
   app.add_option("--pool-pages", o.pool_pages, "the qs buffer pool in pages, 1 to 4294967295 (default qs's)")
       ->type_name("P")
       ->check(qs::cli::whole(1, 0xffffffff));
+  std::uint64_t cache_mb = 0;
+  app.add_option("--store-cache-mb", cache_mb, "the embedded store's cache in MiB (default qs's)")
+      ->type_name("M")
+      ->check(qs::cli::whole(1, 1 << 20));
   peers::command cmd = peers::parse(app, argc, argv);
+  o.store_cache_bytes = cache_mb << 20;
   // qs::error among what may escape
   return peers::run_phase(cmd, "peer-qs",
                           {[&] { build_phase(cmd, o); }, [&] { open_phase(cmd, o); }, [&] { traverse_phase(cmd, o); },

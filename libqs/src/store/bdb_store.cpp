@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <utility>
 
 namespace qs::detail {
@@ -33,7 +34,18 @@ std::pair<dev_t, ino_t> identity(int fd) {
 
 }  // namespace
 
-bdb_store::bdb_store(const std::string& dir, const bdb_options& o) : dir_(dir), page_size_(o.page_size) {
+namespace {
+
+// Helper threads for prefetch: one fewer than the cores, at most 3.
+unsigned reader_helpers() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores > 1 ? std::min(cores - 1, 3u) : 0;
+}
+
+}  // namespace
+
+bdb_store::bdb_store(const std::string& dir, const bdb_options& o)
+    : dir_(dir), page_size_(o.page_size), readers_(reader_helpers()) {
   std::error_code ec;
   // A database is created only in an empty or absent directory: any other
   // would get the store's files beside the user's.
@@ -196,15 +208,61 @@ void bdb_store::scan_records(
 bool bdb_store::read_range(
     std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
     const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
-  scan_records(first, last, want, got, 256 * 1024);
+  if (!spread() || last - first < 4) {
+    scan_records(first, last, want, got, 256 * 1024);
+    return true;
+  }
+  std::vector<wanted_page> wanted;
+  for (std::uint64_t page = first;; ++page) {
+    if (std::byte* image = want(page)) wanted.push_back({page, image, {}, {}, false});
+    if (page == last) break;
+  }
+  read_spread(wanted, true, got);
   return true;
+}
+
+void bdb_store::read_spread(
+    std::vector<wanted_page>& wanted, bool ranges,
+    const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
+  const std::size_t n = wanted.size();
+  const std::size_t groups = ranges ? std::min<std::size_t>(n, readers_.helpers() + 1) : n;
+  // Each job reads its own pages into their own slots; nothing else is
+  // shared but the environment (thread-safe) and this store's fields,
+  // which no one changes meanwhile.
+  readers_.run(groups, [&](std::size_t g) {
+    const std::size_t a = n * g / groups, b = n * (g + 1) / groups;
+    if (a == b) return;
+    std::size_t at = a;
+    scan_records(
+        wanted[a].page, wanted[b - 1].page,
+        [&](std::uint64_t page) -> std::byte* {
+          while (at < b && wanted[at].page < page) ++at;
+          return at < b && wanted[at].page == page ? wanted[at].image : nullptr;
+        },
+        [&](std::uint64_t page, const record_header& h, std::string mapping) {
+          if (at == b || wanted[at].page != page) return;
+          wanted[at].h = h;
+          wanted[at].mapping = std::move(mapping);
+          wanted[at].found = true;
+        },
+        static_cast<std::uint32_t>(b - a > 1 ? (b - a) * (page_size_ + 1024) + 16 * 1024 : 16 * 1024));
+  });
+  for (wanted_page& w : wanted)
+    if (w.found) got(w.page, w.h, std::move(w.mapping));
 }
 
 bool bdb_store::read_pages(
     std::span<const std::uint64_t> pages, const std::function<std::byte*(std::uint64_t page)>& want,
     const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
-  // One bulk call a page, each as small as a record and its mapping object.
-  for (std::uint64_t page : pages) scan_records(page, page, want, got, 16 * 1024);
+  if (!spread() || pages.size() < 2) {
+    // One bulk call a page, each as small as a record and its mapping object.
+    for (std::uint64_t page : pages) scan_records(page, page, want, got, 16 * 1024);
+    return true;
+  }
+  std::vector<wanted_page> wanted;
+  for (std::uint64_t page : pages)
+    if (std::byte* image = want(page)) wanted.push_back({page, image, {}, {}, false});
+  read_spread(wanted, false, got);
   return true;
 }
 

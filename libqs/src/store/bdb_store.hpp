@@ -11,10 +11,18 @@
 // numbers come from the metadata counters next_page/next_frame, updated in
 // that transaction (so an aborted transaction gives its numbers back).
 //
+// Prefetch (read_range, read_pages) spreads its reads over the calling
+// thread and helper threads (reader_threads.hpp: one fewer than the
+// machine's cores, at most 3), several reads in flight, while the store
+// transaction has written nothing (before that, its reads are plain
+// reads of what is committed); after a write, in the write transaction,
+// they are made one after the other, on the calling thread.
+//
 // Thread-safety: one thread at a time (store.hpp).
 #pragma once
 
 #include <qs/bdb/bdb_env.hpp>
+#include "store/reader_threads.hpp"
 #include "store/store.hpp"
 
 #include <cstdint>
@@ -83,12 +91,28 @@ class bdb_store final : public store {
   void scan_records(std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
                     const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got,
                     std::uint32_t bulk_bytes);
+  // A prefetch's reads spread over the reader threads: `wanted` (pages,
+  // ascending when `ranges`) are read as `groups` runs of neighbouring pages
+  // (ranges: one bulk pass each) or one page at a time, then handed to
+  // `got` in their order.
+  struct wanted_page {
+    std::uint64_t page;
+    std::byte* image;
+    record_header h{};
+    std::string mapping;
+    bool found = false;
+  };
+  void read_spread(std::vector<wanted_page>& wanted, bool ranges,
+                   const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got);
+  // Whether a prefetch may spread its reads (reader_threads.hpp).
+  bool spread() const { return readers_.helpers() > 0 && txn_ == nullptr; }
 
   DbTxn* txn_ = nullptr;
   std::vector<bdb_env::byte_span> spans_;  // patch_page's
   bool in_txn_ = false;
   std::uint64_t log_offset_ = 0;  // log_position() counts from here
   std::unique_ptr<std::byte[]> scratch_;
+  reader_threads readers_;
 };
 
 }  // namespace qs::detail

@@ -1,0 +1,101 @@
+// Helper threads for batches of store reads (reader_threads.hpp).
+#include "store/reader_threads.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+
+namespace qs::detail {
+
+reader_threads::reader_threads(unsigned helpers) {
+  // Started with every signal blocked: they inherit the mask.
+  sigset_t all, was;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &was);
+  try {
+    for (unsigned i = 0; i < helpers; ++i) threads_.emplace_back([this] { helper(); });
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &was, nullptr);
+    {
+      lock_guard g(m_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+    throw;
+  }
+  pthread_sigmask(SIG_SETMASK, &was, nullptr);
+}
+
+reader_threads::~reader_threads() {
+  {
+    lock_guard g(m_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void reader_threads::run(std::size_t n, const std::function<void(std::size_t)>& job) {
+  if (n == 0) return;
+  {
+    lock_guard g(m_);
+    job_ = &job;
+    next_ = 0;
+    n_ = n;
+    finished_ = 0;
+    failure_ = nullptr;
+    ++batch_;
+  }
+  if (n > 1) wake_.notify_all();
+  work();
+  std::exception_ptr failure;
+  {
+    unique_lock l(m_);
+    while (finished_ < n_) done_.wait(l);
+    job_ = nullptr;
+    failure = failure_;
+    failure_ = nullptr;
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+void reader_threads::work() {
+  for (;;) {
+    const std::function<void(std::size_t)>* job;
+    std::size_t i;
+    {
+      lock_guard g(m_);
+      if (!job_ || next_ == n_) return;
+      job = job_;
+      i = next_++;
+    }
+    std::exception_ptr failure;
+    try {
+      (*job)(i);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    bool last;
+    {
+      lock_guard g(m_);
+      if (failure && !failure_) failure_ = failure;
+      last = ++finished_ == n_;
+    }
+    if (last) done_.notify_all();
+  }
+}
+
+void reader_threads::helper() {
+  std::uint64_t seen = 0;
+  for (;;) {
+    {
+      unique_lock l(m_);
+      while (!stop_ && batch_ == seen) wake_.wait(l);
+      if (stop_) return;
+      seen = batch_;
+    }
+    work();
+  }
+}
+
+}  // namespace qs::detail
