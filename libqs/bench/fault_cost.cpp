@@ -8,7 +8,10 @@
 //   read fault     first touch of a page whose record is in Berkeley DB's
 //                  cache: SIGSEGV, lookup, get, checksum, copy, mmap
 //                  (prefetch off; then again with qs's default prefetch,
-//                  where most pages come in read ahead, without a fault)
+//                  where most pages come in read ahead, without a fault;
+//                  and, prefetch off, of 256 pages of 384 pointers each to
+//                  pages not seen yet, as on a page of the shuffled tree
+//                  of scripts/peers: the mapping object's 384 entries)
 //   write fault    first write in a transaction to a resident page: SIGSEGV,
 //                  before-image copy, mprotect
 //   commit/page    commit of N pages with 8 changed bytes each: diff,
@@ -57,6 +60,45 @@ const qs::member_record slab_members[] = {
      "unsigned long"},
 };
 const qs::type_descriptor slab_desc{"Slab", sizeof(Slab), alignof(Slab), nullptr, 0, nullptr, 0, slab_members, 1};
+
+// A page of 384 pointers to Slabs on other pages (the shuffled tree of
+// scripts/peers has as many on each of its pages): its mapping object
+// names 384 pages.
+constexpr std::uint32_t fan_out = 384;
+struct Fan {
+  QS_PERSISTENT(Fan)
+  Slab* to[fan_out];
+  std::uint64_t pad[(page_size - 24) / 8 - fan_out];
+};
+const qs::member_record fan_members[] = {
+    {qs::member_kind::array, qs::number_kind::none, 0, fan_out * 8, fan_out, 8, 0, 0, "to", "Slab*[384]", "Slab*"},
+    {qs::member_kind::array, qs::number_kind::uint, fan_out * 8, sizeof(Fan::pad), sizeof(Fan::pad) / 8, 8, 0, 0, "pad",
+     "unsigned long[637]", "unsigned long"},
+};
+const std::vector<std::uint32_t> fan_pointers = [] {
+  std::vector<std::uint32_t> v;
+  for (std::uint32_t i = 0; i < fan_out; ++i) v.push_back(i * 8);
+  return v;
+}();
+const qs::type_descriptor fan_desc{
+    "Fan", sizeof(Fan), alignof(Fan), fan_pointers.data(), fan_out, nullptr, 0, fan_members, 2};
+
+// Where the fans are: one page of pointers to them.
+constexpr std::uint32_t fan_pages = 256;
+struct Fans {
+  QS_PERSISTENT(Fans)
+  Fan* at[fan_pages];
+};
+const qs::member_record fans_members[] = {
+    {qs::member_kind::array, qs::number_kind::none, 0, fan_pages * 8, fan_pages, 8, 0, 0, "at", "Fan*[256]", "Fan*"},
+};
+const std::vector<std::uint32_t> fans_pointers = [] {
+  std::vector<std::uint32_t> v;
+  for (std::uint32_t i = 0; i < fan_pages; ++i) v.push_back(i * 8);
+  return v;
+}();
+const qs::type_descriptor fans_desc{
+    "Fans", sizeof(Fans), alignof(Fans), fans_pointers.data(), fan_pages, nullptr, 0, fans_members, 1};
 
 // --- the floor -------------------------------------------------------------
 
@@ -263,6 +305,44 @@ qs_costs measure_qs(const std::string& dir, int n, std::uint32_t prefetch) {
   return c;
 }
 
+// The first touch of 256 pages of 384 pointers each to n Slabs on other
+// pages, in a database opened afresh (the pages they name are seen for the
+// first time), prefetch off: ns per page.
+double measure_fans(const std::string& dir, int n) {
+  qs::options o;
+  o.pool_pages = static_cast<std::uint32_t>(n + fan_pages + 64);
+  o.prefetch_pages = 0;
+  o.durable = false;
+  o.reservation_bytes = std::uint64_t{1} << 32;
+  {
+    auto db = qs::database::open(dir, o);
+    qs::transaction tx(db);
+    std::vector<Slab*> slabs;
+    for (int i = 0; i < n; ++i) slabs.push_back(new (db) Slab);
+    Fans* fans = new (db) Fans;
+    std::uint64_t k = 1;
+    for (Fan*& fan : fans->at) {
+      fan = new (db) Fan;
+      for (Slab*& to : fan->to) {
+        k = k * 6364136223846793005ull + 1442695040888963407ull;
+        to = slabs[(k >> 33) % static_cast<std::uint64_t>(n)];
+      }
+    }
+    db.root<Fans*>("fans") = fans;
+    tx.commit();
+  }
+  auto db = qs::database::open(dir, o);
+  qs::transaction tx(db);
+  const Fans* fans = db.root<Fans*>("fans");
+  std::uint64_t sum = reinterpret_cast<std::uintptr_t>(fans->at[0]);  // the index's page comes in
+  auto t0 = clock_type::now();
+  for (const Fan* f : fans->at) sum += *static_cast<const volatile std::uint64_t*>(&f->pad[0]);
+  const double ns = ns_since(t0) / fan_pages;
+  tx.commit();
+  if (sum == 42) std::puts("");
+  return ns;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -284,6 +364,8 @@ int main(int argc, char** argv) {
     dir = mkdtemp(tmpl);
   }
   qs::register_type<Slab>(slab_desc);
+  qs::register_type<Fan>(fan_desc);
+  qs::register_type<Fans>(fans_desc);
 
   double sig_mprotect = bare_fault_ns(n, false);
   double sig_mmap = bare_fault_ns(n, true);
@@ -294,6 +376,7 @@ int main(int argc, char** argv) {
   double get = bdb.get;
   qs_costs q = measure_qs(dir + "/qs", n, 0);
   qs_costs qp = measure_qs(dir + "/qs-prefetch", n, qs::options{}.prefetch_pages);
+  double fan_fault = measure_fans(dir + "/qs-fans", n);
   if (own_dir) std::filesystem::remove_all(dir);
 
   std::printf("qs fault costs, %d pages of %u bytes, one run\n\n", n, page_size);
@@ -312,6 +395,8 @@ int main(int argc, char** argv) {
               q.read_fault, read_floor, q.read_fault / read_floor);
   std::printf("  read, prefetch on (per page)       %8.0f %7.0f %7.2f   (options::prefetch_pages = %u)\n",
               qp.read_fault, read_floor, qp.read_fault / read_floor, qs::options{}.prefetch_pages);
+  std::printf("  read fault, 384 pointers out       %8.0f %7.0f %7.2f   a page naming 384 others, first seen\n",
+              fan_fault, read_floor, fan_fault / read_floor);
   std::printf("  write fault (resident page)        %8.0f %7.0f %7.2f   floor: SIGSEGV+mprotect, memcpy\n",
               q.write_fault, write_floor, q.write_fault / write_floor);
   double commit_floor = crc + bdb.partial_put + protect;
