@@ -106,7 +106,8 @@ def report(n, rows, cold_is_warm):
         if r.startswith("qs") and row.get("cold") and row.get("build"):
             c, b, w = row["cold"], row["build"], row["warm"]
             print(f"  {r}: pool {b['pool_pages']} pages; cold pass {c['read_faults']} read faults, {c['evictions']}"
-                  f" evictions, {c.get('prefetched', '?')} pages prefetched ({c.get('prefetched_used', '?')} used);"
+                  f" evictions, {c.get('prefetched', '?')} pages prefetched (of {c.get('prefetch_watched', '?')} watched,"
+                  f" {c.get('prefetched_used', '?')} used);"
                   f" hot pass {w['hot_read_faults']} faults; build {b['dirty_evictions']} dirty"
                   f" evictions, {int(b['log_bytes']) / 1e6:.1f} MB logged")
         if r.startswith("qs") and row.get("disk"):

@@ -243,6 +243,24 @@ TEST_CASE("QS_PREFETCH must be a number of pages") {
   else ::unsetenv("QS_PREFETCH");
 }
 
+TEST_CASE("QS_PREFETCH_ORDER must name a prefetch order, and prefetch_along must be one") {
+  test_dir dir;
+  const char* was = std::getenv("QS_PREFETCH_ORDER");
+  const std::string saved = was ? was : "";
+  ::setenv("QS_PREFETCH_ORDER", "sideways", 1);
+  CHECK_THROWS_AS(qs::database::open(dir.path(), small_options()), qs::invalid_argument);
+  CHECK_THROWS_WITH(
+      qs::database::open(dir.path(), small_options()),
+      Catch::Contains("QS_PREFETCH_ORDER must be page_order, pointers, both or automatic, not 'sideways'"));
+  if (was) ::setenv("QS_PREFETCH_ORDER", saved.c_str(), 1);
+  else ::unsetenv("QS_PREFETCH_ORDER");
+  if (!was) {
+    qs::options o = small_options();
+    o.prefetch_along = static_cast<qs::prefetch_order>(9);
+    CHECK_THROWS_WITH(qs::database::open(dir.path(), o), Catch::Contains("prefetch_along is not a qs::prefetch_order"));
+  }
+}
+
 TEST_CASE("every supported page size works, and a database keeps its own") {
   for (std::uint32_t ps : {4096u, 16384u, 65536u}) {
     test_dir dir;

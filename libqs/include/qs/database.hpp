@@ -62,6 +62,11 @@ enum class prefetch_order {
   pointers,
   // Pointers first, then page order with the room left.
   both,
+  // both through a page server, where a round trip costs more than a
+  // guess; page_order embedded, where a guess along pointers costs a read
+  // as a fault does (a short transaction, or a B-tree lookup, pays for
+  // guesses its few faults cannot teach it to stop).
+  automatic,
 };
 
 // What a page server's commit checks, besides atomicity (the embedded store
@@ -100,10 +105,10 @@ struct options {
   // readable, using free pool slots only: a guess never evicts a page. 0
   // turns it off. Through a page server, the pages come in one round trip.
   // The environment variables QS_PREFETCH (a number of pages) and
-  // QS_PREFETCH_ORDER (page_order, pointers or both), when set, override
-  // them (the tests run with each).
+  // QS_PREFETCH_ORDER (page_order, pointers, both or automatic), when set,
+  // override them (the tests run with each).
   std::uint32_t prefetch_pages = 32;
-  prefetch_order prefetch_along = prefetch_order::both;
+  prefetch_order prefetch_along = prefetch_order::automatic;
   // Durable commits (the log is flushed to disk before commit returns). A
   // non-durable commit is atomic but may be lost in an operating-system crash.
   bool durable = true;
@@ -156,8 +161,12 @@ struct statistics {
   std::uint64_t pages_fetched = 0;  // page records read from the store
   // Of those, read ahead of use (options::prefetch_pages), never faulted on.
   std::uint64_t pages_prefetched = 0;
-  // Of those, touched by the program (the others left the pool unused, or
-  // are still waiting).
+  // Of those, watched: hidden until the program's first touch, which
+  // counts them used (prefetched_used; the others left the pool unused, or
+  // are still waiting). Through a page server every prefetched page is
+  // watched; embedded, one in 8 is (a first touch costs a fault's signal),
+  // and prefetched_used / prefetch_watched is the share of guesses used.
+  std::uint64_t prefetch_watched = 0;
   std::uint64_t prefetched_used = 0;
   std::uint64_t pages_written = 0;  // page records written (diffs or whole)
   std::uint64_t evictions = 0;

@@ -45,10 +45,11 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
     if (v == "page_order") opts.prefetch_along = prefetch_order::page_order;
     else if (v == "pointers") opts.prefetch_along = prefetch_order::pointers;
     else if (v == "both") opts.prefetch_along = prefetch_order::both;
-    else throw invalid_argument("QS_PREFETCH_ORDER must be page_order, pointers or both, not '" + v + "'");
+    else if (v == "automatic") opts.prefetch_along = prefetch_order::automatic;
+    else throw invalid_argument("QS_PREFETCH_ORDER must be page_order, pointers, both or automatic, not '" + v + "'");
   }
   if (opts.prefetch_along != prefetch_order::page_order && opts.prefetch_along != prefetch_order::pointers &&
-      opts.prefetch_along != prefetch_order::both)
+      opts.prefetch_along != prefetch_order::both && opts.prefetch_along != prefetch_order::automatic)
     throw invalid_argument("database " + path + ": prefetch_along is not a qs::prefetch_order");
   if (opts.page_size < 4096 || opts.page_size > 65536 || (opts.page_size & (opts.page_size - 1)))
     throw invalid_argument("database " + path + ": page size " + std::to_string(opts.page_size) +

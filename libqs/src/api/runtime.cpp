@@ -20,7 +20,9 @@ runtime::runtime(store& s, std::unique_ptr<frame_space> frames, std::uint32_t pa
       refs(pages, relocate, access, table, log, stats),
       named(s, refs, allocator, log),
       index(s, refs) {
-  pages.set_prefetch(opts.prefetch_pages, opts.prefetch_along);
+  pages.set_prefetch(opts.prefetch_pages, opts.prefetch_along != prefetch_order::automatic ? opts.prefetch_along
+                                          : s.shared()                                     ? prefetch_order::both
+                                                       : prefetch_order::page_order);
   schema.set_evolving(opts.evolve);
   schema.load();
   // The allocator reads its free-space list at the first allocation: a

@@ -147,7 +147,7 @@ void pager::count_outcome(prefetch_source s, bool used) {
   prefetch_gauge& g = gauge(s);
   ++(used ? g.used : g.wasted);
   const std::uint32_t n = g.used + g.wasted;
-  if (n < 32) return;
+  if (n < 16) return;
   if (2 * g.used < n) g.window /= 2;
   else if (4 * g.used >= 3 * n) g.window = std::min(prefetch_, std::max(1u, 2 * g.window));
   g.used = g.wasted = 0;
@@ -268,7 +268,17 @@ bool pager::take_in(staged_page& s, const std::byte* img, prefetch_source source
   ++stats_.pages_prefetched;
   count_refetch(p);
   p->loaded(slot);
-  p->prefetched_by = source;  // shown at its first touch
+  // Watched: hidden until its first touch, which counts it used. A shared
+  // store's transaction must know exactly which pages it read, so every
+  // page is watched there; embedded, one in watch_every is (a first touch
+  // costs a fault's signal), and the rest are shown now.
+  if (store_.shared() || ++prefetched_since_watch_ == watch_every) {
+    prefetched_since_watch_ = 0;
+    ++stats_.prefetch_watched;
+    p->prefetched_by = source;
+  } else {
+    show(p, false);
+  }
   return true;
 }
 
@@ -358,6 +368,10 @@ void pager::make_writable_by_objects(page_desc* d) {
 }
 
 void pager::write_back(page_desc* d) {
+  // A prefetched page written before the program touched it (one-time
+  // relocation writes back the pages whose pointers it rewrote): the
+  // transaction writes what it read, at the version it read.
+  if (d->prefetched_by != prefetch_source::none) store_.note_read(d->page, d->hdr.version);
   std::byte* img = image(d);
   // Whole when the stored image is not the before-image (a new page, or one
   // whose pointers or vptrs were rewritten when it came in), or when nothing

@@ -35,6 +35,7 @@
 
 #include <qs/database.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -65,16 +66,21 @@ class pager {
            d->prefetched_by != prefetch_source::none;
   }
   // Prefetch: after a fault reads a page, up to `pages` more pages that
-  // have frames here and are absent are read ahead, checked and relocated,
-  // their frames left hidden: the first touch of one shows it, with no
-  // store read (a fault, in hardware mode), and counts it used
-  // (statistics::prefetched_used; on a shared store, only then is it read
-  // by the transaction). Only free pool slots are used: a guess never
-  // evicts a page, and an unused one is the first the pool evicts. Each
-  // source's window adapts: it halves while fewer than half of the pages it
-  // brought are used before they leave the pool (evicted, or stale), and
-  // grows back to `pages` while three quarters are; at 0 it reads one page
-  // every 16th fault, to see whether that changed. 0 turns prefetch off.
+  // have frames here and are absent are read ahead, checked, relocated and
+  // shown, so that touching them costs no fault. Only free pool slots are
+  // used: a guess never evicts a page, and an unused one is the first the
+  // pool evicts. Some are watched: their frames stay hidden until the
+  // first touch, which shows them with no store read (a fault, in hardware
+  // mode) and counts them used (statistics::prefetch_watched,
+  // prefetched_used). On a shared store every prefetched page is watched,
+  // and becomes part of what the transaction read only at that touch;
+  // embedded, one in watch_every is. Each source's window adapts to what
+  // its watched pages show: it halves while fewer than half of them are
+  // used before they leave the pool (evicted, or stale), and doubles, up
+  // to `pages`, while three quarters are; at 0 it reads one page every
+  // 16th fault, to see whether that changed. Pointers start at 8 pages (a
+  // short transaction does not pay for 32 guesses; page order has its
+  // neighbour test). 0 turns prefetch off.
   // Which pages (`order`):
   //  * page_order: the next pages in page order (the previous ones when the
   //    page came before the last one read), in one store pass, when the
@@ -90,7 +96,8 @@ class pager {
   void set_prefetch(std::uint32_t pages, prefetch_order order) {
     prefetch_ = pages;
     order_ = order;
-    for (auto& g : gauges_) g = {pages, 0, 0, 0};
+    gauge(prefetch_source::page_order) = {pages, 0, 0, 0};
+    gauge(prefetch_source::pointers) = {std::min(pages, first_window), 0, 0, 0};
   }
   // Takes d's before-image (taking in the objects saved on it so far) and
   // makes it writable.
@@ -193,9 +200,12 @@ class pager {
   prefetch_order order_ = prefetch_order::page_order;
   std::vector<std::uint64_t> targets_;  // prefetch_targets' pages
   prefetch_gauge gauges_[2]{};          // page order, pointers
-  std::uint64_t last_read_ = 0;         // the page prefetch_after last followed
-  std::vector<std::byte> staging_;      // prefetch_ images, read ahead
-  std::vector<staged_page> staged_;     // during prefetch_after
+  static constexpr std::uint32_t first_window = 8;
+  static constexpr std::uint32_t watch_every = 8;
+  std::uint32_t prefetched_since_watch_ = 0;
+  std::uint64_t last_read_ = 0;      // the page prefetch_after last followed
+  std::vector<std::byte> staging_;   // prefetch_ images, read ahead
+  std::vector<staged_page> staged_;  // during prefetch_after
   void count_refetch(page_desc* d);
 };
 

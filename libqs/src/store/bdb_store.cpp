@@ -208,7 +208,7 @@ void bdb_store::scan_records(
 bool bdb_store::read_range(
     std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
     const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
-  if (!spread() || last - first < 4) {
+  if (!spread() || last - first + 1 < spread_pages) {
     scan_records(first, last, want, got, 256 * 1024);
     return true;
   }
@@ -225,11 +225,15 @@ void bdb_store::read_spread(
     std::vector<wanted_page>& wanted, bool ranges,
     const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
   const std::size_t n = wanted.size();
-  const std::size_t groups = ranges ? std::min<std::size_t>(n, readers_.helpers() + 1) : n;
+  // A batch of a few pages is read on the calling thread: waking a helper
+  // costs more than it saves (OO7's cold operations measured so), and a
+  // run of neighbouring pages is then one bulk pass.
+  const bool alone = n < spread_pages;
+  const std::size_t groups = ranges ? (alone ? 1 : std::min<std::size_t>(n, readers_.helpers() + 1)) : n;
   // Each job reads its own pages into their own slots; nothing else is
   // shared but the environment (thread-safe) and this store's fields,
   // which no one changes meanwhile.
-  readers_.run(groups, [&](std::size_t g) {
+  auto job = [&](std::size_t g) {
     const std::size_t a = n * g / groups, b = n * (g + 1) / groups;
     if (a == b) return;
     std::size_t at = a;
@@ -246,7 +250,12 @@ void bdb_store::read_spread(
           wanted[at].found = true;
         },
         static_cast<std::uint32_t>(b - a > 1 ? (b - a) * (page_size_ + 1024) + 16 * 1024 : 16 * 1024));
-  });
+  };
+  if (alone) {
+    for (std::size_t g = 0; g < groups; ++g) job(g);
+  } else {
+    readers_.run(groups, job);
+  }
   for (wanted_page& w : wanted)
     if (w.found) got(w.page, w.h, std::move(w.mapping));
 }
@@ -254,7 +263,7 @@ void bdb_store::read_spread(
 bool bdb_store::read_pages(
     std::span<const std::uint64_t> pages, const std::function<std::byte*(std::uint64_t page)>& want,
     const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
-  if (!spread() || pages.size() < 2) {
+  if (!spread() || pages.size() < spread_pages) {
     // One bulk call a page, each as small as a record and its mapping object.
     for (std::uint64_t page : pages) scan_records(page, page, want, got, 16 * 1024);
     return true;

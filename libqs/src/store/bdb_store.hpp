@@ -13,8 +13,8 @@
 //
 // Prefetch (read_range, read_pages) spreads its reads over the calling
 // thread and helper threads (reader_threads.hpp: one fewer than the
-// machine's cores, at most 3), several reads in flight, while the store
-// transaction has written nothing (before that, its reads are plain
+// machine's cores, at most 3), several reads in flight, when it reads 16
+// pages or more and the store transaction has written nothing (before that, its reads are plain
 // reads of what is committed); after a write, in the write transaction,
 // they are made one after the other, on the calling thread.
 //
@@ -104,8 +104,10 @@ class bdb_store final : public store {
   };
   void read_spread(std::vector<wanted_page>& wanted, bool ranges,
                    const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got);
-  // Whether a prefetch may spread its reads (reader_threads.hpp).
+  // Whether a prefetch may spread its reads (reader_threads.hpp), and the
+  // fewest pages it spreads.
   bool spread() const { return readers_.helpers() > 0 && txn_ == nullptr; }
+  static constexpr std::size_t spread_pages = 16;
 
   DbTxn* txn_ = nullptr;
   std::vector<bdb_env::byte_span> spans_;  // patch_page's
