@@ -75,11 +75,13 @@ const qs::member_record fan_members[] = {
     {qs::member_kind::array, qs::number_kind::uint, fan_out * 8, sizeof(Fan::pad), sizeof(Fan::pad) / 8, 8, 0, 0, "pad",
      "unsigned long[637]", "unsigned long"},
 };
-const std::vector<std::uint32_t> fan_pointers = [] {
+// The offsets of n pointer words from an object's start.
+std::vector<std::uint32_t> pointer_words(std::uint32_t n) {
   std::vector<std::uint32_t> v;
-  for (std::uint32_t i = 0; i < fan_out; ++i) v.push_back(i * 8);
+  for (std::uint32_t i = 0; i < n; ++i) v.push_back(i * 8);
   return v;
-}();
+}
+const std::vector<std::uint32_t> fan_pointers = pointer_words(fan_out);
 const qs::type_descriptor fan_desc{
     "Fan", sizeof(Fan), alignof(Fan), fan_pointers.data(), fan_out, nullptr, 0, fan_members, 2};
 
@@ -92,11 +94,7 @@ struct Fans {
 const qs::member_record fans_members[] = {
     {qs::member_kind::array, qs::number_kind::none, 0, fan_pages * 8, fan_pages, 8, 0, 0, "at", "Fan*[256]", "Fan*"},
 };
-const std::vector<std::uint32_t> fans_pointers = [] {
-  std::vector<std::uint32_t> v;
-  for (std::uint32_t i = 0; i < fan_pages; ++i) v.push_back(i * 8);
-  return v;
-}();
+const std::vector<std::uint32_t> fans_pointers = pointer_words(fan_pages);
 const qs::type_descriptor fans_desc{
     "Fans", sizeof(Fans), alignof(Fans), fans_pointers.data(), fan_pages, nullptr, 0, fans_members, 1};
 

@@ -48,8 +48,7 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
     else if (v == "automatic") opts.prefetch_along = prefetch_order::automatic;
     else throw invalid_argument("QS_PREFETCH_ORDER must be page_order, pointers, both or automatic, not '" + v + "'");
   }
-  if (opts.prefetch_along != prefetch_order::page_order && opts.prefetch_along != prefetch_order::pointers &&
-      opts.prefetch_along != prefetch_order::both && opts.prefetch_along != prefetch_order::automatic)
+  if (static_cast<unsigned>(opts.prefetch_along) > static_cast<unsigned>(prefetch_order::automatic))
     throw invalid_argument("database " + path + ": prefetch_along is not a qs::prefetch_order");
   if (opts.page_size < 4096 || opts.page_size > 65536 || (opts.page_size & (opts.page_size - 1)))
     throw invalid_argument("database " + path + ": page size " + std::to_string(opts.page_size) +

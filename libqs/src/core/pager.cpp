@@ -171,7 +171,8 @@ std::uint32_t pager::prefetch_targets(const page_desc* d, std::uint32_t touched,
   const frame_space& fs = access_.frames();
   const std::byte* img = image(d);
   targets_.clear();
-  std::vector<std::uint64_t> before;  // the pages of pointers before `touched`
+  std::vector<std::uint64_t>& before = targets_before_;  // the pages of pointers before `touched`
+  before.clear();
   words_.for_each(d, img, [&](std::uint32_t off, bool is_vptr, const type_layout&, std::uint32_t) {
     if (is_vptr || targets_.size() >= room) return;
     std::uint64_t v;
@@ -194,7 +195,7 @@ std::uint32_t pager::prefetch_targets(const page_desc* d, std::uint32_t touched,
   return n;
 }
 
-void pager::prefetch_after(const page_desc* d, std::uint32_t room) {
+void pager::prefetch_after(const page_desc* d, std::uint32_t window) {
   // The way the program goes: a list built by prepending is read from its
   // last page down.
   const bool down = d->page < last_read_;
@@ -207,7 +208,6 @@ void pager::prefetch_after(const page_desc* d, std::uint32_t room) {
   const bool sequential =
       gap <= 2 * std::uint64_t{prefetch_} || (before && before->resident()) || (after && after->resident());
   last_read_ = d->page;
-  const std::uint32_t window = room;
   if (!sequential || window == 0 || (down && d->page == 0)) return;
   const std::uint64_t first = down ? (d->page > window ? d->page - window : 0) : d->page + 1;
   const std::uint64_t last = down ? d->page - 1 : d->page + window;

@@ -160,8 +160,8 @@ class pager {
   void count_outcome(prefetch_source s, bool used);
   // The pages a source may read ahead at this fault, at most `room`.
   std::uint32_t window_of(prefetch_source s, std::uint32_t room);
-  // Page order after (or before) d, at most `room` pages.
-  void prefetch_after(const page_desc* d, std::uint32_t room);
+  // Page order after (or before) d, at most `window` pages.
+  void prefetch_after(const page_desc* d, std::uint32_t window);
   // Along d's pointers, at most `room` pages; returns how many were asked for.
   std::uint32_t prefetch_targets(const page_desc* d, std::uint32_t touched, std::uint32_t room);
   // Stages what `read` brings (it calls want and got, in the order it
@@ -198,8 +198,9 @@ class pager {
   bool warned_thrashing_ = false;    // once per open
   std::uint32_t prefetch_ = 0;
   prefetch_order order_ = prefetch_order::page_order;
-  std::vector<std::uint64_t> targets_;  // prefetch_targets' pages
-  prefetch_gauge gauges_[2]{};          // page order, pointers
+  std::vector<std::uint64_t> targets_;         // prefetch_targets' pages
+  std::vector<std::uint64_t> targets_before_;  // and those before the touched offset
+  prefetch_gauge gauges_[2]{};                 // page order, pointers
   static constexpr std::uint32_t first_window = 8;
   static constexpr std::uint32_t watch_every = 8;
   std::uint32_t prefetched_since_watch_ = 0;

@@ -227,8 +227,9 @@ void bdb_store::read_spread(
   const std::size_t n = wanted.size();
   // A batch of a few pages is read on the calling thread: waking a helper
   // costs more than it saves (OO7's cold operations measured so), and a
-  // run of neighbouring pages is then one bulk pass.
-  const bool alone = n < spread_pages;
+  // run of neighbouring pages is then one bulk pass. So is every batch of
+  // a transaction that has written (its reads stay in its transaction).
+  const bool alone = n < spread_pages || !spread();
   const std::size_t groups = ranges ? (alone ? 1 : std::min<std::size_t>(n, readers_.helpers() + 1)) : n;
   // Each job reads its own pages into their own slots; nothing else is
   // shared but the environment (thread-safe) and this store's fields,
@@ -263,11 +264,6 @@ void bdb_store::read_spread(
 bool bdb_store::read_pages(
     std::span<const std::uint64_t> pages, const std::function<std::byte*(std::uint64_t page)>& want,
     const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
-  if (!spread() || pages.size() < spread_pages) {
-    // One bulk call a page, each as small as a record and its mapping object.
-    for (std::uint64_t page : pages) scan_records(page, page, want, got, 16 * 1024);
-    return true;
-  }
   std::vector<wanted_page> wanted;
   for (std::uint64_t page : pages)
     if (std::byte* image = want(page)) wanted.push_back({page, image, {}, {}, false});

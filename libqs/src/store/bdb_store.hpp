@@ -91,10 +91,10 @@ class bdb_store final : public store {
   void scan_records(std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
                     const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got,
                     std::uint32_t bulk_bytes);
-  // A prefetch's reads spread over the reader threads: `wanted` (pages,
-  // ascending when `ranges`) are read as `groups` runs of neighbouring pages
-  // (ranges: one bulk pass each) or one page at a time, then handed to
-  // `got` in their order.
+  // A prefetch's reads, spread over the reader threads when spread() and
+  // there are spread_pages or more: `wanted` (pages, ascending when
+  // `ranges`) are read as runs of neighbouring pages (ranges: one bulk pass
+  // each) or one page at a time, then handed to `got` in their order.
   struct wanted_page {
     std::uint64_t page;
     std::byte* image;

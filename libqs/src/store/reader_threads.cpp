@@ -15,18 +15,15 @@ reader_threads::reader_threads(unsigned helpers) {
     for (unsigned i = 0; i < helpers; ++i) threads_.emplace_back([this] { helper(); });
   } catch (...) {
     pthread_sigmask(SIG_SETMASK, &was, nullptr);
-    {
-      lock_guard g(m_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    for (std::thread& t : threads_) t.join();
+    stop();
     throw;
   }
   pthread_sigmask(SIG_SETMASK, &was, nullptr);
 }
 
-reader_threads::~reader_threads() {
+reader_threads::~reader_threads() { stop(); }
+
+void reader_threads::stop() {
   {
     lock_guard g(m_);
     stop_ = true;

@@ -45,6 +45,8 @@ class reader_threads {
 
  private:
   void helper() QS_EXCLUDES(m_);
+  // Tells the helpers to end, and joins them.
+  void stop() QS_EXCLUDES(m_);
   // Takes jobs of the current batch until none is left.
   void work() QS_EXCLUDES(m_);
 

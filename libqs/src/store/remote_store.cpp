@@ -392,14 +392,12 @@ store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uin
 bool remote_store::read_range(
     std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
     const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
-  std::vector<std::pair<std::uint64_t, std::byte*>> asked;
-  for (std::uint64_t page = first; page <= last && asked.size() < wire::max_batch; ++page) {
-    if (pages_.count(page)) continue;  // written in this transaction: read from its buffered write
-    if (std::byte* image = want(page)) asked.emplace_back(page, image);
+  std::vector<std::uint64_t> pages;
+  for (std::uint64_t page = first;; ++page) {
+    pages.push_back(page);
     if (page == last) break;
   }
-  if (!asked.empty()) read_batch(asked, got);
-  return true;
+  return read_pages(pages, want, got);
 }
 
 bool remote_store::read_pages(
@@ -408,7 +406,7 @@ bool remote_store::read_pages(
   std::vector<std::pair<std::uint64_t, std::byte*>> asked;
   for (std::uint64_t page : pages) {
     if (asked.size() == wire::max_batch) break;
-    if (pages_.count(page)) continue;
+    if (pages_.count(page)) continue;  // written in this transaction: read from its buffered write
     if (std::byte* image = want(page)) asked.emplace_back(page, image);
   }
   if (!asked.empty()) read_batch(asked, got);
