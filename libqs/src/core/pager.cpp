@@ -38,7 +38,8 @@ pager::pager(store& s, buffer_pool& pool, page_table& table, transaction_log& lo
       pointers_(pointers),
       stats_(stats),
       page_size_(page_size),
-      zero_page_(std::make_unique<std::byte[]>(page_size)) {}
+      zero_page_(std::make_unique<std::byte[]>(page_size)),
+      incoming_(page_size) {}
 
 std::uint32_t pager::take_slot(page_desc* d) {
   std::uint32_t slot;
@@ -50,9 +51,10 @@ std::uint32_t pager::take_slot(page_desc* d) {
   return slot;
 }
 
-void pager::show(page_desc* d, bool writable) {
+void pager::show(page_desc* d, bool writable, const std::byte* image) {
   auto t0 = std::chrono::steady_clock::now();
-  access_.show(d, writable);
+  if (image) access_.fill_and_show(d, image, writable);
+  else access_.show(d, writable);
   stats_.protect_ns += ns_since(t0);
 }
 
@@ -73,7 +75,10 @@ void pager::release_slot(page_desc* d) {
 
 void pager::page_in(page_desc* d) {
   std::uint32_t slot = take_slot(d);
-  std::byte* img = image(d);
+  // The image is made in a buffer, and its frame's memory becomes a copy of
+  // it (page_access::fill_and_show): the memory is not zeroed by the
+  // kernel and then written again, and no fault is taken to write it.
+  std::byte* img = incoming_.get();
   if (d->origin() == page_origin::unbuilt) {
     // A page created in this transaction that has never been built.
     std::memset(img, 0, page_size_);
@@ -86,7 +91,7 @@ void pager::page_in(page_desc* d) {
       set_tag(*oh, 1);
     }
     d->built(slot);
-    show(d, true);
+    show(d, true, img);
     log_.add_written(d);
     return;
   }
@@ -107,7 +112,7 @@ void pager::page_in(page_desc* d) {
   ++stats_.pages_fetched;
   count_refetch(d);
   d->loaded(slot);
-  show(d, false);
+  show(d, false, img);
 }
 
 void pager::make_current(page_desc* d, std::uint32_t touched) {
@@ -220,7 +225,10 @@ void pager::prefetch_after(const page_desc* d, std::uint32_t window) {
 
 template <class Read>
 void pager::stage_and_take(std::uint32_t room, bool down, prefetch_source source, Read read) {
-  if (staging_.size() < std::size_t{prefetch_} * page_size_) staging_.resize(std::size_t{prefetch_} * page_size_);
+  if (staging_pages_ < prefetch_) {
+    staging_ = page_buffer(std::size_t{prefetch_} * page_size_);
+    staging_pages_ = prefetch_;
+  }
   staged_.clear();
   std::size_t delivered = 0;  // got() comes in the order want() asked
   auto want = [&](std::uint64_t page) -> std::byte* {
@@ -228,7 +236,7 @@ void pager::stage_and_take(std::uint32_t room, bool down, prefetch_source source
     if (p && (p->state() != page_state::absent || p->origin() != page_origin::stored)) return nullptr;
     if (staged_.size() == room) return nullptr;
     staged_.push_back({page, {}, {}});
-    return staging_.data() + (staged_.size() - 1) * page_size_;
+    return staging_.get() + (staged_.size() - 1) * page_size_;
   };
   auto got = [&](std::uint64_t page, const record_header& h, std::string mapping) {
     while (delivered < staged_.size() && staged_[delivered].page != page) ++delivered;
@@ -247,19 +255,18 @@ void pager::stage_and_take(std::uint32_t room, bool down, prefetch_source source
   }
   for (std::size_t k = 0; k < staged_.size(); ++k) {
     std::size_t i = down ? staged_.size() - 1 - k : k;
-    if (staged_[i].complete && !take_in(staged_[i], staging_.data() + i * page_size_, source)) break;
+    if (staged_[i].complete && !take_in(staged_[i], staging_.get() + i * page_size_, source)) break;
   }
   staged_.clear();
 }
 
-bool pager::take_in(staged_page& s, const std::byte* img, prefetch_source source) {
+bool pager::take_in(staged_page& s, std::byte* img, prefetch_source source) {
   page_desc* p = table_.by_page(s.page);
   if (!p || p->state() != page_state::absent || p->origin() != page_origin::stored) return true;
   std::uint32_t slot;
   if (!pool_.take_free(p, slot)) return false;  // a guess never evicts a page
-  std::memcpy(image(p), img, page_size_);
   try {
-    accept_record(p, s.h, image(p), std::move(s.mapping));
+    accept_record(p, s.h, img, std::move(s.mapping));
   } catch (const error&) {
     free_slot(slot, p->frame);
     return true;  // refused again, with its message, when touched
@@ -276,8 +283,9 @@ bool pager::take_in(staged_page& s, const std::byte* img, prefetch_source source
     prefetched_since_watch_ = 0;
     ++stats_.prefetch_watched;
     p->prefetched_by = source;
+    access_.fill(p, img);
   } else {
-    show(p, false);
+    show(p, false, img);
   }
   return true;
 }

@@ -175,11 +175,28 @@ class pager {
     std::string mapping;
     bool complete = false;
   };
-  // Takes a staged record in as its page's image when the page is known and
-  // absent; false when no pool slot is free.
-  bool take_in(staged_page& s, const std::byte* img, prefetch_source source);
-  // page_access::show, timed.
-  void show(page_desc* d, bool writable);
+  // Takes a staged record (`img`, checked and relocated in place) in as its
+  // page's image when the page is known and absent; false when no pool slot
+  // is free.
+  bool take_in(staged_page& s, std::byte* img, prefetch_source source);
+  // page_access::show, timed; with `image`, page_access::fill_and_show.
+  void show(page_desc* d, bool writable, const std::byte* image = nullptr);
+  // Page-aligned memory for images on their way to their frames (the
+  // kernel copies from it into a frame's memory: frame_space::fill).
+  class page_buffer {
+   public:
+    page_buffer() = default;
+    explicit page_buffer(std::size_t bytes)
+        : p_(static_cast<std::byte*>(::operator new[](bytes, std::align_val_t{alignment}))) {}
+    std::byte* get() const { return p_.get(); }
+
+   private:
+    static constexpr std::size_t alignment = 4096;
+    struct release {
+      void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{alignment}); }
+    };
+    std::unique_ptr<std::byte[], release> p_;
+  };
 
   store& store_;
   buffer_pool& pool_;
@@ -204,8 +221,10 @@ class pager {
   static constexpr std::uint32_t first_window = 8;
   static constexpr std::uint32_t watch_every = 8;
   std::uint32_t prefetched_since_watch_ = 0;
-  std::uint64_t last_read_ = 0;      // the page prefetch_after last followed
-  std::vector<std::byte> staging_;   // prefetch_ images, read ahead
+  std::uint64_t last_read_ = 0;  // the page prefetch_after last followed
+  page_buffer incoming_;         // page_in's image
+  page_buffer staging_;          // prefetch_ images, read ahead
+  std::uint32_t staging_pages_ = 0;
   std::vector<staged_page> staged_;  // during prefetch_after
   void count_refetch(page_desc* d);
 };

@@ -24,6 +24,10 @@ class hardware_access final : public frame_access {
   hardware_access(std::unique_ptr<frame_space> frames, page_table& table) : frame_access(std::move(frames), table) {}
 
   void show(page_desc* d, bool writable) { frames_->show(d->frame, writable); }
+  void fill(page_desc* d, const void* src) { frames_->fill(d->frame, static_cast<const std::byte*>(src)); }
+  void fill_and_show(page_desc* d, const void* src, bool writable) {
+    frames_->fill_and_show(d->frame, static_cast<const std::byte*>(src), writable);
+  }
   void hide(page_desc* d) { frames_->hide(d->frame); }
   void set_access(page_desc* d, bool writable) { frames_->protect(d->frame, writable); }
   void hide_all() { frames_->hide_all(); }

@@ -81,6 +81,11 @@ concept page_access_policy = std::derived_from<A, frame_access> &&
                                                                                      std::uint32_t n) {
   // The page came into the pool (its image is ready).
   a.show(d, true);
+  // The page comes into the pool with `p` (a page, aligned to the kernel's
+  // page size) as its image, which its frame's memory becomes without
+  // being zeroed first (frame_space::fill): hidden, or shown.
+  a.fill(d, p);
+  a.fill_and_show(d, p, true);
   // The page leaves the pool (or must be revalidated before its next
   // use); its image stays until the pager releases its frame's memory.
   a.hide(d);

@@ -27,6 +27,11 @@ class software_access final : public frame_access {
   software_access(std::unique_ptr<frame_space> frames, page_table& table) : frame_access(std::move(frames), table) {}
 
   void show(page_desc* d, bool writable);
+  void fill(page_desc* d, const void* src) { frames_->fill(d->frame, static_cast<const std::byte*>(src)); }
+  void fill_and_show(page_desc* d, const void* src, bool writable) {
+    fill(d, src);
+    show(d, writable);
+  }
   void hide(page_desc* d);
   void set_access(page_desc* d, bool writable);
   void hide_all();

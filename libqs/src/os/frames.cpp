@@ -254,6 +254,36 @@ void frame_space::show(std::uint64_t f, bool writable) {
   }
 }
 
+void frame_space::fill(std::uint64_t f, const std::byte* src) {
+  // A write into a hole of shared memory allocates the page without
+  // clearing it (the write covers it), where a store through a view would
+  // fault, and the kernel would zero the page before the copy.
+  std::size_t done = 0;
+  while (done < page_size_) {
+    ssize_t n = ::pwrite(fd_, src + done, page_size_ - done, static_cast<off_t>(f * page_size_ + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("qs: filling the memory of frame " + std::to_string(f));
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void frame_space::fill_and_show(std::uint64_t f, const std::byte* src, bool writable) {
+  if (control_ == frame_control::userfault) {
+    uffdio_copy c{};
+    c.dst = reinterpret_cast<std::uint64_t>(frame_address(f));
+    c.src = reinterpret_cast<std::uint64_t>(src);
+    c.len = page_size_;
+    c.mode = writable ? 0 : UFFDIO_COPY_MODE_WP;
+    if (::ioctl(uffd_, UFFDIO_COPY, &c) == 0) return;
+    // The page was there already (EEXIST), the copy was cut short (EAGAIN),
+    // or the buffer is not one the kernel copies from: the same result, in
+    // three steps.
+    hide(f);
+  }
+  fill(f, src);
+  show(f, writable);
+}
+
 void frame_space::protect(std::uint64_t f, bool writable) {
   if (control_ == frame_control::protection) {
     if (::mprotect(frame_address(f), page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ) != 0)

@@ -85,6 +85,15 @@ class frame_space {
 
   // Frame f, hidden, shows view(f)'s page to the program.
   void show(std::uint64_t f, bool writable);
+  // Frame f's page, hidden, becomes a copy of `src` (a page's bytes,
+  // aligned to the kernel's page size): the kernel allocates its memory
+  // without zeroing it first, and no fault is taken on either view. The
+  // frame stays hidden. The page's memory is expected to be released (or
+  // never written); whatever it held is overwritten.
+  void fill(std::uint64_t f, const std::byte* src);
+  // fill(), then show(f, writable): under userfault one system call
+  // (UFFDIO_COPY), which allocates, copies and maps the page at once.
+  void fill_and_show(std::uint64_t f, const std::byte* src, bool writable);
   // A shown frame's access changes.
   void protect(std::uint64_t f, bool writable);
   // Frame f becomes hidden; its page stays in view(f).
