@@ -12,24 +12,31 @@
 //                  and, prefetch off, of 256 pages of 384 pointers each to
 //                  pages not seen yet, as on a page of the shuffled tree
 //                  of scripts/peers: the mapping object's 384 entries)
+//   new page       a Slab allocated in a transaction (a new page each): the
+//                  page built and shown (the commit is not timed)
 //   write fault    first write in a transaction to a resident page: SIGSEGV,
 //                  before-image copy, mprotect
 //   commit/page    commit of N pages with 8 changed bytes each: diff,
 //                  checksum, partial put, mprotect (non-durable commit, so
 //                  that the disk's flush time does not hide the CPU cost)
 // The floor: SIGSEGV delivery plus mprotect, SIGSEGV plus an mmap of a memfd
-// page, an mprotect, an 8 KiB memcpy, a CRC-32C of 8 KiB, a cached Berkeley
-// DB get of an 8 KiB record and a 40-byte partial put into one, with 64 KiB
-// B-tree pages: a page stored as one record, as qs stored it before it kept
-// records in 1 KiB pieces (a partial put into a piece compares and logs
-// 1 KiB, not 8, which is why qs's commit can come in under this floor).
+// page, the mechanism qs's frames use where the kernel offers it (a
+// userfault delivered as SIGBUS, answered by UFFDIO_COPY of the page into
+// memory not yet allocated), malloc plus memset of 8 KiB, an mprotect, an 8 KiB memcpy, a CRC-32C of 8 KiB, a cached
+// Berkeley DB get of an 8 KiB record and a 40-byte partial put into one, with 64 KiB B-tree pages: a page stored as one
+// record, as qs stored it before it kept records in 1 KiB pieces (a partial put into a piece compares and logs 1 KiB,
+// not 8, which is why qs's commit can come in under this floor).
 #include <qs/qs.hpp>
 
 #include <qs/cli/cli.hpp>
 
 #include <db_cxx.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -149,6 +156,75 @@ double bare_fault_ns(int n, bool use_mmap) {
   return ns;
 }
 
+// A userfault as SIGBUS, answered with UFFDIO_COPY of a page: nanoseconds
+// per page, or 0 when the kernel does not offer it.
+int userfault_fd = -1;
+std::byte* userfault_source;
+
+void userfault_handler(int, siginfo_t* si, void*) {
+  const auto base = reinterpret_cast<std::uintptr_t>(bare_region);
+  auto addr = base + (reinterpret_cast<std::uintptr_t>(si->si_addr) - base) / page_size * page_size;
+  uffdio_copy c{};
+  c.dst = addr;
+  c.src = reinterpret_cast<std::uintptr_t>(userfault_source);
+  c.len = page_size;
+  c.mode = UFFDIO_COPY_MODE_WP;
+  if (ioctl(userfault_fd, UFFDIO_COPY, &c) != 0) std::abort();
+}
+
+double userfault_copy_ns(int n) {
+  userfault_fd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
+  if (userfault_fd < 0) return 0;
+  uffdio_api api{};
+  api.api = UFFD_API;
+  api.features = UFFD_FEATURE_SIGBUS | UFFD_FEATURE_WP_HUGETLBFS_SHMEM;
+  std::size_t bytes = std::size_t{page_size} * n;
+  int fd = memfd_create("bench", 0);
+  double ns = 0;
+  if (ioctl(userfault_fd, UFFDIO_API, &api) == 0 && fd >= 0 && ftruncate(fd, static_cast<off_t>(bytes)) == 0) {
+    bare_region = static_cast<char*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    uffdio_register r{};
+    r.range = {reinterpret_cast<std::uintptr_t>(bare_region), bytes};
+    r.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP;
+    if (bare_region != MAP_FAILED && ioctl(userfault_fd, UFFDIO_REGISTER, &r) == 0) {
+      userfault_source = static_cast<std::byte*>(::operator new[](page_size, std::align_val_t{4096}));
+      std::memset(userfault_source, 1, page_size);
+      struct sigaction sa {};
+      struct sigaction old {};
+      sa.sa_sigaction = userfault_handler;
+      sa.sa_flags = SA_SIGINFO;
+      sigemptyset(&sa.sa_mask);
+      sigaction(SIGBUS, &sa, &old);
+      auto t0 = clock_type::now();
+      std::uint64_t sum = 0;
+      for (int i = 0; i < n; ++i) sum += *reinterpret_cast<volatile char*>(bare_region + std::size_t{page_size} * i);
+      ns = ns_since(t0) / n;
+      sigaction(SIGBUS, &old, nullptr);
+      ::operator delete[](userfault_source, std::align_val_t{4096});
+      (void)sum;
+    }
+    if (bare_region != MAP_FAILED) munmap(bare_region, bytes);
+  }
+  if (fd >= 0) close(fd);
+  close(userfault_fd);
+  return ns;
+}
+
+// A new page's memory as a program gets it without qs: malloc and memset of
+// 8 KiB, fresh from the kernel (each block freed only at the end).
+double malloc_memset_ns(int n) {
+  std::vector<void*> blocks(static_cast<std::size_t>(n));
+  auto t0 = clock_type::now();
+  for (void*& b : blocks) {
+    b = std::malloc(page_size - 24);
+    std::memset(b, 0, page_size - 24);
+    asm volatile("" ::"r"(b) : "memory");
+  }
+  double ns = ns_since(t0) / n;
+  for (void* b : blocks) std::free(b);
+  return ns;
+}
+
 double memcpy_ns(int n) {
   std::vector<char> a(page_size * 64, 1), b(page_size * 64, 2);
   auto t0 = clock_type::now();
@@ -250,7 +326,7 @@ bdb_costs bdb_ns(const std::string& dir, int n) {
 // --- qs --------------------------------------------------------------------
 
 struct qs_costs {
-  double read_fault, write_fault, commit_per_page, log_bytes_per_page;
+  double new_page, read_fault, write_fault, commit_per_page, log_bytes_per_page;
   std::uint64_t mappings;  // the process's kernel mappings with every page resident
   const char* frames;
 };
@@ -262,13 +338,15 @@ qs_costs measure_qs(const std::string& dir, int n, std::uint32_t prefetch) {
   o.durable = false;
   o.reservation_bytes = std::uint64_t{1} << 32;
   auto db = qs::database::open(dir, o);
-  std::vector<Slab*> slabs;
+  std::vector<Slab*> slabs(static_cast<std::size_t>(n));
+  qs_costs c{};
   {
     qs::transaction tx(db);
-    for (int i = 0; i < n; ++i) slabs.push_back(new (db) Slab);
+    auto t0 = clock_type::now();
+    for (Slab*& s : slabs) s = new (db) Slab;
+    c.new_page = ns_since(t0) / n;
     tx.commit();
   }
-  qs_costs c{};
   std::uint64_t sum = 0;
   // Warm Berkeley DB's cache with one pass, then drop qs's pool.
   db.release_cache();
@@ -367,6 +445,8 @@ int main(int argc, char** argv) {
 
   double sig_mprotect = bare_fault_ns(n, false);
   double sig_mmap = bare_fault_ns(n, true);
+  double userfault_copy = userfault_copy_ns(n);
+  double fresh = malloc_memset_ns(n);
   double copy = memcpy_ns(n * 10);
   double crc = crc_ns(n * 10);
   double protect = mprotect_ns(n);
@@ -381,16 +461,24 @@ int main(int argc, char** argv) {
   std::printf("floor                                   ns/op\n");
   std::printf("  SIGSEGV + mprotect                 %8.0f\n", sig_mprotect);
   std::printf("  SIGSEGV + mmap of a memfd page     %8.0f\n", sig_mmap);
+  if (userfault_copy > 0) std::printf("  userfault SIGBUS + UFFDIO_COPY     %8.0f\n", userfault_copy);
+  std::printf("  malloc + memset 8 KiB, fresh       %8.0f\n", fresh);
   std::printf("  memcpy 8 KiB                       %8.0f\n", copy);
   std::printf("  CRC-32C 8 KiB                      %8.0f\n", crc);
   std::printf("  mprotect of one page               %8.0f\n", protect);
   std::printf("  Berkeley DB get, cached, 8 KiB     %8.0f\n", get);
   std::printf("  Berkeley DB partial put, 40 bytes  %8.0f   (n in one transaction)\n", bdb.partial_put);
-  double read_floor = sig_mmap + get + copy;
+  // The read floor of the mechanism the frames use: the signal with the
+  // page's copy into its memory, and the record's get.
+  const bool userfault = std::strcmp(q.frames, "userfault") == 0 && userfault_copy > 0;
+  double read_floor = (userfault ? userfault_copy : sig_mmap + copy) + get;
+  const char* read_floor_says = userfault ? "floor: SIGBUS+UFFDIO_COPY, get" : "floor: SIGSEGV+mmap, get, memcpy";
   double write_floor = sig_mprotect + copy;
   std::printf("\nqs                                      ns/op   floor   ratio\n");
-  std::printf("  read fault (page in BDB cache)     %8.0f %7.0f %7.2f   floor: SIGSEGV+mmap, get, memcpy\n",
-              q.read_fault, read_floor, q.read_fault / read_floor);
+  std::printf("  new page (one 8 KiB object)        %8.0f %7.0f %7.2f   floor: malloc + memset\n", q.new_page, fresh,
+              q.new_page / fresh);
+  std::printf("  read fault (page in BDB cache)     %8.0f %7.0f %7.2f   %s\n", q.read_fault, read_floor,
+              q.read_fault / read_floor, read_floor_says);
   std::printf("  read, prefetch on (per page)       %8.0f %7.0f %7.2f   (options::prefetch_pages = %u)\n",
               qp.read_fault, read_floor, qp.read_fault / read_floor, qs::options{}.prefetch_pages);
   std::printf("  read fault, 384 pointers out       %8.0f %7.0f %7.2f   a page naming 384 others, first seen\n",

@@ -122,6 +122,11 @@ DbTxn* bdb_store::write_txn() {
 }
 
 void bdb_store::commit(bool durable) {
+  if (next_) {
+    env_->put(write_txn(), "next_page", std::to_string(next_->page));
+    env_->put(write_txn(), "next_frame", std::to_string(next_->frame));
+    next_.reset();
+  }
   DbTxn* t = txn_;
   txn_ = nullptr;
   in_txn_ = false;
@@ -130,6 +135,7 @@ void bdb_store::commit(bool durable) {
 
 void bdb_store::abort() {
   in_txn_ = false;
+  next_.reset();
   if (!txn_) return;
   DbTxn* t = txn_;
   txn_ = nullptr;
@@ -304,13 +310,21 @@ std::uint64_t bdb_store::counter(const char* key) {
 
 store::page_range bdb_store::allocate_pages(std::uint64_t n) {
   if (!in_txn_) throw store_error("database " + dir_ + ": pages are allocated inside a transaction");
-  page_range r{counter("next_page"), counter("next_frame")};
-  env_->put(write_txn(), "next_page", std::to_string(r.page + n));
-  env_->put(write_txn(), "next_frame", std::to_string(r.frame + n));
+  if (!next_) {
+    write_txn();  // the commit writes the counters: the transaction writes
+    next_ = page_range{counter("next_page"), counter("next_frame")};
+  }
+  const page_range r = *next_;
+  next_->page += n;
+  next_->frame += n;
   return r;
 }
 
-std::optional<std::string> bdb_store::get(std::string_view k) { return env_->get(txn_, k); }
+std::optional<std::string> bdb_store::get(std::string_view k) {
+  if (next_ && k == "next_page") return std::to_string(next_->page);
+  if (next_ && k == "next_frame") return std::to_string(next_->frame);
+  return env_->get(txn_, k);
+}
 void bdb_store::put(std::string_view k, std::string_view v) { env_->put(write_txn(), k, v); }
 void bdb_store::del(std::string_view k) { env_->del(write_txn(), k); }
 void bdb_store::scan(std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f) {

@@ -8,8 +8,10 @@
 // through qs-pageserver, which uses the same bdb_env).
 //
 // The store transaction is one Berkeley DB transaction; page and frame
-// numbers come from the metadata counters next_page/next_frame, updated in
-// that transaction (so an aborted transaction gives its numbers back).
+// numbers come from the metadata counters next_page/next_frame, read at the
+// transaction's first allocation, counted here, and written once, in that
+// transaction, when it commits (so an aborted transaction gives its numbers
+// back, and a new page costs no write of its own).
 //
 // Prefetch (read_range, read_pages) spreads its reads over the calling
 // thread and helper threads (reader_threads.hpp: one fewer than the
@@ -27,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -108,6 +111,10 @@ class bdb_store final : public store {
   // fewest pages it spreads.
   bool spread() const { return readers_.helpers() > 0 && txn_ == nullptr; }
   static constexpr std::size_t spread_pages = 16;
+
+  // The counters as the open transaction's allocations left them (commit
+  // writes them); empty until it allocates.
+  std::optional<page_range> next_;
 
   DbTxn* txn_ = nullptr;
   std::vector<bdb_env::byte_span> spans_;  // patch_page's

@@ -503,8 +503,19 @@ void remote_store::delete_page(std::uint64_t page) {
 }
 
 store::page_range remote_store::allocate_pages(std::uint64_t n) {
-  const auto& resp = call<wire::pages_response>(wire::allocate_request{n});
-  return {resp.page, resp.frame};
+  if (n > spare_left_) {
+    // What is left is too short for n contiguous pages: it stays unused.
+    const std::uint64_t ask = std::max(n, next_ask_);
+    next_ask_ = std::min(max_ask, 2 * next_ask_);
+    const auto& resp = call<wire::pages_response>(wire::allocate_request{ask});
+    spare_ = {resp.page, resp.frame};
+    spare_left_ = ask;
+  }
+  const page_range r = spare_;
+  spare_.page += n;
+  spare_.frame += n;
+  spare_left_ -= n;
+  return r;
 }
 
 std::optional<std::string> remote_store::get(std::string_view key) {

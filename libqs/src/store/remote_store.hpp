@@ -20,6 +20,9 @@
 // transaction that buffers more than a few MiB of pages sends those early in
 // `write` messages. Reads see the buffered writes first.
 //
+// Page numbers come from the server in blocks (allocate_pages): a new page
+// is not a round trip of its own.
+//
 // A fault is one round trip: the server sends a page's mapping object with
 // the page. Prefetch (read_range, read_pages) asks for many pages in one
 // round trip (read_pages); a page it brings counts as read by the
@@ -202,6 +205,16 @@ class remote_store final : public store {
   std::vector<std::uint64_t> reserve_, reserve_read_;
   std::uint64_t shipped_ = 0;
   std::vector<open_index_entry> indexes_;
+  // Page and frame numbers taken from the server ahead of use
+  // (allocate_pages): spare_left_ pages from spare_.page, on frames from
+  // spare_.frame. The server never hands them out again, so they stay good
+  // across transactions and connections. Each request asks for twice the
+  // last, up to max_ask: a process that creates few pages leaves few unused
+  // (a hole in the numbers, as an aborted transaction's pages leave).
+  page_range spare_{};
+  std::uint64_t spare_left_ = 0;
+  std::uint64_t next_ask_ = 1;
+  static constexpr std::uint64_t max_ask = 64;
 };
 
 }  // namespace qs::detail
