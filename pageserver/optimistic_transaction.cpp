@@ -492,7 +492,7 @@ void optimistic_transaction::check_meta(const wire::meta_op& op, bool exists) {
     throw wire::protocol_error("a removal of metadata record '" + key + "' while creating the database");
   std::string v(op.value);
   bool ok = !v.empty() && v.size() <= 20 && v.find_first_not_of("0123456789") == std::string::npos;
-  if (key == "format") ok = v == "qs 4" || v == "qs 4 software";
+  if (key == "format") ok = v == qs::detail::format_hardware || v == qs::detail::format_software;
   else if (key == "next_page") ok = v == "1";
   else if (key == "next_frame") ok = v == "0";
   else if (ok && key == "page_size") {

@@ -176,3 +176,19 @@ TEST_CASE("a garbage store file is one clear qs::error, with Berkeley DB's messa
   CHECK_THAT(what, Catch::Contains("pages.db") && Catch::Contains("Berkeley DB said"));
   CHECK(read_file(err).empty());
 }
+
+TEST_CASE("a database of the previous format is refused with a message that names both formats") {
+  test_dir dir;
+  make(dir.path());
+  const std::string previous = std::string(qs::detail::page_access::format_name) == qs::detail::format_hardware
+                                   ? qs::detail::format_previous_hardware
+                                   : qs::detail::format_previous_software;
+  put_stored_record(dir.path(), "format", previous);
+  try {
+    auto db = qs::database::open(dir.path(), small_options());
+    FAIL("a database of format '" + previous + "' opened");
+  } catch (const qs::error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("format '" + previous + "'"));
+    CHECK_THAT(e.what(), Catch::Contains("format '" + std::string(qs::detail::page_access::format_name) + "'"));
+  }
+}

@@ -40,6 +40,10 @@ class auditor {
     if (!ps || !next) return problem("no page_size or next_page record");
     page_size_ = static_cast<std::uint32_t>(std::stoul(*ps));
     store_.set_page_size(page_size_);
+    auto base = store_.get("base");
+    auto reservation = store_.get("reservation");
+    if (!base || !reservation) return problem("no base or reservation record");
+    home_ = home_region::of(std::stoull(*base), std::stoull(*reservation), page_size_);
     schema_.load();
     const std::uint64_t last = std::stoull(*next);
     for (std::uint64_t p = 1; p < last; ++p) read(p);
@@ -166,11 +170,15 @@ class auditor {
           std::memcpy(&v, info.image.get() + at, 8);
           if (v == 0) continue;
           std::string what = page_name(p) + " offset " + std::to_string(at) + " (" + member_name(*l, po) + ")";
+          // In a run of the mapping object, or home-form: into the small
+          // page whose home frame holds it (mapping.hpp).
           const mapping_entry* r = find_run(info.runs, v, page_size_);
-          if (!r) {
-            problem(what + " points outside every run of the page's mapping object");
+          const mapping_entry home{v - (v - home_.base) % page_size_, home_.page_of(v), 1};
+          if (!r && home.page == 0) {
+            problem(what + " points outside every run of the page's mapping object and outside the home frames");
             continue;
           }
+          if (!r) r = &home;
           std::uint64_t delta = v - r->address;
           if (!live_start(r->page + delta / page_size_, delta % page_size_, r->pages))
             problem(what + " points at page " + std::to_string(r->page + delta / page_size_) + " offset " +
@@ -204,6 +212,7 @@ class auditor {
   store& store_;
   audit_result& out_;
   schema_registry schema_;
+  home_region home_;
   std::uint32_t page_size_ = 0;
   std::unordered_map<std::uint64_t, page_info> pages_;
 };

@@ -40,10 +40,14 @@ constexpr std::uint32_t page_size = 8192;
 struct rig : runtime {
   explicit rig(qs_test::mem_store& s, std::uint32_t pool_pages = 16, std::uintptr_t base = 0x7e0000000000,
                const qs::options& o = {})
-      : runtime(s,
-                std::make_unique<frame_space>(base, std::uint64_t{4096} * ::page_size, ::page_size, false,
-                                              page_access::control()),
-                ::page_size, pool_pages, o),
+      : rig(s, pool_pages,
+            new frame_space(base, std::uint64_t{4096} * ::page_size, ::page_size, false, page_access::control()), o) {}
+  // Home frames from where the reservation landed (the same place each
+  // time: the rigs of a test come one after another).
+  rig(qs_test::mem_store& s, std::uint32_t pool_pages, frame_space* frames, const qs::options& o)
+      : runtime(s, std::unique_ptr<frame_space>(frames), ::page_size, pool_pages, o,
+                home_region::of(reinterpret_cast<std::uintptr_t>(frames->base()), std::uint64_t{4096} * ::page_size,
+                                ::page_size)),
         store(s),
         engine(*this, true) {
     allocator.load();
@@ -83,7 +87,7 @@ TEST_CASE("pager: a page written back is diffed, read back checked, and evicted 
   }
   rig r(store);  // a fresh "process": nothing resident
   r.begin();
-  page_desc* d = r.relocate.ensure_run(0, page, 1);
+  page_desc* d = r.relocate.ensure_run(page, 1);
   r.pages.page_in(d);
   CHECK(d->state() == page_state::readable);
   CHECK(r.pages.image(d)[sizeof(page_header) + 64] == std::byte{7});
@@ -137,7 +141,7 @@ TEST_CASE("pager: a record whose checksum fails is refused, and its slot given b
   }
   rig r(store);
   r.begin();
-  page_desc* d = r.relocate.ensure_run(0, page, 1);
+  page_desc* d = r.relocate.ensure_run(page, 1);
   CHECK_THROWS_AS(r.pages.page_in(d), qs::corrupt_page);
   CHECK(d->state() == page_state::absent);
   std::uint32_t slot;
@@ -147,7 +151,9 @@ TEST_CASE("pager: a record whose checksum fails is refused, and its slot given b
   store.abort();
 }
 
-TEST_CASE("relocator: a page whose target's frames are taken points to the target's new frames") {
+TEST_CASE(
+    "relocator: a pointer to a page at home needs no entry; a page whose target cannot be at home points to its new "
+    "frames") {
   qs_test::mem_store store(store_options());
   std::uint64_t a_page, b_page;
   std::uint64_t b_frame;
@@ -164,14 +170,17 @@ TEST_CASE("relocator: a page whose target's frames are taken points to the targe
     b_page = r.access.page_of(b)->page;
     b_frame = r.access.page_of(b)->frame;
     REQUIRE(a_page != b_page);
+    CHECK(b_frame + 1 == b_page);  // at home
     r.commit();
-    CHECK(store.stored_mapping(a_page).has_value());
+    CHECK_FALSE(store.stored_mapping(a_page).has_value());
   }
-  rig r(store);
+  // Every page away from home in this process (the test harness's forced
+  // relocation).
+  qs::options o;
+  o.force_relocation_percent = 100;
+  rig r(store, 16, 0x7e0000000000, o);
   r.begin();
-  // Something else holds b's frame in this process.
-  REQUIRE(r.relocate.take_frames(b_frame, 1) == b_frame);
-  page_desc* a = r.relocate.ensure_run(0, a_page, 1);
+  page_desc* a = r.relocate.ensure_run(a_page, 1);
   r.pages.page_in(a);
   page_desc* b = r.table.by_page(b_page);
   REQUIRE(b != nullptr);  // given frames when a came in
@@ -314,13 +323,14 @@ TEST_CASE("pager: a write-back the store refuses leaves the page's header and ma
   }
   rig r(store);
   r.begin();
-  page_desc* d = r.relocate.ensure_run(0, page, 1);
+  page_desc* d = r.relocate.ensure_run(page, 1);
   r.pages.page_in(d);
   record_header before = d->hdr;
   std::string mapping_before = d->mapping;
   r.pages.make_writable(d);
-  // A pointer to another page of its own: the mapping object would change.
-  void* b = r.allocator.allocate(raw_descriptor(), 8160, nullptr);  // more than d has left
+  // A pointer to a large object (a run of pages, which mapping objects
+  // list): the mapping object would change.
+  void* b = r.allocator.allocate(raw_descriptor(), 20000, nullptr);
   void* a = r.pages.image(d) + sizeof(page_header) + sizeof(object_header);
   std::memcpy(a, &b, sizeof b);
   REQUIRE(r.access.page_of(b) != d);
@@ -341,13 +351,14 @@ TEST_CASE("pager: a commit that changes only data keeps the mapping; one that ch
   qs_test::mem_store store(store_options());
   rig r(store);
   r.begin();
-  // One page holding a pointer cell and raw bytes; targets on other pages.
+  // One page holding a pointer cell and raw bytes; targets on other pages,
+  // large objects (runs of pages, which mapping objects list).
   void* cell = r.allocator.allocate(pointer_descriptor(), 8, nullptr);
   void* data = r.allocator.allocate(raw_descriptor(), 64, cell);
   void* filler = r.allocator.allocate(raw_descriptor(), 8000, nullptr);
   (void)filler;
-  void* t1 = r.allocator.allocate(raw_descriptor(), 8000, nullptr);
-  void* t2 = r.allocator.allocate(raw_descriptor(), 8000, nullptr);
+  void* t1 = r.allocator.allocate(raw_descriptor(), 20000, nullptr);
+  void* t2 = r.allocator.allocate(raw_descriptor(), 20000, nullptr);
   std::uint64_t page = r.access.page_of(cell)->page;
   REQUIRE(r.access.page_of(data)->page == page);
   REQUIRE(r.access.page_of(t1)->page != page);
@@ -397,7 +408,7 @@ TEST_CASE("pager: an eviction whose one-time write-back the store refuses leaves
   o.force_relocation_percent = 100;
   rig r(store, 16, 0x7e0000000000, o);
   r.begin();
-  page_desc* d = r.relocate.ensure_run(0, page, 1);
+  page_desc* d = r.relocate.ensure_run(page, 1);
   r.pages.page_in(d);
   REQUIRE(r.log.relocate_pending(d));
   store.fail_next_put = true;
@@ -451,7 +462,9 @@ TEST_CASE("catalog: a client that loses the race to create a database opens the 
   o.reservation_bytes = std::uint64_t{64} << 20;
   std::uint32_t ps = 4096;
   std::unique_ptr<frame_space> frames;
-  CHECK_NOTHROW(frames = open_catalog(store, o, ps));
+  home_region home;
+  CHECK_NOTHROW(frames = open_catalog(store, o, ps, home));
+  CHECK(home.base == 0x7d0000000000);
   CHECK(ps == 8192);
   REQUIRE(frames);
   CHECK(reinterpret_cast<std::uintptr_t>(frames->base()) == 0x7d0000000000);

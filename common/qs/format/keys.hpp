@@ -1,6 +1,6 @@
 // qs/format/keys.hpp: the metadata records of a database, and their encodings.
 //
-//   "format"        "qs 4"
+//   "format"        "qs 5" (hardware mode) or "qs 5 software"
 //   "page_size"     page size in bytes (decimal)
 //   "base"          preferred base address of the reservation (decimal)
 //   "reservation"   size of the reservation in bytes (decimal)
@@ -19,6 +19,14 @@
 #include <string_view>
 
 namespace qs::detail {
+
+// The formats this qs writes and reads, one a mode. Format 5 stores a
+// pointer to a small page at its home frame without a mapping entry
+// (mapping.hpp); format 4, before it, listed every page pointed to.
+inline constexpr const char* format_hardware = "qs 5";
+inline constexpr const char* format_software = "qs 5 software";
+inline constexpr const char* format_previous_hardware = "qs 4";
+inline constexpr const char* format_previous_software = "qs 4 software";
 
 inline std::string be64(std::uint64_t v) {
   std::string s(8, '\0');

@@ -208,6 +208,11 @@ struct statistics {
   std::uint64_t frame_memory_bytes = 0;
   std::uint64_t kernel_mappings = 0;
   const char* frame_control = "";
+  // Pages the runtime keeps an entry for (about 150 bytes each): those
+  // resident or reached since the frames were last reset. A page pointed to
+  // gets one when it is reached, not when a page pointing to it comes in
+  // (unless it is away from its home frame).
+  std::uint64_t known_pages = 0;
 };
 
 // What detecting one page fault costs on this machine, in nanoseconds: the

@@ -4,6 +4,7 @@
 #include "mode/page_access.hpp"
 
 #include <qs/error.hpp>
+#include <qs/format/keys.hpp>
 
 #include <chrono>
 #include <string>
@@ -64,7 +65,7 @@ bool create(store& s, const options& opts, std::uint32_t page_size, const frame_
 
 }  // namespace
 
-std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::uint32_t& page_size) {
+std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::uint32_t& page_size, home_region& home) {
   const frame_control control = page_access::control();
   auto ps = s.get("page_size");
   if (!ps) {
@@ -86,7 +87,10 @@ std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::ui
     // A deadlock victim may look before the winner's commit is done: it
     // tries again, and its read in the transaction waits for the winner.
     for (int attempt = 1; !ps; ++attempt) {
-      if (create(s, opts, page_size, *frames)) return frames;
+      if (create(s, opts, page_size, *frames)) {
+        home = home_region::of(reinterpret_cast<std::uintptr_t>(frames->base()), opts.reservation_bytes, page_size);
+        return frames;
+      }
       ps = s.get("page_size");
       if (!ps && attempt == 50)
         throw store_error("database " + s.name() + ": creating the database failed " + std::to_string(attempt) +
@@ -96,10 +100,14 @@ std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::ui
   }
   std::string format = page_access::format_name;
   if (auto f = s.get("format"); f && *f != format) {
-    if (*f == "qs 4" || *f == "qs 4 software")
+    if (*f == format_hardware || *f == format_software)
       throw error("database " + s.name() + " was created by a program built in " +
-                  (*f == "qs 4" ? "hardware" : "software") + " mode; this program is built in " +
+                  (*f == format_hardware ? "hardware" : "software") + " mode; this program is built in " +
                   page_access::mode_name + " mode (QS_SWIZZLE), and the two lay objects out differently");
+    if (*f == format_previous_hardware || *f == format_previous_software)
+      throw error("database " + s.name() + " has format '" + *f +
+                  "', written by an earlier qs; this qs reads format '" + format +
+                  "' only (format 5 stores pointers to pages at home without mapping entries)");
     throw error("database " + s.name() + " has format '" + *f + "'; this qs reads format '" + format + "' only");
   }
   page_size = static_cast<std::uint32_t>(number(s, "page_size", 4096, 65536));
@@ -111,6 +119,8 @@ std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::ui
   // when something else is there, anywhere else: pages are then relocated as
   // they come in.
   std::uintptr_t base = number(s, "base", 0, std::uint64_t{1} << 47);
+  home =
+      home_region::of(base, number(s, "reservation", std::uint64_t{page_size} * 16, std::uint64_t{1} << 46), page_size);
   try {
     return std::make_unique<frame_space>(base, opts.reservation_bytes, page_size, true, control);
   } catch (const error&) {

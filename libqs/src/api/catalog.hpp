@@ -18,6 +18,7 @@
 #include "store/store.hpp"
 
 #include <qs/database.hpp>
+#include <qs/format/mapping.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -25,7 +26,8 @@
 namespace qs::detail {
 
 // Opens or creates the database's records in `s`; sets page_size to the
-// database's and returns its reservation.
-std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::uint32_t& page_size);
+// database's and `home` to its home frames (its preferred base and the
+// reservation it was created with), and returns its reservation.
+std::unique_ptr<frame_space> open_catalog(store& s, const options& opts, std::uint32_t& page_size, home_region& home);
 
 }  // namespace qs::detail

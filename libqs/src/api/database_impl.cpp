@@ -61,9 +61,10 @@ namespace {
 runtime make_runtime(store& s, const options& opts) {
   try {
     std::uint32_t page_size = opts.page_size;
-    std::unique_ptr<frame_space> frames = open_catalog(s, opts, page_size);
+    home_region home;
+    std::unique_ptr<frame_space> frames = open_catalog(s, opts, page_size, home);
     const std::uint32_t pool_pages = pool_pages_for(opts, page_size, s.name());
-    return runtime(s, std::move(frames), page_size, pool_pages, opts);
+    return runtime(s, std::move(frames), page_size, pool_pages, opts, home);
   } catch (error& e) {
     e.name_database(s.name());  // the open's boundary
     throw;
@@ -132,6 +133,7 @@ statistics database_impl::stats() const {
   s.kernel_mappings = process_mappings();
   s.frame_memory_bytes = rt_.access.frames().memory_bytes();
   s.frame_control = frame_control_name(rt_.access.frames().control());
+  s.known_pages = rt_.table.size();
   return s;
 }
 
@@ -163,7 +165,11 @@ void database_impl::on_fault(void* address, bool write) {
 
 void database_impl::serve_fault(void* address, bool write) {
   rt_.access.check_fault(address);
-  page_desc* d = rt_.table.by_frame(rt_.access.frames().frame_of(address));
+  const std::uint64_t frame = rt_.access.frames().frame_of(address);
+  page_desc* d = rt_.table.by_frame(frame);
+  // A home frame no page holds yet is its page's (relocator.hpp).
+  const bool by_address = !d;
+  if (!d) d = rt_.relocate.page_at(frame);
   if (d && d->prefetched_by == prefetch_source::none &&
       (d->state() == page_state::writable || (d->state() == page_state::readable && !write)))
     return;
@@ -180,14 +186,27 @@ void database_impl::serve_fault(void* address, bool write) {
   // call and by commit, never from a fault.
   if (pager::needs_current(d)) {
     if (d->prefetched_by == prefetch_source::none) ++rt_.stats.read_faults;
-    rt_.pages.make_current(
-        d, static_cast<std::uint32_t>(static_cast<std::byte*>(address) - rt_.access.frames().frame_address(d->frame)));
+    try {
+      rt_.pages.make_current(d, static_cast<std::uint32_t>(static_cast<std::byte*>(address) -
+                                                           rt_.access.frames().frame_address(d->frame)));
+    } catch (const corrupt_page&) {
+      // A home frame past every page the database has: no pointer the
+      // database holds leads there, so the program made this address.
+      if (by_address && beyond_last_page(d->page))
+        invalid_persistent_pointer(address, ("no page of database " + name() + " is at this address").c_str());
+      throw;
+    }
   }
   if (write && d->state() != page_state::writable) {
     ++rt_.stats.write_faults;
     rt_.pages.make_writable(d);
   }
   d->referenced = true;
+}
+
+bool database_impl::beyond_last_page(std::uint64_t page) {
+  const std::uint64_t count = rt_.relocate.page_count();
+  return count > 0 && page >= count;
 }
 
 void database_impl::begin() {

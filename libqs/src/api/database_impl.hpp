@@ -117,6 +117,8 @@ class database_impl final : public fault_target {
   decltype(auto) named(F&& f) const;
   // The fault itself; on_fault fails the transaction with what it throws.
   void serve_fault(void* address, bool write) QS_REQUIRES(mutex_);
+  // Whether `page` is past every page the database has allocated.
+  bool beyond_last_page(std::uint64_t page) QS_REQUIRES(mutex_);
 
   mutable mutex mutex_;
   std::unique_ptr<store> store_;

@@ -6,7 +6,7 @@
 namespace qs::detail {
 
 runtime::runtime(store& s, std::unique_ptr<frame_space> frames, std::uint32_t page_size_bytes, std::uint32_t pool_pages,
-                 const options& opts)
+                 const options& opts, const home_region& home)
     : storage(s),
       page_size(page_size_bytes),
       schema(s),
@@ -14,7 +14,7 @@ runtime::runtime(store& s, std::unique_ptr<frame_space> frames, std::uint32_t pa
       access(std::move(frames), table),
       words(schema, s.shared(), page_size),
       pointers(words, access, table, page_size),
-      relocate(access, table, words, log, stats, opts, page_size),
+      relocate(s, access, table, words, log, stats, opts, page_size, home),
       pages(s, pool, table, log, access, relocate, words, pointers, stats, page_size),
       allocator(s, pages, relocate, access, table, log, schema, page_size),
       refs(pages, relocate, access, table, log, stats),

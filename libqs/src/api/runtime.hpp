@@ -52,10 +52,10 @@ class runtime {
  public:
   // Wires the components over `s`, the database's frames and pages of
   // `page_size` bytes, a pool of `pool_pages` pages, with `opts`' policies
-  // (prefetch, relocation, schema evolution), and reads the stored schema
-  // (schema_registry::load, which may throw).
+  // (prefetch, relocation, schema evolution) and the database's home frames,
+  // and reads the stored schema (schema_registry::load, which may throw).
   runtime(store& s, std::unique_ptr<frame_space> frames, std::uint32_t page_size, std::uint32_t pool_pages,
-          const options& opts);
+          const options& opts, const home_region& home);
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;
 

@@ -70,12 +70,12 @@ bool frame_map::take(std::uint64_t start, std::uint64_t n) {
   return true;
 }
 
-std::optional<std::uint64_t> frame_map::find(std::uint64_t n, std::uint64_t from) const {
-  if (n == 0 || n > frames_) return std::nullopt;
-  from = std::min(from, frames_);
+std::optional<std::uint64_t> frame_map::find(std::uint64_t n, std::uint64_t from, std::uint64_t lo) const {
+  if (n == 0 || lo >= frames_ || n > frames_ - lo) return std::nullopt;
+  from = std::clamp(from, lo, frames_);
   // First fit from `from`: the free run holding it (from `from` on), the
-  // runs after it, then the runs before it (each whole).
-  if (from < frames_ && is_free(from, std::min(n, frames_ - from)) && frames_ - from >= n) return from;
+  // runs after it, then the runs from `lo` up to it (each whole).
+  if (from < frames_ && frames_ - from >= n && is_free(from, n)) return from;
   auto scan = [&](std::uint64_t begin, std::uint64_t stop) -> std::optional<std::uint64_t> {
     for (std::uint64_t f = next_free(begin, stop); f < stop;) {
       std::uint64_t run_end = next_taken(f, std::min(frames_, f + n));
@@ -84,10 +84,8 @@ std::optional<std::uint64_t> frame_map::find(std::uint64_t n, std::uint64_t from
     }
     return std::nullopt;
   };
-  // A run that holds `from` starts before it: step back to its start so
-  // that the runs before `from` are judged whole.
   if (auto f = scan(from, frames_)) return f;
-  return scan(0, from);
+  return scan(lo, from);
 }
 
 void frame_map::give_back(std::uint64_t start, std::uint64_t n) {

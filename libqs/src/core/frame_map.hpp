@@ -17,6 +17,7 @@
 //  * taken_ == the number of set bits; full_ bit w == (bits_[w] is all ones).
 //  * take(start, n) succeeds only when every frame of [start, start + n) is
 //    free; find(n) returns the start of a free run of n frames or nothing.
+//  * find(n, from, lo) never returns a run that starts before lo.
 #pragma once
 
 #include <cstdint>
@@ -36,8 +37,9 @@ class frame_map {
   bool is_free(std::uint64_t start, std::uint64_t n) const;
   // Takes [start, start + n); false (and nothing taken) unless all are free.
   bool take(std::uint64_t start, std::uint64_t n);
-  // A free run of n frames at or after `from` (wrapping around), or none.
-  std::optional<std::uint64_t> find(std::uint64_t n, std::uint64_t from = 0) const;
+  // A free run of n frames in [lo, frames()), first fit at or after
+  // `from` (wrapping around to `lo`), or none.
+  std::optional<std::uint64_t> find(std::uint64_t n, std::uint64_t from = 0, std::uint64_t lo = 0) const;
   void give_back(std::uint64_t start, std::uint64_t n);
   // Every frame free again.
   void reset();

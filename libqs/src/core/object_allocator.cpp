@@ -75,7 +75,7 @@ void* object_allocator::try_allocate_on(page_desc* d, std::uint32_t type, std::u
 void* object_allocator::allocate_small(std::uint32_t type, std::uint32_t payload, std::uint32_t align,
                                        const void* near_object) {
   if (near_object) {
-    if (page_desc* n = access_.page_of(near_object))
+    if (page_desc* n = frames_.page_of(near_object))
       if (void* p = try_allocate_on(n, type, payload, align)) return p;
   }
   if (current_page_) {
@@ -90,8 +90,7 @@ void* object_allocator::allocate_small(std::uint32_t type, std::uint32_t payload
     if (it == by_room_.end()) break;
     std::uint64_t page = it->second;
     room_entry& entry = free_space_.at(page);
-    page_desc* d =
-        frames_.ensure_run(reinterpret_cast<std::uint64_t>(access_.frames().frame_address(entry.frame)), page, 1);
+    page_desc* d = frames_.ensure_run(page, 1);
     // Whatever happens, this page is not offered again for this size.
     by_room_.erase(it);
     entry.room = need - 1;
@@ -103,7 +102,7 @@ void* object_allocator::allocate_small(std::uint32_t type, std::uint32_t payload
     }
   }
   store::page_range r = store_.allocate_pages(1);
-  std::uint64_t frame = frames_.take_frames(r.frame, 1);
+  std::uint64_t frame = frames_.take_frames(r.page, 1);
   page_desc* d = new_page(page_kind::small, r.page, frame, r.page, 1);
   current_page_ = d->page;
   void* p = try_allocate_on(d, type, payload, align);
@@ -114,7 +113,7 @@ void* object_allocator::allocate_small(std::uint32_t type, std::uint32_t payload
 void* object_allocator::allocate_large(std::uint32_t type, std::uint64_t payload) {
   std::uint64_t n = large_object_pages(payload, page_size_);
   store::page_range first = store_.allocate_pages(n);
-  first.frame = frames_.take_frames(first.frame, n);
+  first.frame = frames_.take_frames(first.page, n);
   page_desc* head = nullptr;
   for (std::uint64_t i = 0; i < n; ++i) {
     page_desc* d = new_page(i == 0 ? page_kind::large_head : page_kind::large_tail, first.page + i, first.frame + i,
@@ -136,7 +135,7 @@ void* object_allocator::allocate_large(std::uint32_t type, std::uint64_t payload
 }
 
 void object_allocator::deallocate(void* p) {
-  page_desc* d = access_.page_of(p);
+  page_desc* d = frames_.page_of(p);
   auto where = [&] {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%p", p);

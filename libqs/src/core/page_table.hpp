@@ -262,6 +262,7 @@ class page_table {
     page_index_.clear();
     pages_.clear();
   }
+  std::size_t size() const { return pages_.size(); }
   template <class F>
   void for_each(F f) {
     for (auto& [k, d] : pages_) f(d.get());

@@ -169,7 +169,7 @@ std::uint32_t pager::window_of(prefetch_source s, std::uint32_t room) {
 }
 
 std::uint32_t pager::prefetch_targets(const page_desc* d, std::uint32_t touched, std::uint32_t room) {
-  if (room == 0 || d->hdr.mapping_entries == 0) return 0;
+  if (room == 0) return 0;
   // The pages d's pointers lead to (now, after relocation), in pointer
   // order from the touched offset on, then from the page's start: the
   // object the program reached leads to what it reaches next.
@@ -184,13 +184,17 @@ std::uint32_t pager::prefetch_targets(const page_desc* d, std::uint32_t touched,
     std::memcpy(&v, img + off, sizeof v);
     const auto* p = reinterpret_cast<const std::byte*>(v);
     if (!fs.contains(p)) return;
-    const page_desc* t = table_.by_frame(fs.frame_of(p));
-    if (!t || t->state() != page_state::absent || t->origin() != page_origin::stored) return;
-    auto& into = off >= touched ? targets_ : before;
-    if (std::find(targets_.begin(), targets_.end(), t->page) != targets_.end() ||
-        std::find(before.begin(), before.end(), t->page) != before.end())
+    const std::uint64_t f = fs.frame_of(p);
+    const page_desc* t = table_.by_frame(f);
+    // A home frame no page holds yet: its page, given an entry if it comes.
+    const std::uint64_t page = t ? t->page : f + 1;
+    if (t ? t->state() != page_state::absent || t->origin() != page_origin::stored : !frames_.could_be_home(page))
       return;
-    into.push_back(t->page);
+    auto& into = off >= touched ? targets_ : before;
+    if (std::find(targets_.begin(), targets_.end(), page) != targets_.end() ||
+        std::find(before.begin(), before.end(), page) != before.end())
+      return;
+    into.push_back(page);
   });
   for (std::size_t i = 0; i < before.size() && targets_.size() < room; ++i) targets_.push_back(before[i]);
   if (targets_.empty()) return 0;
@@ -233,17 +237,18 @@ void pager::stage_and_take(std::uint32_t room, bool down, prefetch_source source
   std::size_t delivered = 0;  // got() comes in the order want() asked
   auto want = [&](std::uint64_t page) -> std::byte* {
     const page_desc* p = table_.by_page(page);
-    if (p && (p->state() != page_state::absent || p->origin() != page_origin::stored)) return nullptr;
+    if (p ? p->state() != page_state::absent || p->origin() != page_origin::stored : !frames_.could_be_home(page))
+      return nullptr;
     if (staged_.size() == room) return nullptr;
     staged_.push_back({page, {}, {}});
     return staging_.get() + (staged_.size() - 1) * page_size_;
   };
-  auto got = [&](std::uint64_t page, const record_header& h, std::string mapping) {
+  auto got = [&](std::uint64_t page, const record_header& h, std::string mapping_object) {
     while (delivered < staged_.size() && staged_[delivered].page != page) ++delivered;
     if (delivered == staged_.size()) return;
     staged_page& s = staged_[delivered++];
     s.h = h;
-    s.mapping = std::move(mapping);
+    s.mapping = std::move(mapping_object);
     s.complete = true;
   };
   try {
@@ -262,6 +267,9 @@ void pager::stage_and_take(std::uint32_t room, bool down, prefetch_source source
 
 bool pager::take_in(staged_page& s, std::byte* img, prefetch_source source) {
   page_desc* p = table_.by_page(s.page);
+  // A page no entry names yet comes in at its home frame, if it is a small
+  // page (a large object's pages come with their run, when it is reached).
+  if (!p && s.h.kind == page_kind::small) p = frames_.at_home(s.page);
   if (!p || p->state() != page_state::absent || p->origin() != page_origin::stored) return true;
   std::uint32_t slot;
   if (!pool_.take_free(p, slot)) return false;  // a guess never evicts a page
@@ -314,7 +322,7 @@ void pager::revalidate(page_desc* d) {
   show(d, false);  // hidden since the transaction began
 }
 
-void pager::accept_record(page_desc* d, const record_header& h, std::byte* img, std::string mapping) {
+void pager::accept_record(page_desc* d, const record_header& h, std::byte* img, std::string mapping_object) {
   if (h.magic != record_magic)
     throw corrupt_page(d->page, "page " + std::to_string(d->page) + " has a damaged record header");
   auto t0 = std::chrono::steady_clock::now();
@@ -324,16 +332,20 @@ void pager::accept_record(page_desc* d, const record_header& h, std::byte* img, 
   if (sum != h.checksum)
     throw corrupt_page(d->page, "page " + std::to_string(d->page) + " failed its checksum (stored " + hex(h.checksum) +
                                     ", computed " + hex(sum) + "); the page is not used");
-  if (h.kind != page_kind::small && d->page - d->run_first != h.index)
+  // (A head may be read alone first, to learn its run: software mode's
+  // references.)
+  if (h.kind != page_kind::small && (d->page - d->run_first != h.index ||
+                                     (d->run_pages != 1 && d->run_pages != large_object_pages(h.size, page_size_))))
     throw corrupt_page(d->page, "page " + std::to_string(d->page) + " is page " + std::to_string(h.index) +
-                                    " of a large object, but was reached as page " +
-                                    std::to_string(d->page - d->run_first) + " of one");
+                                    " of a large object of " + std::to_string(large_object_pages(h.size, page_size_)) +
+                                    " pages, but was reached as page " + std::to_string(d->page - d->run_first) +
+                                    " of " + std::to_string(d->run_pages));
   std::string wrong = check_page(
       h, img, page_size_, [&](std::uint32_t type, bool& has_words) { return words_.type_size(type, has_words); });
   if (!wrong.empty())
     throw corrupt_page(d->page, "page " + std::to_string(d->page) + " holds " + wrong + "; the page is not used");
   d->hdr = h;
-  d->mapping = std::move(mapping);
+  d->mapping = std::move(mapping_object);
   fix_vptrs(d, img);
   stats_.swizzle_ns += ns_since(t1);
   frames_.relocate(d, img);
@@ -422,14 +434,14 @@ void pager::write_back(page_desc* d) {
   h.frame = d->frame;
   // The mapping object lists where the page's pointers lead: unchanged when
   // no changed range holds a pointer word (most updates change data).
-  std::optional<std::string> mapping;
-  if (whole || words_.any_pointer_in(d, img, ranges)) mapping = frames_.mapping_of(d, img, h.mapping_entries);
+  std::optional<std::string> new_mapping;
+  if (whole || words_.any_pointer_in(d, img, ranges)) new_mapping = frames_.mapping_of(d, img, h.mapping_entries);
   ++h.version;  // clients caching the page see that it changed
   h.checksum = record_checksum(h, img, page_size_);
-  if (whole) store_.put_page(d->page, h, img, mapping ? &*mapping : nullptr);
-  else store_.patch_page(d->page, h, img, ranges, mapping ? &*mapping : nullptr);
+  if (whole) store_.put_page(d->page, h, img, new_mapping ? &*new_mapping : nullptr);
+  else store_.patch_page(d->page, h, img, ranges, new_mapping ? &*new_mapping : nullptr);
   d->hdr = h;
-  if (mapping) d->mapping = std::move(*mapping);
+  if (new_mapping) d->mapping = std::move(*new_mapping);
   if (whole) {
     stats_.diff_bytes += page_size_;
   } else {

@@ -139,7 +139,7 @@ class pager {
   void revalidate(page_desc* d);
   // Checks a record read from the store for d (magic, checksum, run) and
   // takes its header; throws qs::corrupt_page.
-  void accept_record(page_desc* d, const record_header& h, std::byte* img, std::string mapping);
+  void accept_record(page_desc* d, const record_header& h, std::byte* img, std::string mapping_object);
   void fix_vptrs(page_desc* d, std::byte* img);
   void release_slot(page_desc* d);
   // A slot goes back to the pool and the memory of the frame whose image it

@@ -7,6 +7,7 @@
 
 #include <qs/error.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -24,45 +25,69 @@ unsigned percentile(std::uint64_t page) {
 
 }  // namespace
 
-relocator::relocator(page_access& access, page_table& table, page_words& words, transaction_log& log, statistics& stats,
-                     const options& opts, std::uint32_t page_size)
-    : access_(access),
+relocator::relocator(store& s, page_access& access, page_table& table, page_words& words, transaction_log& log,
+                     statistics& stats, const options& opts, std::uint32_t page_size, const home_region& home)
+    : store_(s),
+      access_(access),
       table_(table),
       words_(words),
       log_(log),
       stats_(stats),
       free_(access.frames().frames()),
+      home_region_(home),
+      home_(std::min(home.frames, access.frames().frames() / 4 * 3)),
+      moved_(reinterpret_cast<std::uintptr_t>(access.frames().base()) != home.base || home_ < home.frames ||
+             opts.force_relocation_percent > 0),
+      claim_(moved_ || page_count() > home_ + 1),
       policy_(opts.relocation_policy),
       force_percent_(opts.force_relocation_percent),
       page_size_(page_size) {}
 
-std::uint64_t relocator::take_frames(std::uint64_t hint, std::uint64_t n) {
-  if (hint + n <= free_.frames() && free_.take(hint, n)) return hint;
-  auto f = free_.find(n, hint < free_.frames() ? hint : 0);
+void relocator::reset() {
+  free_.reset();
+  away_taken_ = 0;
+  claim_ = moved_ || page_count() > home_ + 1;
+}
+
+bool relocator::forced(std::uint64_t page) const { return force_percent_ > 0 && percentile(page) < force_percent_; }
+
+bool relocator::running_short() const {
+  const std::uint64_t away = free_.frames() - home_;
+  return free_.free_frames() < free_.frames() / 4 || away - away_taken_ < away / 4;
+}
+
+std::uint64_t relocator::page_count() {
+  auto v = store_.get("next_page");
+  if (!v || v->empty() || v->size() > 19 || v->find_first_not_of("0123456789") != std::string::npos) return 0;
+  return std::stoull(*v);
+}
+
+std::uint64_t relocator::take_away(std::uint64_t n) {
+  auto f = free_.find(n, home_, home_);
+  if (!f && claim_) f = free_.find(n, 0, 0);  // a home frame no pointer leads to
   if (!f)
-    throw reservation_full("the transaction needs " + std::to_string(n) + " more frame(s), and the reservation's " +
-                           std::to_string(free_.frames()) + " frames are taken by the pages it touches");
+    throw reservation_full("the transaction needs " + std::to_string(n) + " more frame(s) away from home, and the " +
+                           std::to_string(free_.frames() - home_) +
+                           " frames for pages that cannot be at home are taken by the pages it touches (a larger "
+                           "qs::options::reservation_bytes gives more)");
   free_.take(*f, n);
+  if (*f >= home_) away_taken_ += n;
   return *f;
 }
 
-page_desc* relocator::ensure_run(std::uint64_t address, std::uint64_t page, std::uint32_t pages) {
+void relocator::give_back(std::uint64_t frame, std::uint64_t n) {
+  free_.give_back(frame, n);
+  if (frame >= home_) away_taken_ -= n;
+}
+
+std::uint64_t relocator::take_frames(std::uint64_t page, std::uint64_t n) {
+  if (auto h = home_region_.frame_of_page(page); h && *h + n <= home_ && free_.take(*h, n)) return *h;
+  return take_away(n);
+}
+
+page_desc* relocator::ensure_run(std::uint64_t page, std::uint32_t pages) {
   if (page_desc* d = table_.by_page(page)) return table_.run_head(d);
-  const frame_space& fs = access_.frames();
-  const auto* a = reinterpret_cast<const std::byte*>(address);
-  bool inside = fs.contains(a) && (a - fs.base()) % page_size_ == 0 && fs.frames() - fs.frame_of(a) >= pages;
-  std::uint64_t want = inside ? fs.frame_of(a) : free_.frames();
-  std::uint64_t frame;
-  if (inside && force_percent_ > 0 && percentile(page) < force_percent_) {
-    // The test harness moves this run even though its frames may be free.
-    auto f = free_.find(pages, want + pages);
-    if (f && *f == want) f = free_.find(pages, want + 2 * std::uint64_t{pages});
-    if (!f || *f == want) throw reservation_full("no frames to relocate to");
-    free_.take(*f, pages);
-    frame = *f;
-  } else {
-    frame = take_frames(want, pages);
-  }
+  const std::uint64_t frame = forced(page) ? take_away(pages) : take_frames(page, pages);
   page_desc* head = nullptr;
   for (std::uint32_t i = 0; i < pages; ++i) {
     page_desc* d = table_.add(page + i, frame + i, page, pages);
@@ -71,27 +96,50 @@ page_desc* relocator::ensure_run(std::uint64_t address, std::uint64_t page, std:
   return head;
 }
 
+bool relocator::could_be_home(std::uint64_t page) const {
+  auto h = home_region_.frame_of_page(page);
+  return h && *h < home_ && !table_.by_page(page) && free_.is_free(*h, 1);
+}
+
+page_desc* relocator::at_home(std::uint64_t page) {
+  auto h = home_region_.frame_of_page(page);
+  if (!h || *h >= home_) return nullptr;
+  if (page_desc* d = table_.by_page(page)) return d->frame == *h ? d : nullptr;
+  // Forced away: its home frame is no way to it (relocate rewrote every
+  // pointer that led there).
+  if (forced(page) || !free_.take(*h, 1)) return nullptr;
+  return table_.add(page, *h, page, 1);
+}
+
+page_desc* relocator::page_at(std::uint64_t frame) {
+  if (page_desc* d = table_.by_frame(frame)) return d;
+  return frame < home_ ? at_home(frame + 1) : nullptr;
+}
+
 void relocator::relocate(page_desc* d, std::byte* img) {
-  if (d->hdr.mapping_entries == 0) {
-    d->mapping.clear();
-    return;
-  }
-  auto t0 = std::chrono::steady_clock::now();
-  ++stats_.mapping_fetches;
-  std::optional<mapping> m = decode_mapping(d->mapping, page_size_);
-  if (!m || m->size() != d->hdr.mapping_entries)
-    throw corrupt_page(d->page, "the mapping object of page " + std::to_string(d->page) +
-                                    (d->mapping.empty() ? " is missing" : " is damaged"));
+  std::optional<mapping> m;
   std::vector<moved_run> moves;
-  for (const mapping_entry& e : *m) {
-    // A page already known: where its run lies, from the index alone.
-    const page_slot s = table_.slot_of_page(e.page);
-    auto now = reinterpret_cast<std::uint64_t>(s.d ? access_.frames().frame_address(s.head_frame)
-                                                   : run_address(ensure_run(e.address, e.page, e.pages)));
-    if (now != e.address) moves.push_back({e.address, now, std::uint64_t{e.pages} * page_size_});
+  if (d->hdr.mapping_entries != 0) {
+    auto t0 = std::chrono::steady_clock::now();
+    ++stats_.mapping_fetches;
+    m = decode_mapping(d->mapping, page_size_);
+    if (!m || m->size() != d->hdr.mapping_entries)
+      throw corrupt_page(d->page, "the mapping object of page " + std::to_string(d->page) +
+                                      (d->mapping.empty() ? " is missing" : " is damaged"));
+    for (const mapping_entry& e : *m) {
+      // A page already known: where its run lies, from the index alone.
+      const page_slot s = table_.slot_of_page(e.page);
+      auto now = reinterpret_cast<std::uint64_t>(s.d ? access_.frames().frame_address(s.head_frame)
+                                                     : run_address(ensure_run(e.page, e.pages)));
+      if (now != e.address) moves.push_back({e.address, now, std::uint64_t{e.pages} * page_size_});
+    }
+    stats_.mapping_ns += ns_since(t0);
+  } else {
+    d->mapping.clear();
   }
-  stats_.mapping_ns += ns_since(t0);
-  if (moves.empty()) return;
+  // The common case: every pointer leads home, or into a listed run that
+  // is where it was.
+  if (moves.empty() && !claim_) return;
   auto t1 = std::chrono::steady_clock::now();
   moved_runs r(std::move(moves));
   std::uint64_t rewritten = 0;
@@ -99,7 +147,19 @@ void relocator::relocate(page_desc* d, std::byte* img) {
     if (is_vptr) return;
     std::uint64_t v;
     std::memcpy(&v, img + off, sizeof v);
-    if (auto nv = r.moved(v)) {
+    std::optional<std::uint64_t> nv;
+    if (m && find_run(*m, v, page_size_)) {
+      nv = r.moved(v);
+    } else if (const std::uint64_t page = claim_ ? home_region_.page_of(v) : 0) {
+      // Home-form: its page is given an entry now (at its home frame when
+      // it can be), and the pointer leads there.
+      const std::uint64_t within = (v - home_region_.base) % page_size_;
+      page_desc* t = table_.by_page(page);
+      if (!t) t = ensure_run(page, 1);
+      nv = reinterpret_cast<std::uint64_t>(access_.frames().frame_address(t->frame)) + within;
+      if (*nv == v) nv.reset();
+    }
+    if (nv) {
       std::memcpy(img + off, &*nv, sizeof v);
       ++rewritten;
     }
@@ -116,6 +176,7 @@ void relocator::relocate(page_desc* d, std::byte* img) {
 
 std::optional<std::string> relocator::mapping_of(const page_desc* d, const std::byte* img, std::uint32_t& entries) {
   const frame_space& fs = access_.frames();
+  const bool at_base = reinterpret_cast<std::uintptr_t>(fs.base()) == home_region_.base;
   mapping_builder b;
   words_.for_each(d, img, [&](std::uint32_t off, bool is_vptr, const type_layout&, std::uint32_t) {
     if (is_vptr) return;
@@ -123,9 +184,17 @@ std::optional<std::string> relocator::mapping_of(const page_desc* d, const std::
     std::memcpy(&v, img + off, sizeof v);
     const auto* p = reinterpret_cast<const std::byte*>(v);
     if (!fs.contains(p)) return;  // null (or refused by the pointer check)
-    page_desc* t = table_.by_frame(fs.frame_of(p));
-    if (!t) return;
+    const std::uint64_t f = fs.frame_of(p);
+    page_desc* t = table_.by_frame(f);
+    if (!t) {
+      // A home frame no page holds yet: its page, reached by nothing here
+      // but stored pointers.
+      if (f >= home_ || at_base) return;
+      b.add(reinterpret_cast<std::uint64_t>(fs.frame_address(f)), f + 1, 1);
+      return;
+    }
     page_desc* h = table_.run_head(t);
+    if (at_base && h->run_pages == 1 && h->frame < home_ && h->frame + 1 == h->page) return;  // home-form
     b.add(reinterpret_cast<std::uint64_t>(run_address(h)), h->page, h->run_pages);
   });
   mapping m = b.finish();

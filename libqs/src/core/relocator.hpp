@@ -3,22 +3,42 @@
 // (QuickStore section 3.4).
 //
 // Pointers are stored as the virtual addresses they had when their page was
-// written. A page that comes in names, in its mapping object (mapping.hpp),
-// the runs of frames its pointers point into and which pages were there.
-// ensure_run gives each such run frames here (its old ones when they are
-// free), creating the page table entries; relocate rewrites the pointer
-// words into runs that moved; update_mapping computes a page's mapping
-// object again before it is written.
+// written. Every page has a home frame (mapping.hpp, home_region), and a
+// pointer to a small page at home is stored as its home address with nothing
+// beside it: such a page gets a page table entry only when it is reached
+// (page_at, at_home), not when a page pointing to it comes in, so a fault
+// does no work for the pages its page names. A page's mapping object lists
+// the runs that are not at home (large objects, pages past the home region,
+// forced relocation) and which pages were there. ensure_run gives each such
+// run frames here (home when it can, else in the away region, the last
+// quarter of the reservation), creating the page table entries; relocate
+// rewrites the pointer words into runs that moved; mapping_of computes a
+// page's mapping object again before it is written.
+//
+// Home-form pointers are taken at their value, and their pages given
+// entries when reached, unless this process must claim them (claim_): its
+// reservation is not at the preferred base, its home region is shorter than
+// the database's, the test harness forces relocation, or the database has
+// more pages than the home region (seen at open and at each reset of the
+// frames). Then relocate reads every pointer word of an incoming page and
+// gives each page it leads to an entry (at home when it can, QuickStore's
+// eager assignment); and only then may a page that finds the away region
+// full take a home frame no entry holds (every page a pointer leads to has
+// one).
 //
 // Invariants:
 //  * Every page in the page table holds the frames of its run, taken in the
 //    frame map; a frame is taken by at most one page.
-//  * A page whose pointers were rewritten is marked rewritten (its image is
-//    no longer its record's); under one-time relocation it is also on the
-//    transaction log's relocated list.
+//  * Unless claim_, a home frame (below home_) is taken by its own page
+//    only, and every page in the page table whose home frame is below home_
+//    holds it; the away frames [home_, frames) hold pages that are not at
+//    home.
+//  * Under claim_, every page a resident page's pointer leads to has an
+//    entry.
 //
-// Depends on: page_access (the reservation), page_table, page_words,
-// transaction_log. Calls nothing above it.
+// Depends on: store (the page counter, when borrowing), page_access (the
+// reservation), page_table, page_words, transaction_log. Calls nothing
+// above it.
 //
 // Thread-safety: none; the runtime's lock guards it.
 #pragma once
@@ -28,8 +48,10 @@
 #include "core/page_words.hpp"
 #include "core/transaction_log.hpp"
 #include "mode/page_access.hpp"
+#include "store/store.hpp"
 
 #include <qs/database.hpp>
+#include <qs/format/mapping.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -39,16 +61,35 @@ namespace qs::detail {
 
 class relocator {
  public:
-  relocator(page_access& access, page_table& table, page_words& words, transaction_log& log, statistics& stats,
-            const options& opts, std::uint32_t page_size);
+  relocator(store& s, page_access& access, page_table& table, page_words& words, transaction_log& log,
+            statistics& stats, const options& opts, std::uint32_t page_size, const home_region& home);
 
-  // The page run {page, pages} that was at `address` when a pointer to it
-  // was stored: its head in this process, given frames now if it has none
-  // (its old ones when they are free). Throws qs::reservation_full.
-  page_desc* ensure_run(std::uint64_t address, std::uint64_t page, std::uint32_t pages);
-  // Frames for a run of n new pages, at `hint` when free there.
-  std::uint64_t take_frames(std::uint64_t hint, std::uint64_t n);
-  void give_back(std::uint64_t frame, std::uint64_t n) { free_.give_back(frame, n); }
+  // The page run {page, pages}: its head in this process, given frames now
+  // if it has none (home when it can). Throws qs::reservation_full.
+  page_desc* ensure_run(std::uint64_t page, std::uint32_t pages);
+  // Frames for a run of n new pages from `page` on (home when free).
+  std::uint64_t take_frames(std::uint64_t page, std::uint64_t n);
+  // The page at `frame`: its entry, or, for a home frame no page holds yet,
+  // a new entry for the small page whose home it is; nullptr when no page
+  // can be there.
+  page_desc* page_at(std::uint64_t frame);
+  // The page holding address p (page_access::page_of, then page_at).
+  page_desc* page_of(const void* p) {
+    if (page_desc* d = access_.page_of(p)) return d;
+    const frame_space& fs = access_.frames();
+    return fs.contains(p) ? page_at(fs.frame_of(p)) : nullptr;
+  }
+  // The entry of `page` at its home frame, made if the page has none and
+  // the frame is free; nullptr when the page is elsewhere or has no home.
+  page_desc* at_home(std::uint64_t page);
+  // Whether `page` has no entry and could be given one at home.
+  bool could_be_home(std::uint64_t page) const;
+  // The database's page counter (pages 1 .. count - 1 may exist), from the
+  // store; 0 when it cannot be read.
+  std::uint64_t page_count();
+  // Every frame free again (the page table is emptied by the caller).
+  void reset();
+  void give_back(std::uint64_t frame, std::uint64_t n);
   std::byte* run_address(const page_desc* head) const { return access_.frame_address(head); }
 
   // Rewrites the pointers of d's image `img` into runs that moved, from d's
@@ -58,18 +99,29 @@ class relocator {
   // number of entries; nullopt when it is d's stored one (d->mapping).
   std::optional<std::string> mapping_of(const page_desc* d, const std::byte* img, std::uint32_t& entries);
 
-  // Whether a quarter or less of the reservation's frames is left.
-  bool running_short() const { return free_.free_frames() < free_.frames() / 4; }
-  // Every frame free again (the page table is emptied by the caller).
-  void reset() { free_.reset(); }
+  // Whether a quarter or less of the reservation's frames, or of its away
+  // frames, is left.
+  bool running_short() const;
 
  private:
+  store& store_;
   page_access& access_;
   page_table& table_;
   page_words& words_;
   transaction_log& log_;
   statistics& stats_;
+  // The page's frames when the test harness forces it away from home.
+  bool forced(std::uint64_t page) const;
+  // A run of n frames in the away region, or, when it is full and claim_,
+  // among the home frames no entry holds.
+  std::uint64_t take_away(std::uint64_t n);
+
   frame_map free_;
+  home_region home_region_;  // the database's
+  std::uint64_t home_;       // home frames here: [0, home_)
+  std::uint64_t away_taken_ = 0;
+  bool moved_;  // base, home region or forcing: claim_ always
+  bool claim_;  // see above
   relocation policy_;
   unsigned force_percent_;
   std::uint32_t page_size_;

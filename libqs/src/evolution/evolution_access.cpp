@@ -29,17 +29,14 @@ page_desc* desc_of_page(runtime& rt, std::uint64_t page) {
   if (h.kind == page_kind::large_head || h.kind == page_kind::large_tail) {
     pages = large_object_pages(h.size, rt.page_size);
     if (h.kind == page_kind::large_tail) {
-      if (h.index == 0 || h.index >= pages || h.index > page || h.index > h.frame)
+      if (h.index == 0 || h.index >= pages || h.index > page)
         throw bad("says it is page " + std::to_string(h.index) + " of a large object of " + std::to_string(pages));
       first = page - h.index;
     }
   } else if (h.kind != page_kind::small) {
     throw bad("has an unknown kind");
   }
-  const frame_space& fs = rt.access.frames();
-  std::uint64_t frame = h.frame - (page - first);
-  auto address = frame < fs.frames() ? reinterpret_cast<std::uint64_t>(fs.frame_address(frame)) : 0;
-  rt.relocate.ensure_run(address, first, static_cast<std::uint32_t>(pages));
+  rt.relocate.ensure_run(first, static_cast<std::uint32_t>(pages));
   return rt.table.by_page(page);
 }
 

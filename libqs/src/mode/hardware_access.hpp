@@ -15,6 +15,8 @@
 #error "mode/hardware_access.hpp is hardware mode's; include mode/page_access.hpp"
 #endif
 
+#include <qs/format/keys.hpp>
+
 #include <string>
 
 namespace qs::detail {
@@ -56,7 +58,7 @@ class hardware_access final : public frame_access {
   static constexpr const char* mode_name = "hardware";
   // 48-byte record headers with a page version and the size of the page's
   // mapping object; 8-byte object headers.
-  static constexpr const char* format_name = "qs 4";
+  static constexpr const char* format_name = format_hardware;
   static frame_control control() { return default_frame_control(); }
 };
 

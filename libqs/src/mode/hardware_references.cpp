@@ -13,7 +13,7 @@
 namespace qs::detail {
 
 std::string hardware_references::location_of(const void* p) {
-  page_desc* t = access_.page_of(p);
+  page_desc* t = frames_.page_of(p);
   if (!t) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%p", p);
@@ -27,7 +27,7 @@ std::string hardware_references::location_of(const void* p) {
 
 void* hardware_references::resolve(std::string_view s) {
   location l = decode_location(s);
-  page_desc* h = frames_.ensure_run(l.last, l.page, l.run_pages);
+  page_desc* h = frames_.ensure_run(l.page, l.run_pages);
   return frames_.run_address(h) + l.offset;
 }
 

@@ -17,6 +17,8 @@
 #error "mode/software_access.hpp is software mode's; include mode/page_access.hpp"
 #endif
 
+#include <qs/format/keys.hpp>
+
 #include <cstdint>
 #include <string>
 
@@ -56,7 +58,7 @@ class software_access final : public frame_access {
   static constexpr const char* mode_name = "software";
   // Object headers carry a tag: software mode's databases have a format of
   // their own.
-  static constexpr const char* format_name = "qs 4 software";
+  static constexpr const char* format_name = format_software;
   // Only large objects are shown at frames, read-write.
   static frame_control control() { return default_frame_control(); }
 

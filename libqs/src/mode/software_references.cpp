@@ -163,15 +163,13 @@ page_desc* software_references::locate(std::uint64_t page) {
   if (!d) {
     // Not seen in this process: the record says whether it heads a large
     // object, which needs frames for all of its pages.
-    d = frames_.ensure_run(0, page, 1);
+    d = frames_.ensure_run(page, 1);
     pages_.make_current(d);
     if (d->hdr.kind == page_kind::large_head) {
       std::uint64_t n = large_object_pages(d->hdr.size, pages_.page_size());
       if (n > 1) {
-        std::uint64_t hint = d->hdr.frame;
         pages_.drop(d);
-        d = frames_.ensure_run(reinterpret_cast<std::uint64_t>(access_.frames().frame_address(hint)), page,
-                               static_cast<std::uint32_t>(n));
+        d = frames_.ensure_run(page, static_cast<std::uint32_t>(n));
       }
     }
   }
