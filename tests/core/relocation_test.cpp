@@ -225,18 +225,36 @@ TEST_CASE("pages at home: a page's pointers give the pages they lead to no entri
   qs::options o = with(qs::relocation::continual, 0);
   o.prefetch_pages = 0;
   o.pool_pages = 512;
-  auto db = qs::database::open(dir.path(), o);
-  qs::transaction tx(db);
-  std::uint64_t far_keys = 0;
-  int count = 0;
-  for (Pair* p = db.root<Pair*>("hub"); p; p = p->right, ++count) touch(p->key);
-  CHECK(count == n);
-  auto s = db.stats();
-  CHECK(s.known_pages <= 4);  // the hub's pages, and no page they point to
-  CHECK(s.mapping_fetches == 0);
-  CHECK(s.pages_relocated == 0);
-  for (Pair* p = db.root<Pair*>("hub"); p; p = p->right) far_keys += p->left->key;
-  CHECK(far_keys == std::uint64_t{n} * (n - 1) / 2);
-  CHECK(db.stats().known_pages >= n / 2);  // reached, each given an entry
-  tx.commit();
+  {
+    auto db = qs::database::open(dir.path(), o);
+    qs::transaction tx(db);
+    std::uint64_t far_keys = 0;
+    int count = 0;
+    for (Pair* p = db.root<Pair*>("hub"); p; p = p->right, ++count) touch(p->key);
+    CHECK(count == n);
+    auto s = db.stats();
+    CHECK(s.known_pages <= 4);  // the hub's pages, and no page they point to
+    CHECK(s.mapping_fetches == 0);
+    CHECK(s.pages_relocated == 0);
+    for (Pair* p = db.root<Pair*>("hub"); p; p = p->right) far_keys += p->left->key;
+    CHECK(far_keys == std::uint64_t{n} * (n - 1) / 2);
+    CHECK(db.stats().known_pages >= n / 2);  // reached, each given an entry
+    tx.commit();
+  }
+  {
+    // A pool smaller than what is reached: entries go with the pages evicted.
+    qs::options small = o;
+    small.pool_pages = 32;
+    auto again = qs::database::open(dir.path(), small);
+    for (int round = 0; round < 2; ++round) {
+      qs::transaction t(again);
+      std::uint64_t keys = 0;
+      for (Pair* p = again.root<Pair*>("hub"); p; p = p->right) keys += p->left->key;
+      CHECK(keys == std::uint64_t{n} * (n - 1) / 2);
+      t.commit();
+    }
+    auto after = again.stats();
+    CHECK(after.pages_fetched >= 2 * std::uint64_t{n} / 2);
+    CHECK(after.known_pages <= 2 * 32);  // what is resident, and what was evicted since the last fault
+  }
 }

@@ -165,6 +165,7 @@ void database_impl::on_fault(void* address, bool write) {
 
 void database_impl::serve_fault(void* address, bool write) {
   rt_.access.check_fault(address);
+  rt_.pages.forget_evicted();
   const std::uint64_t frame = rt_.access.frames().frame_of(address);
   page_desc* d = rt_.table.by_frame(frame);
   // A home frame no page holds yet is its page's (relocator.hpp).

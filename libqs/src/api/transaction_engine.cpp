@@ -16,6 +16,7 @@ void transaction_engine::begin(database_impl* db) {
   // A reservation smaller than the database: when a quarter of its frames
   // is left, the transaction starts from a fresh assignment (the counter
   // wrap of QuickStore), so that it can take any page the database has.
+  rt_.pages.forget_evicted();
   if (rt_.relocate.running_short()) rt_.reset_frames();
   rt_.storage.begin();
   rt_.log.opened();

@@ -47,6 +47,8 @@ std::uint32_t pager::take_slot(page_desc* d) {
     page_desc* v = pool_.victim();
     if (!v) throw error(page_access::pool_full_message(pool_.size()));
     evict(v);
+    // Dropped later, where no caller can hold it (forget_evicted).
+    if (may_forget(v)) to_forget_.push_back(v->page);
   }
   return slot;
 }
@@ -464,7 +466,7 @@ void pager::store_unbuilt(page_desc* d) {
 }
 
 void pager::count_refetch(page_desc* d) {
-  if (d->evicted_in != transaction_) return;
+  if (d->evicted_in != transaction_ && (evicted_now_.empty() || evicted_now_.erase(d->page) == 0)) return;
   ++stats_.refetches;
   // One line, once per open, when the transaction has fetched again more
   // pages than the pool holds: it is thrashing, and the fix is one option.
@@ -508,6 +510,25 @@ void pager::evict(page_desc* d) {
   release_slot(d);
 }
 
+bool pager::may_forget(page_desc* d) const {
+  return !d->resident() && !d->is_new() && d->prefetched_by == prefetch_source::none && frames_.forgettable(d) &&
+         !log_.refers_to(d);
+}
+
+void pager::forget_evicted() {
+  // The entry goes after its page, so that the table holds what is
+  // resident (and what is away from home): the page comes back through its
+  // home frame. What the transaction knows of it is by page number.
+  for (std::uint64_t page : to_forget_) {
+    page_desc* d = table_.by_page(page);
+    if (!d || !may_forget(d)) continue;
+    if (d->evicted_in == transaction_) evicted_now_.insert(page);
+    frames_.give_back(d->frame, 1);
+    table_.erase(d);
+  }
+  to_forget_.clear();
+}
+
 void pager::evict_clean(page_desc* d) {
   access_.hide(d);
   log_.forget_saved(d);
@@ -549,6 +570,7 @@ void pager::mark_all_stale() {
 void pager::committed() {
   ++transaction_;
   refetches_now_ = 0;
+  evicted_now_.clear();
   for (page_desc* d : log_.written()) {
     d->made_readable();
     access_.set_access(d, false);
@@ -566,6 +588,7 @@ void pager::release_before_images(std::size_t written) {
 void pager::aborted() {
   ++transaction_;
   refetches_now_ = 0;
+  evicted_now_.clear();
   for (page_desc* d : std::vector<page_desc*>(log_.written())) {
     if (log_.is_logged(d)) {
       // Its resident image came back from the store transaction: forget it.

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace qs::detail {
@@ -117,6 +118,10 @@ class pager {
   void evict_clean(page_desc* d);
   // evict_clean() for every resident page (between transactions).
   void evict_all_clean();
+  // Drops the entries of pages evicted since the last call that may go
+  // (may_forget). Called where no caller holds a page_desc: at the start of
+  // a fault, and between transactions.
+  void forget_evicted();
   // Forgets a page's image and every transaction list it is on; it stays in
   // the page table with its frame.
   void discard(page_desc* d);
@@ -211,6 +216,11 @@ class pager {
   std::unique_ptr<std::byte[]> zero_page_;
   // Counts transactions (committed and aborted) for page_desc::evicted_in.
   std::uint64_t transaction_ = 1;
+  // Pages evicted whose entries may be dropped (forget_evicted), and pages
+  // whose entries were dropped after an eviction in this transaction, for
+  // refetch counting.
+  std::vector<std::uint64_t> to_forget_;
+  std::unordered_set<std::uint64_t> evicted_now_;
   std::uint64_t refetches_now_ = 0;  // in the open transaction
   bool warned_thrashing_ = false;    // once per open
   std::uint32_t prefetch_ = 0;
@@ -227,6 +237,10 @@ class pager {
   std::uint32_t staging_pages_ = 0;
   std::vector<staged_page> staged_;  // during prefetch_after
   void count_refetch(page_desc* d);
+  // Whether d's entry may be dropped: it is not resident, not new, not
+  // watched, relocator::forgettable, and the transaction log holds nothing
+  // of it.
+  bool may_forget(page_desc* d) const;
 };
 
 }  // namespace qs::detail

@@ -47,13 +47,14 @@ void relocator::reset() {
   free_.reset();
   away_taken_ = 0;
   claim_ = moved_ || page_count() > home_ + 1;
+  outgrown_ = false;
 }
 
 bool relocator::forced(std::uint64_t page) const { return force_percent_ > 0 && percentile(page) < force_percent_; }
 
 bool relocator::running_short() const {
   const std::uint64_t away = free_.frames() - home_;
-  return free_.free_frames() < free_.frames() / 4 || away - away_taken_ < away / 4;
+  return free_.free_frames() < free_.frames() / 4 || away - away_taken_ < away / 4 || (outgrown_ && !claim_);
 }
 
 std::uint64_t relocator::page_count() {
@@ -82,6 +83,7 @@ void relocator::give_back(std::uint64_t frame, std::uint64_t n) {
 
 std::uint64_t relocator::take_frames(std::uint64_t page, std::uint64_t n) {
   if (auto h = home_region_.frame_of_page(page); h && *h + n <= home_ && free_.take(*h, n)) return *h;
+  if (page + n - 1 > home_) outgrown_ = true;
   return take_away(n);
 }
 

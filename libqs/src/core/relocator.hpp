@@ -84,6 +84,12 @@ class relocator {
   page_desc* at_home(std::uint64_t page);
   // Whether `page` has no entry and could be given one at home.
   bool could_be_home(std::uint64_t page) const;
+  // Whether d's entry may be dropped once its page leaves the pool: a small
+  // page at its home frame, reached again through that frame (page_at),
+  // and no claim_ to keep.
+  bool forgettable(const page_desc* d) const {
+    return !claim_ && d->run_pages == 1 && d->frame < home_ && d->frame + 1 == d->page;
+  }
   // The database's page counter (pages 1 .. count - 1 may exist), from the
   // store; 0 when it cannot be read.
   std::uint64_t page_count();
@@ -100,7 +106,8 @@ class relocator {
   std::optional<std::string> mapping_of(const page_desc* d, const std::byte* img, std::uint32_t& entries);
 
   // Whether a quarter or less of the reservation's frames, or of its away
-  // frames, is left.
+  // frames, is left, or the database has outgrown the home region (a reset
+  // then sets claim_).
   bool running_short() const;
 
  private:
@@ -120,8 +127,9 @@ class relocator {
   home_region home_region_;  // the database's
   std::uint64_t home_;       // home frames here: [0, home_)
   std::uint64_t away_taken_ = 0;
-  bool moved_;  // base, home region or forcing: claim_ always
-  bool claim_;  // see above
+  bool moved_;             // base, home region or forcing: claim_ always
+  bool claim_;             // see above
+  bool outgrown_ = false;  // a page past the home region: claim_ after a reset
   relocation policy_;
   unsigned force_percent_;
   std::uint32_t page_size_;

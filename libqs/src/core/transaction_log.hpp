@@ -72,6 +72,11 @@ class transaction_log {
 
   // Takes every trace of d off the log (d leaves the pool or the table).
   void forget(page_desc* d);
+  // Whether the log holds d in any of its lists.
+  bool refers_to(page_desc* d) const {
+    return d->written_ || d->pinned_ || d->relocate_pending_ || !d->saved_.empty() || logged_.count(d) != 0 ||
+           suspect_.count(d) != 0;
+  }
   // Forgets everything: the transaction ended.
   void reset();
 
