@@ -153,10 +153,10 @@ std::string rss_now() {
 
 void print_common(const qs::database& db) {
   qs::statistics s = db.stats();
-  std::printf(" pool_pages=%u resident_pages=%" PRIu64 " frame_memory=%" PRIu64 " mappings=%" PRIu64
-              " frames=%s peak_rss=%" PRIu64 "%s\n",
-              db.pool_pages(), s.resident_pages, s.frame_memory_bytes, s.kernel_mappings, s.frame_control,
-              peak_rss_bytes(), rss_now().c_str());
+  std::printf(" pool_pages=%u resident_pages=%" PRIu64 " known_pages=%" PRIu64 " frame_memory=%" PRIu64
+              " mappings=%" PRIu64 " frames=%s peak_rss=%" PRIu64 "%s\n",
+              db.pool_pages(), s.resident_pages, s.known_pages, s.frame_memory_bytes, s.kernel_mappings,
+              s.frame_control, peak_rss_bytes(), rss_now().c_str());
 }
 
 int create(const std::string& dir, std::uint64_t bytes, std::uint64_t pool_bytes) {

@@ -3,7 +3,9 @@
 //
 // A page_desc exists for every page this process has faulted in, created or
 // looked up since the database was opened (or since its frames were last
-// reset). It is found by page number or by frame.
+// reset), unless it was a small page at its home frame and has left the
+// pool since (pager::forget_evicted; it comes back through its home frame,
+// relocator.hpp). It is found by page number or by frame.
 //
 // Residency (page_state), changed only by the pager through the transition
 // functions below, which refuse (as a runtime bug) any transition the
@@ -76,16 +78,18 @@ struct saved_object {
 class page_desc {
  public:
   page_desc(std::uint64_t page_number, std::uint64_t frame_number, std::uint64_t first, std::uint32_t pages)
-      : page(page_number), frame(frame_number), run_first(first), run_pages(pages) {}
+      : page(page_number), frame(frame_number), run_first_(first), run_pages_(pages) {}
 
   // Identity: the page, its frame in this process, and the run of frames it
   // belongs to (the page alone, or every page of its large object, whose
-  // frames stay contiguous).
+  // frames stay contiguous). The run is widened once, by the page table,
+  // when a page reached through its home frame turns out to be a large
+  // object's (relocator::widen).
   const std::uint64_t page;
   const std::uint64_t frame;
-  const std::uint64_t run_first;
-  const std::uint32_t run_pages;
-  bool is_run_head() const { return run_first == page; }
+  std::uint64_t run_first() const { return run_first_; }
+  std::uint32_t run_pages() const { return run_pages_; }
+  bool is_run_head() const { return run_first_ == page; }
 
   // The record: its header as last read or as it will be written, and its
   // mapping object as stored.
@@ -174,7 +178,10 @@ class page_desc {
 
  private:
   friend class transaction_log;
+  friend class page_table;
 
+  std::uint64_t run_first_;
+  std::uint32_t run_pages_;
   page_state state_ = page_state::absent;
   page_origin origin_ = page_origin::stored;
   undo_kind undo_ = undo_kind::none;
@@ -242,7 +249,13 @@ class page_table {
   page_slot slot_of_page(std::uint64_t page) const { return page_index_.find(page); }
   page_desc* by_frame(std::uint64_t frame) const { return frame_index_.find(frame); }
   // The first page of the run d belongs to.
-  page_desc* run_head(page_desc* d) const { return d->is_run_head() ? d : by_page(d->run_first); }
+  page_desc* run_head(page_desc* d) const { return d->is_run_head() ? d : by_page(d->run_first()); }
+  // Makes d (a page alone) page `d->page - first` of the run {first, pages}.
+  void set_run(page_desc* d, std::uint64_t first, std::uint32_t pages) {
+    d->run_first_ = first;
+    d->run_pages_ = pages;
+    page_index_.set(d->page, {d, d->frame - (d->page - first)});
+  }
   page_desc* add(std::uint64_t page, std::uint64_t frame, std::uint64_t run_first, std::uint32_t run_pages) {
     if (by_page(page) || by_frame(frame)) page_state_bug(page, "added to the page table twice");
     auto d = std::make_unique<page_desc>(page, frame, run_first, run_pages);

@@ -334,18 +334,22 @@ void pager::accept_record(page_desc* d, const record_header& h, std::byte* img, 
   if (sum != h.checksum)
     throw corrupt_page(d->page, "page " + std::to_string(d->page) + " failed its checksum (stored " + hex(h.checksum) +
                                     ", computed " + hex(sum) + "); the page is not used");
-  // (A head may be read alone first, to learn its run: software mode's
-  // references.)
-  if (h.kind != page_kind::small && (d->page - d->run_first != h.index ||
-                                     (d->run_pages != 1 && d->run_pages != large_object_pages(h.size, page_size_))))
-    throw corrupt_page(d->page, "page " + std::to_string(d->page) + " is page " + std::to_string(h.index) +
-                                    " of a large object of " + std::to_string(large_object_pages(h.size, page_size_)) +
-                                    " pages, but was reached as page " + std::to_string(d->page - d->run_first) +
-                                    " of " + std::to_string(d->run_pages));
   std::string wrong = check_page(
       h, img, page_size_, [&](std::uint32_t type, bool& has_words) { return words_.type_size(type, has_words); });
   if (!wrong.empty())
     throw corrupt_page(d->page, "page " + std::to_string(d->page) + " holds " + wrong + "; the page is not used");
+  // A page reached alone through its home frame (relocator::page_at) that
+  // is a large object's: its run comes home with it.
+  if (h.kind != page_kind::small && d->run_pages() == 1 && (h.index != 0 || large_object_pages(h.size, page_size_) > 1))
+    frames_.widen(d, h.index, large_object_pages(h.size, page_size_));
+  // (A head may still be alone: software mode's references read it first,
+  // to learn its run.)
+  if (h.kind != page_kind::small && (d->page - d->run_first() != h.index ||
+                                     (d->run_pages() != 1 && d->run_pages() != large_object_pages(h.size, page_size_))))
+    throw corrupt_page(d->page, "page " + std::to_string(d->page) + " is page " + std::to_string(h.index) +
+                                    " of a large object of " + std::to_string(large_object_pages(h.size, page_size_)) +
+                                    " pages, but was reached as page " + std::to_string(d->page - d->run_first()) +
+                                    " of " + std::to_string(d->run_pages()));
   d->hdr = h;
   d->mapping = std::move(mapping_object);
   fix_vptrs(d, img);
@@ -511,8 +515,14 @@ void pager::evict(page_desc* d) {
 }
 
 bool pager::may_forget(page_desc* d) const {
-  return !d->resident() && !d->is_new() && d->prefetched_by == prefetch_source::none && frames_.forgettable(d) &&
-         !log_.refers_to(d);
+  if (!frames_.forgettable(d)) return false;
+  auto gone = [&](page_desc* p) {
+    return p && !p->resident() && !p->is_new() && p->prefetched_by == prefetch_source::none && !log_.refers_to(p);
+  };
+  if (d->run_pages() == 1) return gone(d);
+  for (std::uint32_t i = 0; i < d->run_pages(); ++i)
+    if (!gone(table_.by_page(d->run_first() + i))) return false;
+  return true;
 }
 
 void pager::forget_evicted() {
@@ -522,9 +532,14 @@ void pager::forget_evicted() {
   for (std::uint64_t page : to_forget_) {
     page_desc* d = table_.by_page(page);
     if (!d || !may_forget(d)) continue;
-    if (d->evicted_in == transaction_) evicted_now_.insert(page);
-    frames_.give_back(d->frame, 1);
-    table_.erase(d);
+    const std::uint64_t first = d->run_first();
+    const std::uint32_t pages = d->run_pages();
+    for (std::uint32_t i = 0; i < pages; ++i) {
+      page_desc* p = table_.by_page(first + i);
+      if (p->evicted_in == transaction_) evicted_now_.insert(p->page);
+      frames_.give_back(p->frame, 1);
+      table_.erase(p);
+    }
   }
   to_forget_.clear();
 }

@@ -113,6 +113,40 @@ page_desc* relocator::at_home(std::uint64_t page) {
   return table_.add(page, *h, page, 1);
 }
 
+bool relocator::widen(page_desc* d, std::uint64_t index, std::uint64_t pages) {
+  if (d->run_pages() != 1 || index >= pages || d->page <= index || d->frame + 1 != d->page) return false;
+  const std::uint64_t first = d->page - index, home = first - 1;
+  if (pages > home_ || home + pages > home_) return false;
+  for (std::uint64_t i = 0; i < pages; ++i) {
+    if (first + i == d->page) continue;
+    if (const page_desc* e = table_.by_page(first + i)) {
+      if (e->frame != home + i || e->run_pages() != 1 || e->resident()) return false;
+    } else if (!free_.is_free(home + i, 1)) {
+      return false;
+    }
+  }
+  const auto n = static_cast<std::uint32_t>(pages);
+  for (std::uint64_t i = 0; i < pages; ++i) {
+    if (page_desc* e = table_.by_page(first + i)) {
+      table_.set_run(e, first, n);
+    } else {
+      free_.take(home + i, 1);
+      table_.add(first + i, home + i, first, n);
+    }
+  }
+  return true;
+}
+
+void relocator::learn_run(page_desc* d) {
+  if (!scratch_) scratch_ = std::make_unique<std::byte[]>(page_size_);
+  record_header h{};
+  std::string m;
+  // A page that is not there, or not sound, is left as it is: the pointer
+  // check and the fault that reaches it say what is wrong.
+  if (!store_.read_page(d->page, h, scratch_.get(), m) || h.magic != record_magic || h.kind == page_kind::small) return;
+  widen(d, h.index, large_object_pages(h.size, page_size_));
+}
+
 page_desc* relocator::page_at(std::uint64_t frame) {
   if (page_desc* d = table_.by_frame(frame)) return d;
   return frame < home_ ? at_home(frame + 1) : nullptr;
@@ -128,9 +162,15 @@ void relocator::relocate(page_desc* d, std::byte* img) {
     if (!m || m->size() != d->hdr.mapping_entries)
       throw corrupt_page(d->page, "the mapping object of page " + std::to_string(d->page) +
                                       (d->mapping.empty() ? " is missing" : " is damaged"));
+    const auto here = reinterpret_cast<std::uint64_t>(access_.frames().base());
     for (const mapping_entry& e : *m) {
       // A page already known: where its run lies, from the index alone.
       const page_slot s = table_.slot_of_page(e.page);
+      // A run at home, unless claimed: reached through its home frames
+      // (page_at, then widen), given entries only then.
+      if (!s.d && !claim_ && e.page >= 1 && e.page - 1 + e.pages <= home_ &&
+          e.address == here + (e.page - 1) * page_size_)
+        continue;
       auto now = reinterpret_cast<std::uint64_t>(s.d ? access_.frames().frame_address(s.head_frame)
                                                      : run_address(ensure_run(e.page, e.pages)));
       if (now != e.address) moves.push_back({e.address, now, std::uint64_t{e.pages} * page_size_});
@@ -188,16 +228,15 @@ std::optional<std::string> relocator::mapping_of(const page_desc* d, const std::
     if (!fs.contains(p)) return;  // null (or refused by the pointer check)
     const std::uint64_t f = fs.frame_of(p);
     page_desc* t = table_.by_frame(f);
-    if (!t) {
-      // A home frame no page holds yet: its page, reached by nothing here
-      // but stored pointers.
-      if (f >= home_ || at_base) return;
-      b.add(reinterpret_cast<std::uint64_t>(fs.frame_address(f)), f + 1, 1);
-      return;
-    }
+    // A page the pointer reached without reading it (copied from another
+    // pointer): its record says whether it is a large object's, which is
+    // listed (mapping.hpp).
+    if (!t && f < home_) t = at_home(f + 1);
+    if (!t) return;  // (refused by the pointer check)
+    if (t->run_pages() == 1 && t->origin() == page_origin::stored && t->hdr.magic != record_magic) learn_run(t);
     page_desc* h = table_.run_head(t);
-    if (at_base && h->run_pages == 1 && h->frame < home_ && h->frame + 1 == h->page) return;  // home-form
-    b.add(reinterpret_cast<std::uint64_t>(run_address(h)), h->page, h->run_pages);
+    if (at_base && h->run_pages() == 1 && h->frame < home_ && h->frame + 1 == h->page) return;  // home-form
+    b.add(reinterpret_cast<std::uint64_t>(run_address(h)), h->page, h->run_pages());
   });
   mapping m = b.finish();
   std::string bytes = encode_mapping(m, page_size_);

@@ -54,6 +54,7 @@
 #include <qs/format/mapping.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -84,12 +85,17 @@ class relocator {
   page_desc* at_home(std::uint64_t page);
   // Whether `page` has no entry and could be given one at home.
   bool could_be_home(std::uint64_t page) const;
-  // Whether d's entry may be dropped once its page leaves the pool: a small
-  // page at its home frame, reached again through that frame (page_at),
-  // and no claim_ to keep.
+  // Whether d's entry may be dropped once its run leaves the pool: a run at
+  // its home frames, reached again through them (page_at, widen), and no
+  // claim_ to keep.
   bool forgettable(const page_desc* d) const {
-    return !claim_ && d->run_pages == 1 && d->frame < home_ && d->frame + 1 == d->page;
+    return !claim_ && d->frame + 1 == d->page && d->frame - (d->page - d->run_first()) + d->run_pages() <= home_;
   }
+  // Page d, reached alone through its home frame (page_at), is page `index`
+  // of a large object of `pages` pages: gives the whole run entries at its
+  // home frames (taking over entries its other pages got the same way).
+  // False, changing nothing, when the run cannot be at home here.
+  bool widen(page_desc* d, std::uint64_t index, std::uint64_t pages);
   // The database's page counter (pages 1 .. count - 1 may exist), from the
   // store; 0 when it cannot be read.
   std::uint64_t page_count();
@@ -119,6 +125,9 @@ class relocator {
   statistics& stats_;
   // The page's frames when the test harness forces it away from home.
   bool forced(std::uint64_t page) const;
+  // Page d (alone, its record never read here): widened to its run when its
+  // record says it is a large object's page.
+  void learn_run(page_desc* d);
   // A run of n frames in the away region, or, when it is full and claim_,
   // among the home frames no entry holds.
   std::uint64_t take_away(std::uint64_t n);
@@ -133,6 +142,7 @@ class relocator {
   relocation policy_;
   unsigned force_percent_;
   std::uint32_t page_size_;
+  std::unique_ptr<std::byte[]> scratch_;  // learn_run's record
 };
 
 }  // namespace qs::detail

@@ -3,6 +3,7 @@
 #include "mode/references.hpp"
 
 #include "core/location.hpp"
+#include "core/pager.hpp"
 #include "core/relocator.hpp"
 
 #include <qs/error.hpp>
@@ -19,10 +20,13 @@ std::string hardware_references::location_of(const void* p) {
     std::snprintf(buf, sizeof buf, "%p", p);
     throw invalid_argument(std::string(buf) + " is not in this database's persistent memory");
   }
+  // A page reached through its home frame and not read yet may be part of
+  // a large object: its record says (pager::accept_record).
+  if (t->run_pages() == 1 && pager::needs_current(t)) pages_.make_current(t);
   page_desc* h = table_.run_head(t);
   auto run = reinterpret_cast<std::uint64_t>(frames_.run_address(h));
   return encode_location(
-      {h->page, static_cast<std::uint32_t>(reinterpret_cast<std::uint64_t>(p) - run), h->run_pages, run});
+      {h->page, static_cast<std::uint32_t>(reinterpret_cast<std::uint64_t>(p) - run), h->run_pages(), run});
 }
 
 void* hardware_references::resolve(std::string_view s) {

@@ -22,8 +22,9 @@ namespace qs::detail {
 
 class hardware_references {
  public:
-  hardware_references(pager&, relocator& frames, page_access& access, page_table& table, transaction_log&, statistics&)
-      : frames_(frames), access_(access), table_(table) {}
+  hardware_references(pager& pages, relocator& frames, page_access& access, page_table& table, transaction_log&,
+                      statistics&)
+      : pages_(pages), frames_(frames), access_(access), table_(table) {}
   hardware_references(const hardware_references&) = delete;
   hardware_references& operator=(const hardware_references&) = delete;
 
@@ -36,6 +37,7 @@ class hardware_references {
   void restore_root_cells() {}
 
  private:
+  pager& pages_;
   relocator& frames_;
   page_access& access_;
   page_table& table_;

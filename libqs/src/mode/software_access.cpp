@@ -93,7 +93,7 @@ void software_access::hide(page_desc* d) {
     return;
   }
   frames_->hide(d->frame);
-  set_resident(d->run_first, nullptr);
+  set_resident(d->run_first(), nullptr);
 }
 
 void software_access::set_access(page_desc* d, bool) {
@@ -103,7 +103,7 @@ void software_access::set_access(page_desc* d, bool) {
   }
   // A large object is reachable once every page of it is.
   page_desc* h = table_.run_head(d);
-  for (std::uint32_t i = 0; i < h->run_pages; ++i) {
+  for (std::uint32_t i = 0; i < h->run_pages(); ++i) {
     page_desc* t = table_.by_page(h->page + i);
     if (!t || t->state() == page_state::absent || t->state() == page_state::stale) return;
   }

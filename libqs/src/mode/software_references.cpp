@@ -165,7 +165,7 @@ page_desc* software_references::locate(std::uint64_t page) {
     // object, which needs frames for all of its pages.
     d = frames_.ensure_run(page, 1);
     pages_.make_current(d);
-    if (d->hdr.kind == page_kind::large_head) {
+    if (d->hdr.kind == page_kind::large_head && d->run_pages() == 1) {  // (else its run came with it)
       std::uint64_t n = large_object_pages(d->hdr.size, pages_.page_size());
       if (n > 1) {
         pages_.drop(d);
@@ -174,7 +174,7 @@ page_desc* software_references::locate(std::uint64_t page) {
     }
   }
   page_desc* h = table_.run_head(d);
-  for (std::uint32_t i = 0; i < h->run_pages; ++i) {
+  for (std::uint32_t i = 0; i < h->run_pages(); ++i) {
     page_desc* t = i == 0 ? h : table_.by_page(h->page + i);
     pages_.make_current(t);
     t->referenced = true;
@@ -193,7 +193,7 @@ void software_references::announce_write(page_desc* h, std::uint32_t offset) {
     save_object(h, offset);
     return;
   }
-  for (std::uint32_t i = 0; i < h->run_pages; ++i) {
+  for (std::uint32_t i = 0; i < h->run_pages(); ++i) {
     page_desc* t = i == 0 ? h : table_.by_page(h->page + i);
     if (t->state() != page_state::writable) {
       ++stats_.write_faults;
