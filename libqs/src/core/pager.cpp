@@ -586,6 +586,7 @@ void pager::committed() {
   ++transaction_;
   refetches_now_ = 0;
   evicted_now_.clear();
+  for (std::uint64_t page : frames_.take_unread()) to_forget_.push_back(page);
   for (page_desc* d : log_.written()) {
     d->made_readable();
     access_.set_access(d, false);
@@ -604,6 +605,7 @@ void pager::aborted() {
   ++transaction_;
   refetches_now_ = 0;
   evicted_now_.clear();
+  for (std::uint64_t page : frames_.take_unread()) to_forget_.push_back(page);
   for (page_desc* d : std::vector<page_desc*>(log_.written())) {
     if (log_.is_logged(d)) {
       // Its resident image came back from the store transaction: forget it.

@@ -231,7 +231,10 @@ std::optional<std::string> relocator::mapping_of(const page_desc* d, const std::
     // A page the pointer reached without reading it (copied from another
     // pointer): its record says whether it is a large object's, which is
     // listed (mapping.hpp).
-    if (!t && f < home_) t = at_home(f + 1);
+    if (!t && f < home_) {
+      t = at_home(f + 1);
+      if (t) unread_.push_back(t->page);
+    }
     if (!t) return;  // (refused by the pointer check)
     if (t->run_pages() == 1 && t->origin() == page_origin::stored && t->hdr.magic != record_magic) learn_run(t);
     page_desc* h = table_.run_head(t);

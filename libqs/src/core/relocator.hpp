@@ -57,6 +57,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace qs::detail {
 
@@ -110,6 +112,9 @@ class relocator {
   // The mapping object of d's image `img` as its pointers are now, with its
   // number of entries; nullopt when it is d's stored one (d->mapping).
   std::optional<std::string> mapping_of(const page_desc* d, const std::byte* img, std::uint32_t& entries);
+  // The pages mapping_of gave entries without reading them in (the pager
+  // drops those entries again with the evicted ones); emptied by the call.
+  std::vector<std::uint64_t> take_unread() { return std::exchange(unread_, {}); }
 
   // Whether a quarter or less of the reservation's frames, or of its away
   // frames, is left, or the database has outgrown the home region (a reset
@@ -128,6 +133,7 @@ class relocator {
   // Page d (alone, its record never read here): widened to its run when its
   // record says it is a large object's page.
   void learn_run(page_desc* d);
+
   // A run of n frames in the away region, or, when it is full and claim_,
   // among the home frames no entry holds.
   std::uint64_t take_away(std::uint64_t n);
@@ -143,6 +149,7 @@ class relocator {
   unsigned force_percent_;
   std::uint32_t page_size_;
   std::unique_ptr<std::byte[]> scratch_;  // learn_run's record
+  std::vector<std::uint64_t> unread_;     // take_unread
 };
 
 }  // namespace qs::detail
