@@ -534,6 +534,7 @@ void pager::forget_evicted() {
     if (!d || !may_forget(d)) continue;
     const std::uint64_t first = d->run_first();
     const std::uint32_t pages = d->run_pages();
+    if (pages == 1 && d->hdr.magic == record_magic && d->hdr.kind == page_kind::small) frames_.note_small(page);
     for (std::uint32_t i = 0; i < pages; ++i) {
       page_desc* p = table_.by_page(first + i);
       if (p->evicted_in == transaction_) evicted_now_.insert(p->page);

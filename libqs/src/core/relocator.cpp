@@ -143,7 +143,11 @@ void relocator::learn_run(page_desc* d) {
   std::string m;
   // A page that is not there, or not sound, is left as it is: the pointer
   // check and the fault that reaches it say what is wrong.
-  if (!store_.read_page(d->page, h, scratch_.get(), m) || h.magic != record_magic || h.kind == page_kind::small) return;
+  if (!store_.read_page(d->page, h, scratch_.get(), m) || h.magic != record_magic) return;
+  if (h.kind == page_kind::small) {
+    note_small(d->page);
+    return;
+  }
   widen(d, h.index, large_object_pages(h.size, page_size_));
 }
 
@@ -232,11 +236,14 @@ std::optional<std::string> relocator::mapping_of(const page_desc* d, const std::
     // pointer): its record says whether it is a large object's, which is
     // listed (mapping.hpp).
     if (!t && f < home_) {
+      if (at_base && known_small(f + 1)) return;  // home-form
       t = at_home(f + 1);
       if (t) unread_.push_back(t->page);
     }
     if (!t) return;  // (refused by the pointer check)
-    if (t->run_pages() == 1 && t->origin() == page_origin::stored && t->hdr.magic != record_magic) learn_run(t);
+    if (t->run_pages() == 1 && t->origin() == page_origin::stored && t->hdr.magic != record_magic &&
+        !known_small(t->page))
+      learn_run(t);
     page_desc* h = table_.run_head(t);
     if (at_base && h->run_pages() == 1 && h->frame < home_ && h->frame + 1 == h->page) return;  // home-form
     b.add(reinterpret_cast<std::uint64_t>(run_address(h)), h->page, h->run_pages());

@@ -112,6 +112,15 @@ class relocator {
   // The mapping object of d's image `img` as its pointers are now, with its
   // number of entries; nullopt when it is d's stored one (d->mapping).
   std::optional<std::string> mapping_of(const page_desc* d, const std::byte* img, std::uint32_t& entries);
+  // Page `page` is a small page (its entry is dropped: mapping_of then need
+  // not read its record to know). A bit a page number, kept for good.
+  void note_small(std::uint64_t page) {
+    if (page / 64 >= small_.size()) small_.resize(page / 64 + 1, 0);
+    small_[page / 64] |= std::uint64_t{1} << (page % 64);
+  }
+  bool known_small(std::uint64_t page) const {
+    return page / 64 < small_.size() && (small_[page / 64] >> (page % 64) & 1) != 0;
+  }
   // The pages mapping_of gave entries without reading them in (the pager
   // drops those entries again with the evicted ones); emptied by the call.
   std::vector<std::uint64_t> take_unread() { return std::exchange(unread_, {}); }
@@ -150,6 +159,7 @@ class relocator {
   std::uint32_t page_size_;
   std::unique_ptr<std::byte[]> scratch_;  // learn_run's record
   std::vector<std::uint64_t> unread_;     // take_unread
+  std::vector<std::uint64_t> small_;      // note_small: bit p, page p is small
 };
 
 }  // namespace qs::detail
