@@ -75,35 +75,48 @@ std::uint32_t heap_allocate(std::byte* image, std::uint32_t page_size, std::uint
 }
 
 const object_header* heap_object_at(const std::byte* image, std::uint32_t page_size, std::uint32_t offset) {
-  const object_header* found = nullptr;
-  heap_for_each(image, page_size, [&](std::uint32_t p, const object_header& oh) {
-    if (p == offset) found = &oh;
-  });
-  return found;
+  // Objects lie in address order: the walk stops at the offset.
+  auto* ph = reinterpret_cast<const page_header*>(image);
+  const std::uint64_t top = ph->top < page_size ? ph->top : page_size;
+  std::uint64_t off = sizeof(page_header);
+  while (off + sizeof(object_header) <= top) {
+    auto* oh = reinterpret_cast<const object_header*>(image + off);
+    const std::uint64_t payload = off + sizeof(object_header);
+    if (payload > offset || payload + oh->size > top) return nullptr;
+    if (payload == offset) return oh->type != free_type ? oh : nullptr;
+    off = payload + oh->size;
+  }
+  return nullptr;
 }
 
 bool heap_free(std::byte* image, std::uint32_t page_size, std::uint32_t offset) {
-  auto* oh = const_cast<object_header*>(heap_object_at(image, page_size, offset));
-  if (!oh) return false;
-  oh->type = free_type;
-  set_tag(*oh, 0);
-  // Recompute the tail and the free total: trailing free blocks go back to it.
+  // One walk: the object is freed where it is found, and the tail and the
+  // free total are recomputed on the way (trailing free blocks go back to
+  // the tail; free blocks before the last object count as free bytes).
   page_header* ph = header(image);
-  const std::uint32_t hs = sizeof(object_header);
-  std::uint32_t off = sizeof(page_header), used_end = off, free_total = 0;
-  while (off < ph->top) {
-    object_header* h = at(image, off);
-    std::uint32_t end = off + hs + h->size;
-    if (h->type != free_type) used_end = end;
+  const std::uint64_t top = ph->top < page_size ? ph->top : page_size;
+  const std::uint64_t hs = sizeof(object_header);
+  std::uint64_t off = sizeof(page_header), used_end = off, free_before = 0, free_running = 0;
+  object_header* target = nullptr;
+  while (off + hs <= top) {
+    object_header* h = at(image, static_cast<std::uint32_t>(off));
+    const std::uint64_t end = off + hs + h->size;
+    if (end > top) break;
+    const bool is_target = off + hs == offset && h->type != free_type;
+    if (is_target) target = h;
+    if (h->type == free_type || is_target) {
+      free_running += hs + h->size;
+    } else {
+      used_end = end;
+      free_before = free_running;
+    }
     off = end;
   }
-  for (off = sizeof(page_header); off < used_end;) {
-    object_header* h = at(image, off);
-    if (h->type == free_type) free_total += hs + h->size;
-    off += hs + h->size;
-  }
-  ph->top = used_end;
-  ph->free_bytes = free_total;
+  if (!target) return false;
+  target->type = free_type;
+  set_tag(*target, 0);
+  ph->top = static_cast<std::uint32_t>(used_end);
+  ph->free_bytes = static_cast<std::uint32_t>(free_before);
   return true;
 }
 
