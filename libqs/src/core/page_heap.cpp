@@ -90,21 +90,32 @@ const object_header* heap_object_at(const std::byte* image, std::uint32_t page_s
 }
 
 bool heap_free(std::byte* image, std::uint32_t page_size, std::uint32_t offset) {
-  // One walk: the object is freed where it is found, and the tail and the
-  // free total are recomputed on the way (trailing free blocks go back to
-  // the tail; free blocks before the last object count as free bytes).
+  // One walk, up to the object. The tail is the end of the last live object
+  // (trailing free blocks go back to it): freeing an object that a live one
+  // follows adds its bytes to the free bytes; freeing the last moves the
+  // tail back to the live object before it, and the free bytes to those of
+  // the blocks before that one.
   page_header* ph = header(image);
   const std::uint64_t top = ph->top < page_size ? ph->top : page_size;
   const std::uint64_t hs = sizeof(object_header);
   std::uint64_t off = sizeof(page_header), used_end = off, free_before = 0, free_running = 0;
-  object_header* target = nullptr;
   while (off + hs <= top) {
     object_header* h = at(image, static_cast<std::uint32_t>(off));
     const std::uint64_t end = off + hs + h->size;
-    if (end > top) break;
-    const bool is_target = off + hs == offset && h->type != free_type;
-    if (is_target) target = h;
-    if (h->type == free_type || is_target) {
+    if (end > top || off + hs > offset) return false;
+    if (off + hs == offset) {
+      if (h->type == free_type) return false;
+      h->type = free_type;
+      set_tag(*h, 0);
+      if (end < top) {
+        ph->free_bytes += static_cast<std::uint32_t>(hs + h->size);
+      } else {
+        ph->top = static_cast<std::uint32_t>(used_end);
+        ph->free_bytes = static_cast<std::uint32_t>(free_before);
+      }
+      return true;
+    }
+    if (h->type == free_type) {
       free_running += hs + h->size;
     } else {
       used_end = end;
@@ -112,12 +123,7 @@ bool heap_free(std::byte* image, std::uint32_t page_size, std::uint32_t offset) 
     }
     off = end;
   }
-  if (!target) return false;
-  target->type = free_type;
-  set_tag(*target, 0);
-  ph->top = static_cast<std::uint32_t>(used_end);
-  ph->free_bytes = static_cast<std::uint32_t>(free_before);
-  return true;
+  return false;
 }
 
 std::uint32_t heap_available(const std::byte* image, std::uint32_t page_size) {
