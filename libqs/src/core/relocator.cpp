@@ -72,13 +72,17 @@ std::uint64_t relocator::take_away(std::uint64_t n) {
                            " frames for pages that cannot be at home are taken by the pages it touches (a larger "
                            "qs::options::reservation_bytes gives more)");
   free_.take(*f, n);
-  if (*f >= home_) away_taken_ += n;
+  away_taken_ += away_frames_in(*f, n);
   return *f;
+}
+
+std::uint64_t relocator::away_frames_in(std::uint64_t frame, std::uint64_t n) const {
+  return frame + n > home_ ? frame + n - std::max(frame, home_) : 0;
 }
 
 void relocator::give_back(std::uint64_t frame, std::uint64_t n) {
   free_.give_back(frame, n);
-  if (frame >= home_) away_taken_ -= n;
+  away_taken_ -= away_frames_in(frame, n);
 }
 
 std::uint64_t relocator::take_frames(std::uint64_t page, std::uint64_t n) {

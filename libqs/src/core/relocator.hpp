@@ -146,6 +146,8 @@ class relocator {
   // A run of n frames in the away region, or, when it is full and claim_,
   // among the home frames no entry holds.
   std::uint64_t take_away(std::uint64_t n);
+  // How many of the frames [frame, frame + n) are away frames.
+  std::uint64_t away_frames_in(std::uint64_t frame, std::uint64_t n) const;
 
   frame_map free_;
   home_region home_region_;  // the database's
