@@ -38,7 +38,7 @@ relocator::relocator(store& s, page_access& access, page_table& table, page_word
       home_(std::min(home.frames, access.frames().frames() / 4 * 3)),
       moved_(reinterpret_cast<std::uintptr_t>(access.frames().base()) != home.base || home_ < home.frames ||
              opts.force_relocation_percent > 0),
-      claim_(moved_ || page_count() > home_ + 1),
+      claim_(must_claim()),
       policy_(opts.relocation_policy),
       force_percent_(opts.force_relocation_percent),
       page_size_(page_size) {}
@@ -46,9 +46,11 @@ relocator::relocator(store& s, page_access& access, page_table& table, page_word
 void relocator::reset() {
   free_.reset();
   away_taken_ = 0;
-  claim_ = moved_ || page_count() > home_ + 1;
+  claim_ = must_claim();
   outgrown_ = false;
 }
+
+bool relocator::must_claim() { return moved_ || page_count() > home_ + 1; }
 
 bool relocator::forced(std::uint64_t page) const { return force_percent_ > 0 && percentile(page) < force_percent_; }
 
@@ -176,8 +178,8 @@ void relocator::relocate(page_desc* d, std::byte* img) {
       const page_slot s = table_.slot_of_page(e.page);
       // A run at home, unless claimed: reached through its home frames
       // (page_at, then widen), given entries only then.
-      if (!s.d && !claim_ && e.page >= 1 && e.page - 1 + e.pages <= home_ &&
-          e.address == here + (e.page - 1) * page_size_)
+      if (const auto h = home_region_.frame_of_page(e.page);
+          !s.d && !claim_ && h && *h + e.pages <= home_ && e.address == here + *h * page_size_)
         continue;
       auto now = reinterpret_cast<std::uint64_t>(s.d ? access_.frames().frame_address(s.head_frame)
                                                      : run_address(ensure_run(e.page, e.pages)));

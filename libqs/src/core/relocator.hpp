@@ -137,6 +137,9 @@ class relocator {
   page_words& words_;
   transaction_log& log_;
   statistics& stats_;
+  // Whether this process claims (claim_): moved_, or more pages than the
+  // home region holds (the store's page counter).
+  bool must_claim();
   // The page's frames when the test harness forces it away from home.
   bool forced(std::uint64_t page) const;
   // Page d (alone, its record never read here): widened to its run when its
