@@ -111,6 +111,18 @@ char* bare_region;
 int bare_fd = -1;
 bool bare_use_mmap = false;
 
+// Installs `handler` for `sig` (with siginfo); returns what was there, for
+// putting it back.
+struct sigaction install_handler(int sig, void (*handler)(int, siginfo_t*, void*)) {
+  struct sigaction sa {};
+  struct sigaction old {};
+  sa.sa_sigaction = handler;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  sigaction(sig, &sa, &old);
+  return old;
+}
+
 void bare_handler(int, siginfo_t* si, void*) {
   // Pages counted from the region's start: mmap aligns it to 4 KiB only.
   const auto base = reinterpret_cast<std::uintptr_t>(bare_region);
@@ -124,12 +136,7 @@ void bare_handler(int, siginfo_t* si, void*) {
 }
 
 double bare_fault_ns(int n, bool use_mmap) {
-  struct sigaction sa {};
-  struct sigaction old {};
-  sa.sa_sigaction = bare_handler;
-  sa.sa_flags = SA_SIGINFO;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGSEGV, &sa, &old);
+  const struct sigaction old = install_handler(SIGSEGV, bare_handler);
   std::size_t bytes = std::size_t{page_size} * n;
   bare_region = static_cast<char*>(mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
   bare_use_mmap = use_mmap;
@@ -189,12 +196,7 @@ double userfault_copy_ns(int n) {
     if (bare_region != MAP_FAILED && ioctl(userfault_fd, UFFDIO_REGISTER, &r) == 0) {
       userfault_source = static_cast<std::byte*>(::operator new[](page_size, std::align_val_t{4096}));
       std::memset(userfault_source, 1, page_size);
-      struct sigaction sa {};
-      struct sigaction old {};
-      sa.sa_sigaction = userfault_handler;
-      sa.sa_flags = SA_SIGINFO;
-      sigemptyset(&sa.sa_mask);
-      sigaction(SIGBUS, &sa, &old);
+      const struct sigaction old = install_handler(SIGBUS, userfault_handler);
       auto t0 = clock_type::now();
       std::uint64_t sum = 0;
       for (int i = 0; i < n; ++i) sum += *reinterpret_cast<volatile char*>(bare_region + std::size_t{page_size} * i);
