@@ -168,6 +168,21 @@ int main(int argc, char** argv) {
       ->type_name("N")
       ->check(qs::cli::whole(1, 1000000))
       ->group(limits);
+  std::uint64_t push_queue_kb = o.push_queue_bytes >> 10;
+  app.add_option("--directory-pages", o.directory_pages,
+                 "pages the server remembers clients caching, over all clients, about\n"
+                 "64 bytes each, 1024 to 1000000000 (default 4194304); a client whose\n"
+                 "next page would pass it is told to revalidate its whole cache")
+      ->type_name("N")
+      ->check(qs::cli::whole(1024, 1000000000))
+      ->group(limits);
+  app.add_option("--push-queue-kb", push_queue_kb,
+                 "invalidations queued for one client that does not read them, in\n"
+                 "KiB, 64 to 1048576 (default 4096); past it the client is\n"
+                 "disconnected (it reconnects and revalidates its cache)")
+      ->type_name("N")
+      ->check(qs::cli::whole(64, 1048576))
+      ->group(limits);
   app.footer(
       "SIGTERM or SIGINT stop the server cleanly: open transactions are aborted and the\n"
       "environment is checkpointed. Each connection and each error is logged on stderr.\n"
@@ -185,6 +200,7 @@ int main(int argc, char** argv) {
     if (!tcp.empty()) o.tcp = listen_address(tcp);
     o.cache_bytes = cache_mb << 20;
     o.buffer_bytes = buffer_mb << 20;
+    o.push_queue_bytes = push_queue_kb << 10;
     o.handshake_timeout = std::chrono::milliseconds(qs::cli::milliseconds(handshake_s));
     o.idle_timeout = std::chrono::milliseconds(qs::cli::milliseconds(idle_s));
     o.lock_timeout = std::chrono::milliseconds(qs::cli::milliseconds(lock_s));

@@ -130,6 +130,11 @@ std::optional<transaction_failure> optimistic_transaction::begin(const std::vect
     snap_ = c_.env->begin(true);
     snap_began_ = std::chrono::steady_clock::now();
     commit_id_ = c_.outcomes->claim(snap_);
+    // Berkeley DB fixes a snapshot's read point at its first read: fixed
+    // now, before the answer to begin, so that every invalidation pushed
+    // to the client for a commit the snapshot holds comes before that
+    // answer (cache_directory.hpp).
+    (void)c_.env->get(snap_, "page_size");
   } catch (const conflict& e) {
     abort();
     return conflict_answer(std::string("reserving pages: ") + e.what());
@@ -209,13 +214,31 @@ std::optional<transaction_failure> optimistic_transaction::commit(const wire::co
   } else {
     shared_gate.lock();
   }
+  std::vector<wire::invalidation> changed;
   for (int attempt = 1;; ++attempt) {
     try {
       validate(m, alone);
       apply(m.pages, m.metas, true);
       c_.outcomes->record(write_, commit_id_);
+      changed = changed_pages(m);
+      // Other clients holding these pages are told before the change is
+      // visible to any snapshot (cache_directory.hpp), and this client's
+      // unannounced cached reads are checked in the same step.
+      if (!c_.directory->check_and_invalidate(session_, m.serializable ? m.invalidations_seen : wire::unchecked_version,
+                                              changed))
+        throw conflict(
+            "commit refused: another client's commit changed pages this client holds, and the invalidation had "
+            "not reached it when it committed");
       pause_point("server.commit.before_commit");
-      end(true, m.durable);
+      try {
+        end(true, m.durable);
+      } catch (...) {
+        // The directory counts the client holding what it did not commit.
+        c_.directory->commit_ended(changed, false);
+        c_.directory->reset(session_);
+        throw;
+      }
+      c_.directory->commit_ended(changed, true);
       break;
     } catch (const conflict& e) {
       if (dynamic_cast<const detail::deadlock_victim*>(&e) && !earlier && attempt < 5) {
@@ -236,6 +259,38 @@ std::optional<transaction_failure> optimistic_transaction::commit(const wire::co
   c_.outcomes->committed();
   c_.counters->add(c_.counters->commits);
   return std::nullopt;
+}
+
+std::vector<wire::invalidation> optimistic_transaction::changed_pages(const wire::commit_request& m) {
+  std::vector<wire::invalidation> out;
+  auto header_version = [&](std::uint64_t page, std::string_view bytes) -> std::uint64_t {
+    detail::record_header h{};
+    if (bytes.size() >= sizeof h) {
+      std::memcpy(&h, bytes.data(), sizeof h);
+      return h.version;
+    }
+    // Read back as this commit wrote it.
+    std::uint32_t n = c_.env->read_record(write_, page, &h, sizeof h, 0, true);
+    return n == sizeof h ? h.version : wire::no_record;
+  };
+  std::set<std::uint64_t> seen;
+  for (const wire::page_op& op : m.pages) {
+    if (!seen.insert(op.page).second) continue;
+    switch (op.kind) {
+      case wire::page_op_kind::put: out.push_back({op.page, header_version(op.page, op.record)}); break;
+      case wire::page_op_kind::patch: {
+        std::string_view head;
+        for (const wire::part& p : op.parts)
+          if (p.offset == 0) head = p.data;
+        out.push_back({op.page, header_version(op.page, head)});
+        break;
+      }
+      case wire::page_op_kind::remove: out.push_back({op.page, wire::no_record}); break;
+    }
+  }
+  for (std::uint64_t page : written_ahead_)
+    if (seen.insert(page).second) out.push_back({page, header_version(page, {})});
+  return out;
 }
 
 DbTxn* optimistic_transaction::writer() {

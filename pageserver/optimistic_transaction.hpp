@@ -80,6 +80,7 @@
 // counters) is safe to share.
 #pragma once
 
+#include "cache_directory.hpp"
 #include "commit_counters.hpp"
 #include "commit_outcomes.hpp"
 
@@ -110,6 +111,9 @@ struct transaction_config {
   // read set is too large to lock page by page (big_read_set) holds it
   // alone and locks only what it writes.
   std::shared_mutex* commit_gate;
+  // Which clients cache which pages: a commit pushes invalidations to the
+  // others (cache_directory.hpp).
+  cache_directory* directory;
   // Sessions whose write transaction holds pages sent ahead: their locks
   // (ours and Berkeley DB's) last until their commit, which a commit that
   // runs alone would keep waiting; it is refused instead while any do.
@@ -167,6 +171,8 @@ class optimistic_transaction {
   // Throws the failure of a failed transaction.
   void throw_if_failed() const;
 
+  // Whether `page` was sent ahead: its reads read the write transaction.
+  bool sent_ahead(std::uint64_t page) const { return written_ahead_.contains(page); }
   // What the transaction's reads read: its snapshot; throws the failure of
   // a transaction whose snapshot was released.
   DbTxn* snapshot() const;
@@ -213,6 +219,9 @@ class optimistic_transaction {
   void expect_version(std::uint64_t page, std::uint64_t version, const char* how);
   // The locks and checks of a commit (see above).
   void validate(const wire::commit_request& m, bool alone);
+  // The pages the commit changes, with their new versions (no_record:
+  // removed), once apply() has run.
+  std::vector<wire::invalidation> changed_pages(const wire::commit_request& m);
   // Refuses a metadata write no client may make: a record the server owns
   // (page and frame counters, page size, format, base) once the database
   // exists, one created with a value out of range, or an unknown key.

@@ -76,6 +76,7 @@ server::server(const server_options& o) : o_(o), limits_(o.max_connections, o.ma
   env_->about_to_write();  // the environment is shared from here on
   numbers_ = std::make_unique<page_numbers>(*env_);
   outcomes_ = std::make_unique<commit_outcomes>(*env_, o_.outcome_window_seconds);
+  directory_ = std::make_unique<cache_directory>(o_.directory_pages, o_.push_queue_bytes);
   timeouts_ = std::make_unique<lock_timeouts>(*env_, o_.lock_timeout, o_.txn_timeout);
   if (o_.unix_path) {
     unix_fd_ = wire::listen_unix(*o_.unix_path);
@@ -206,8 +207,8 @@ void server::serve(client* c) {
       std::string refusal;
       if (!held.add(n, std::chrono::milliseconds(0), refusal)) throw store_error(refusal);
     };
-    session s({{env_.get(), outcomes_.get(), &counters_, &commit_gate_, &sending_ahead_, o_.log_conflicts,
-                o_.snapshot_max_age},
+    session s({{env_.get(), outcomes_.get(), &counters_, &commit_gate_, directory_.get(), &sending_ahead_,
+                o_.log_conflicts, o_.snapshot_max_age},
                numbers_.get(),
                c->tcp,
                o_.secret,
@@ -295,6 +296,7 @@ void server::serve(client* c) {
           if (limits_.admit(c->id, why)) {
             greeted = true;
             wire::set_send_timeout(c->conn->fd(), o_.idle_timeout);
+            directory_->join(c->id, c->conn.get());
           } else {
             out = wire::writer();
             wire::encode(wire::error_response{wire::error_code::closed, why}, out);
@@ -303,7 +305,9 @@ void server::serve(client* c) {
             reason = "refused: " + why;
           }
         }
-        c->conn->send(out.finish());
+        // After the invalidations queued for the client (cache_directory.hpp).
+        if (greeted) directory_->send(c->id, out.finish());
+        else c->conn->send(out.finish());
         held.release();
         if (buf.capacity() > buffer_budget::allowance) std::vector<std::byte>().swap(buf);
         if (close) {
@@ -322,7 +326,8 @@ void server::serve(client* c) {
     if (!greeted && !said_why && farewell.empty() && limits_.evicted(c->id, farewell))
       reason = "evicted before its hello";
     if (s.in_transaction()) reason += "; its open transaction is aborted";
-  }  // the session ends: its transaction is aborted, its locks are free
+  }                          // the session ends: its transaction is aborted, its locks are free
+  directory_->leave(c->id);  // no push writes to the connection from now on
   if (!farewell.empty()) {
     wire::writer out;
     wire::encode(wire::error_response{wire::error_code::closed, farewell}, out);

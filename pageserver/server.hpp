@@ -32,6 +32,7 @@
 #pragma once
 
 #include "buffer_budget.hpp"
+#include "cache_directory.hpp"
 #include "commit_counters.hpp"
 #include "commit_outcomes.hpp"
 #include "connection_limits.hpp"
@@ -75,6 +76,11 @@ struct server_options {
   // A log line for each commit refused for a conflict (they are counted
   // either way).
   bool log_conflicts = false;
+  // The cache directory's bounds (cache_directory.hpp): pages noted over
+  // all clients, and invalidation bytes queued for one client that does not
+  // read them.
+  std::uint64_t directory_pages = std::uint64_t{4} << 20;
+  std::size_t push_queue_bytes = std::size_t{4} << 20;
 };
 
 class server {
@@ -106,6 +112,7 @@ class server {
   std::unique_ptr<page_numbers> numbers_;
   std::unique_ptr<commit_outcomes> outcomes_;
   std::unique_ptr<lock_timeouts> timeouts_;
+  std::unique_ptr<cache_directory> directory_;
   commit_counters counters_;
   std::shared_mutex commit_gate_;  // optimistic_transaction.hpp
   std::atomic<int> sending_ahead_{0};

@@ -139,6 +139,9 @@ wire::response session::on(const wire::hello_request&) { throw wire::protocol_er
 
 wire::response session::on(const wire::begin_request& m) {
   if (state_ != state::idle) throw wire::protocol_error("begin inside a transaction");
+  // Before the snapshot is taken (at its first read): a commit counted
+  // after this may be missing from it (note_sent).
+  view_ = c_.txn.directory->commits();
   if (auto refused = txn_.begin(m.reserve, m.reserve_read)) return error_reply(refused->code, refused->text);
   state_ = state::txn;
   return wire::begun_response{txn_.id()};
@@ -165,15 +168,40 @@ wire::response session::on(const wire::commit_request& m) {
   return wire::ok_response{};
 }
 
+void session::note_sent(std::uint64_t page, std::uint64_t version) {
+  if (state_ == state::txn && txn_.sent_ahead(page)) return;  // not committed: the client has it pending
+  cache_directory& d = *c_.txn.directory;
+  d.note_sent(id_, page, version);
+  if (d.commits() == view_) return;
+  // A commit since the view began may have changed the page after its
+  // pushes were sent (cache_directory.hpp): compare with the committed
+  // version, read from a snapshot of its own (which waits for no lock).
+  DbTxn* now = env_.begin(true);
+  detail::record_header h{};
+  std::uint32_t n;
+  try {
+    n = env_.read_record(now, page, &h, sizeof h, 0, true);
+  } catch (...) {
+    env_.abort(now);
+    throw;
+  }
+  env_.abort(now);
+  std::uint64_t current = n == sizeof h ? h.version : wire::no_record;
+  if (current != version) d.correct(id_, page, current);
+}
+
 wire::response session::on(const wire::read_page_request& m) {
   // A page this transaction sent ahead is read as it wrote it.
+  if (state_ != state::txn) view_ = c_.txn.directory->commits();
   DbTxn* rt = reader(m.page);
   if (m.known_version) {
     detail::record_header h{};
     std::uint32_t n = env_.read_record(rt, m.page, &h, sizeof h, 0, true);
     if (n == 0) return wire::page_response{wire::page_status::absent, {}, {}};
-    if (n == sizeof h && h.version == *m.known_version)
+    if (n == sizeof h && h.version == *m.known_version) {
+      note_sent(m.page, h.version);
       return wire::page_response{wire::page_status::unchanged, {}, {}};
+    }
   }
   scratch_.resize(wire::max_record);
   std::uint32_t n = env_.read_record(rt, m.page, scratch_.data(), wire::max_record, 0);
@@ -184,6 +212,7 @@ wire::response session::on(const wire::read_page_request& m) {
   mapping_.clear();
   if (h.mapping_entries)
     if (auto mo = env_.read_mapping(rt, m.page)) mapping_ = std::move(*mo);
+  if (n >= sizeof h) note_sent(m.page, h.version);
   return wire::page_response{wire::page_status::record,
                              std::string_view(reinterpret_cast<const char*>(scratch_.data()), n), mapping_};
 }
@@ -197,6 +226,7 @@ wire::response session::on(const wire::read_pages_request& m) {
     std::uint32_t record, mapping;
   };
   std::vector<placed> found;
+  if (state_ != state::txn) view_ = c_.txn.directory->commits();
   batch_.clear();
   scratch_.resize(wire::max_record);
   for (std::uint64_t page : m.pages) {
@@ -219,6 +249,7 @@ wire::response session::on(const wire::read_pages_request& m) {
         break;
       }
     }
+    if (n >= sizeof h) note_sent(page, h.version);
     found.push_back({page, batch_.size(), n, mn});
     batch_.append(reinterpret_cast<const char*>(scratch_.data()), n);
     if (mo) batch_.append(*mo);

@@ -100,12 +100,18 @@ class session {
   // Whether an index call runs in the open transaction; throws its failure.
   bool index_in_txn() const;
   wire::response error_reply(wire::error_code code, std::string text);
+  // The client is sent `page` at `version`: noted in the cache directory,
+  // and corrected at once when a commit since the view began changed it.
+  void note_sent(std::uint64_t page, std::uint64_t version);
 
   session_config c_;
   detail::bdb_env& env_;
   std::uint64_t id_;
   state state_ = state::hello;
   optimistic_transaction txn_;
+  // Commits done (cache_directory::commits) when the view the reads read
+  // began: the transaction's begin, or the read outside one.
+  std::uint64_t view_ = 0;
   std::vector<std::byte> scratch_;
   std::string mapping_;     // the mapping object sent with the last page
   std::string batch_;       // the records and mapping objects of a read_pages answer

@@ -130,6 +130,10 @@ void check_same(const page_version& a, const page_version& b) {
   CHECK(a.version == b.version);
 }
 void check_same(const page_record& a, const page_record& b);
+void check_same(const invalidation& a, const invalidation& b) {
+  CHECK(a.page == b.page);
+  CHECK(a.version == b.version);
+}
 void check_same(const entry& a, const entry& b) {
   CHECK(a.first == b.first);
   CHECK(a.second == b.second);
@@ -167,6 +171,7 @@ void check_same(const commit_request& a, const commit_request& b) {
   check_same_list(a.pages, b.pages);
   check_same_list(a.metas, b.metas);
   check_same_list(a.reads, b.reads);
+  CHECK(a.invalidations_seen == b.invalidations_seen);
 }
 void check_same(const abort_request&, const abort_request&) {}
 void check_same(const read_page_request& a, const read_page_request& b) {
@@ -214,6 +219,10 @@ void check_same(const page_record& a, const page_record& b) {
   CHECK(a.mapping == b.mapping);
 }
 void check_same(const records_response& a, const records_response& b) { check_same_list(a.records, b.records); }
+void check_same(const invalidate_response& a, const invalidate_response& b) {
+  CHECK(a.all == b.all);
+  check_same_list(a.pages, b.pages);
+}
 void check_same(const ok_response&, const ok_response&) {}
 void check_same(const error_response& a, const error_response& b) {
   CHECK(a.code == b.code);
@@ -306,6 +315,7 @@ struct sample {
     c.metas.push_back({meta_op_kind::remove, binary_key, {}});
     c.reads.push_back({4, 12});
     c.reads.push_back({0xfedcba9876543210u, no_record});
+    c.invalidations_seen = 17;
     return c;
   }
   index_scan_request index_scan() const { return {3, "a", "z\xff", entry{"key", "v"}, 10}; }
@@ -468,6 +478,8 @@ TEST_CASE("wire: every response round-trips through encode and parse_response", 
       verdict_response{commit_outcome::expired},
       s.records(),
       records_response{},
+      invalidate_response{false, {{3, 4}, {0xfedcba9876543210u, no_record}}},
+      invalidate_response{true, {}},
   };
   const std::set<msg> seen = check_round_trips(responses);
   CHECK(seen.size() == std::variant_size_v<response>);
@@ -483,6 +495,7 @@ TEST_CASE("wire: every strict prefix of a body is refused, naming the message an
   check_every_prefix_refused(s.records());
   check_every_prefix_refused(read_pages_request{{4, 5}});
   check_every_prefix_refused(entries_response{true, {{"k1", "v1"}, {"", "v2"}}});
+  check_every_prefix_refused(invalidate_response{false, {{1, 2}, {3, 4}}});
 
   // The field named is the one being read when the bytes ran out.
   const bytes commit = body_of_message(s.commit());
@@ -490,11 +503,12 @@ TEST_CASE("wire: every strict prefix of a body is refused, naming the message an
   check_refused<request>(c.first(0), "request", "type", "message truncated");
   check_refused<request>(c.first(3), "commit", "pages", "message truncated");
   // The last read's bytes cut short: the two reads' count is refused first.
-  check_refused<request>(c.first(commit.size() - 1), "commit", "reads",
+  check_refused<request>(c.first(commit.size() - 1 - 8), "commit", "reads",
                          "a count of 2 elements with 31 bytes left in the message");
+  check_refused<request>(c.first(commit.size() - 1), "commit", "invalidations_seen", "message truncated");
   // Cut inside a page op, where the list's count still fits: where pages[2]
   // and pages[3] begin is where the same commit without them ends, but for
-  // its two empty lists' counts.
+  // its two empty lists' counts and its invalidations_seen.
   commit_request two = s.commit(), three = s.commit();
   two.pages.resize(2);
   three.pages.resize(3);
@@ -502,7 +516,7 @@ TEST_CASE("wire: every strict prefix of a body is refused, naming the message an
     part->metas.clear();
     part->reads.clear();
   }
-  const std::size_t op2 = body_of_message(two).size() - 8, op3 = body_of_message(three).size() - 8;
+  const std::size_t op2 = body_of_message(two).size() - 16, op3 = body_of_message(three).size() - 16;
   // kind, page, base_version, parts count, parts[0] (offset, 48 bytes), parts[1] (offset, "hhhh")
   check_refused<request>(c.first(op2 + 1 + 8 + 8 + 4 + (4 + 4 + 48) + (4 + 4 + 2)), "commit", "pages[2].parts[1].data",
                          "message truncated");
@@ -750,8 +764,9 @@ TEST_CASE("wire: enumerations and flags outside their values are refused", "[uni
     commit_request c;
     c.pages.push_back({page_op_kind::put, 1, "R", {}, mapping_change::keep, {}, 0});
     bytes body = body_of_message(c);
-    // tag, durable, serializable, count; kind, page, base_version, record (4 + 1), mapping_op
-    REQUIRE(body.size() == 1 + 1 + 1 + 4 + 1 + 8 + 8 + 4 + 1 + 1 + 4 + 4);
+    // tag, durable, serializable, count; kind, page, base_version, record (4 + 1), mapping_op;
+    // metas and reads counts, invalidations_seen
+    REQUIRE(body.size() == 1 + 1 + 1 + 4 + 1 + 8 + 8 + 4 + 1 + 1 + 4 + 4 + 8);
     REQUIRE(body[7] == std::byte{1});
     REQUIRE(body[28] == std::byte{'R'});
     REQUIRE(body[29] == std::byte{0});
@@ -829,7 +844,7 @@ TEST_CASE("wire: the encoding is little-endian, length-prefixed, as codec.hpp de
   CHECK(w.finish() == from_ints({15, 0, 0, 0,              // body length
                                  1,                        // hello
                                  0x51, 0x53, 0x57, 0x50,   // "QSWP"
-                                 6, 0, 0, 0,               // version
+                                 7, 0, 0, 0,               // version
                                  2, 0, 0, 0, 'a', 'b'}));  // secret
   CHECK(body_of_message(read_page_request{0x0102030405060708u, 9}) ==
         from_ints({6, 8, 7, 6, 5, 4, 3, 2, 1, 1, 9, 0, 0, 0, 0, 0, 0, 0}));

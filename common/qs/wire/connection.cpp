@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -55,6 +56,27 @@ void connection::send(std::span<const std::byte> frame) {
     p += n;
     left -= static_cast<std::size_t>(n);
   }
+}
+
+std::size_t connection::try_send(std::span<const std::byte> bytes) {
+  for (;;) {
+    ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN) return 0;
+    throw io_error(sys("send"));
+  }
+}
+
+std::optional<std::uint8_t> connection::ready_frame_type() {
+  int avail = 0;
+  if (::ioctl(fd_, FIONREAD, &avail) != 0 || avail < 5) return std::nullopt;
+  std::uint8_t head[5];
+  if (::recv(fd_, head, 5, MSG_PEEK | MSG_DONTWAIT) != 5) return std::nullopt;
+  std::uint64_t n = 0;
+  for (int i = 0; i < 4; ++i) n |= std::uint64_t{head[i]} << (8 * i);
+  if (n == 0 || static_cast<std::uint64_t>(avail) < 4 + n) return std::nullopt;
+  return head[4];
 }
 
 bool connection::receive(std::vector<std::byte>& buf, std::uint32_t max) {

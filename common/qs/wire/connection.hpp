@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -77,6 +78,13 @@ class connection {
   connection& operator=(const connection&) = delete;
 
   void send(std::span<const std::byte> frame);
+  // Writes what the socket takes now of `bytes`, without waiting; returns
+  // how many it took (0 when its buffer is full). io_error when it failed.
+  std::size_t try_send(std::span<const std::byte> bytes);
+  // When a whole frame has arrived, so that receive() returns it without
+  // waiting: the first byte of its body (its message type); nothing while
+  // none has, or only part of one.
+  std::optional<std::uint8_t> ready_frame_type();
   // Reads one frame body into buf. False on end of stream before a frame
   // starts; io_error when it ends inside one.
   bool receive(std::vector<std::byte>& buf, std::uint32_t max);

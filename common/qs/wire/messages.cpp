@@ -93,6 +93,7 @@ const char* name_of(msg m) {
     case msg::begun: return "begun";
     case msg::verdict: return "verdict";
     case msg::records: return "records";
+    case msg::invalidate: return "invalidate";
   }
   return "unknown";
 }

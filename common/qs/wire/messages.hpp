@@ -2,9 +2,11 @@
 // request and per response, and their parsers and encoders (the one
 // definition both sides compile).
 //
-// Protocol version 6. A connection starts with the client's hello (magic,
+// Protocol version 7. A connection starts with the client's hello (magic,
 // version, and for TCP the shared secret); then the client sends one request
-// at a time and the server answers each with one response:
+// at a time and the server answers each with one response. Between
+// responses, and unasked, the server may also send `invalidate` messages
+// (cache coherence: pageserver/cache_directory.hpp):
 //
 //   hello         magic, version, secret               -> hello_ok | error
 //   begin         pages to reserve: to write, to read  -> begun: the commit id | error: conflict
@@ -41,6 +43,10 @@
 //   ping          payload, reply bytes                 -> pong (that many bytes): a bare round trip
 //   any request                                        -> error: code, text
 //   (nothing, the server closing the connection)       -> error: closed, why
+//   (unasked, between responses)                       -> invalidate: pages another
+//                                                         client's commit changed,
+//                                                         each with its new version;
+//                                                         or all: revalidate every one
 //
 // A commit whose answer never arrived (the connection dropped) is asked
 // about on a new connection with `outcome`, by the commit id that `begin`
@@ -73,7 +79,7 @@
 namespace qs::wire {
 
 constexpr std::uint32_t magic = 0x50575351;  // "QSWP"
-constexpr std::uint32_t version = 6;
+constexpr std::uint32_t version = 7;
 // The largest message body either side accepts.
 constexpr std::uint32_t max_message = 64u << 20;
 // The largest page record (64 KiB page and a 48-byte header, with room).
@@ -131,6 +137,7 @@ enum class msg : std::uint8_t {
   begun,
   verdict,
   records,
+  invalidate,
 };
 const char* name_of(msg m);
 
@@ -289,6 +296,10 @@ struct page_version {
 // `reads` (and the metadata records the transaction read on the server) must
 // still have the versions the transaction read, as must every page and
 // record it writes; otherwise only those it writes.
+// `invalidations_seen`: how many invalidate messages the client had
+// received on this connection when it sent the commit; the server refuses
+// the commit when it has sent more (they name cached pages the transaction
+// may have read without saying so). unchecked_version: not checked.
 struct commit_request {
   static constexpr msg tag = msg::commit;
   bool durable = true;
@@ -296,6 +307,7 @@ struct commit_request {
   std::vector<page_op> pages;
   std::vector<meta_op> metas;
   std::vector<page_version> reads;
+  std::uint64_t invalidations_seen = unchecked_version;
   template <class M, class W>
   static void fields(M& m, W& w) {
     w.flag("durable", m.durable);
@@ -305,6 +317,7 @@ struct commit_request {
       w.u64("page", r.page);
       w.u64("version", r.version);
     });
+    w.u64("invalidations_seen", m.invalidations_seen);
   }
 };
 
@@ -628,9 +641,33 @@ struct records_response {
   }
 };
 
+// Unasked: pages this client read whose records another client's commit
+// changed, each with the version the commit gave it (no_record: removed). A
+// cached copy of an older version is stale. `all`: the server no longer
+// knows which pages this client holds; every cached page is to be
+// revalidated. The server sends each page once, until the client reads it
+// again.
+struct invalidation {
+  std::uint64_t page = 0;
+  std::uint64_t version = 0;
+};
+struct invalidate_response {
+  static constexpr msg tag = msg::invalidate;
+  bool all = false;
+  std::vector<invalidation> pages;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.flag("all", m.all);
+    w.list("pages", m.pages, 16, [&](auto& p) {
+      w.u64("page", p.page);
+      w.u64("version", p.version);
+    });
+  }
+};
+
 using response = std::variant<ok_response, error_response, hello_ok_response, page_response, value_response,
                               entries_response, pages_response, index_response, position_response, flag_response,
-                              pong_response, begun_response, verdict_response, records_response>;
+                              pong_response, begun_response, verdict_response, records_response, invalidate_response>;
 
 // Parsing throws malformed_message (a protocol_error) for any body that is
 // not exactly one well-formed message of the direction's types.

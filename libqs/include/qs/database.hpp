@@ -213,6 +213,14 @@ struct statistics {
   // gets one when it is reached, not when a page pointing to it comes in
   // (unless it is away from its home frame).
   std::uint64_t known_pages = 0;
+  // Through a page server: pages named by the invalidations other clients'
+  // commits sent this one, cached pages revalidated with no round trip
+  // (the server would have invalidated them), and transactions refused
+  // because a page they could have read from the cache was invalidated
+  // while they ran.
+  std::uint64_t invalidations_received = 0;
+  std::uint64_t revalidations_avoided = 0;
+  std::uint64_t invalidation_conflicts = 0;
 };
 
 // What detecting one page fault costs on this machine, in nanoseconds: the

@@ -134,6 +134,9 @@ statistics database_impl::stats() const {
   s.frame_memory_bytes = rt_.access.frames().memory_bytes();
   s.frame_control = frame_control_name(rt_.access.frames().control());
   s.known_pages = rt_.table.size();
+  store::coherence_counters c = rt_.storage.coherence();
+  s.invalidations_received = c.invalidations;
+  s.revalidations_avoided = c.avoided;
   return s;
 }
 

@@ -26,8 +26,19 @@ void transaction_engine::begin(database_impl* db) {
   log_start_ = rt_.storage.log_position();
   rt_.access.begin_transaction();
   // Other clients may have changed the cached pages since the last
-  // transaction: each is revalidated when first touched.
-  if (rt_.storage.shared()) rt_.pages.mark_all_stale();
+  // transaction. A coherent store says which: those are revalidated when
+  // first touched, the others used as they are; unless this transaction
+  // follows its reads page by page (after a conflict, so that its retry is
+  // refused only for pages it did read). Otherwise each is revalidated.
+  if (rt_.storage.coherent()) {
+    const bool precise = tracked_left_ > 0;
+    if (precise) --tracked_left_;
+    rt_.storage.track_reads(precise);
+    rt_.pages.apply_invalidations();
+    if (precise) rt_.pages.mark_all_stale();
+  } else if (rt_.storage.shared()) {
+    rt_.pages.mark_all_stale();
+  }
 }
 
 void transaction_engine::commit() {
@@ -58,9 +69,21 @@ void transaction_engine::commit() {
     }
     for (page_desc* d : rt_.log.created()) rt_.pages.store_unbuilt(d);
     rt_.allocator.commit();
+    if (rt_.storage.coherent()) {
+      std::string why = rt_.pages.invalidated_in_transaction();
+      if (!why.empty()) {
+        ++rt_.stats.invalidation_conflicts;
+        rt_.storage.refuse("commit refused: " + why);
+      }
+    }
     pause_point("commit.before_store_commit");
     rt_.storage.commit(durable_);
     pause_point("commit.after_store_commit");
+  } catch (const conflict&) {
+    // Its retries follow their reads page by page.
+    tracked_left_ = tracked_after_conflict;
+    abort();
+    throw;
   } catch (...) {
     abort();
     throw;

@@ -4,7 +4,9 @@
 // The engine runs the sequences that span the runtime's components at a
 // transaction's edges: begin (a fresh frame assignment when the reservation
 // runs short, the store's transaction, revalidation of a shared store's
-// cached pages), commit (the pointer checks, one-time relocation's write
+// cached pages, or of those a coherent store says changed), commit (a
+// coherent store's check that no page the transaction could have read was
+// invalidated while it ran, the pointer checks, one-time relocation's write
 // backs, the written and created pages, the allocator's list, the store's
 // commit) and abort (everything the transaction changed, undone). It also
 // keeps the transaction's thread rule: the thread that began it and those
@@ -91,6 +93,10 @@ class transaction_engine {
   const bool durable_;
   std::uint64_t log_start_ = 0;  // the store's log position at begin
   std::exception_ptr failed_;    // see fail(); null after abort
+  // A coherent store (store.hpp): transactions still to follow their reads
+  // page by page, after a commit refused for a conflict.
+  static constexpr int tracked_after_conflict = 8;
+  int tracked_left_ = 0;
   // The threads that may touch persistent data while a transaction is open:
   // the one that began it, and those that joined it.
   std::thread::id thread_;

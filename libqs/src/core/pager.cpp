@@ -583,6 +583,52 @@ void pager::mark_all_stale() {
   if (any) access_.hide_all();
 }
 
+void pager::apply_invalidations() {
+  bool all = store_.take_invalidations(invalidated_) || revalidate_all_;
+  revalidate_all_ = false;
+  for (const store::invalidation& i : invalidated_) {
+    page_desc* d = table_.by_page(i.page);
+    if (!d || d->state() != page_state::readable) continue;  // absent, or revalidated anyway
+    if (i.version != store::removed_version && d->hdr.version >= i.version) continue;
+    left_unused(d);
+    d->made_stale();
+    access_.hide(d);
+  }
+  invalidated_.clear();
+  if (all) mark_all_stale();
+}
+
+std::string pager::invalidated_in_transaction() {
+  bool all = store_.take_invalidations(invalidated_);
+  // Read, or could have been, by the transaction: a page prefetched and
+  // still watched for its first touch was not.
+  auto accessible = [](const page_desc* d) {
+    return (d->state() == page_state::readable && d->prefetched_by == prefetch_source::none) ||
+           d->state() == page_state::writable;
+  };
+  if (all) {
+    // Every cached page is to be revalidated: pages read untracked cannot
+    // be vouched for. (The next begin revalidates them.)
+    invalidated_.clear();
+    revalidate_all_ = true;
+    if (!store_.wrote()) return {};
+    bool any = false;
+    pool_.for_each_page([&](page_desc* d) { any = any || (accessible(d) && !d->is_new()); });
+    if (any) return "the store can no longer tell which cached pages other clients changed (it reconnected)";
+    return {};
+  }
+  // A transaction that wrote nothing read one snapshot: it stands.
+  if (!store_.wrote()) return {};
+  for (const store::invalidation& i : invalidated_) {
+    if (!i.refuses) continue;
+    page_desc* d = table_.by_page(i.page);
+    if (d && accessible(d) && (i.version == store::removed_version || d->hdr.version < i.version))
+      return "page " + std::to_string(i.page) + " (version " + std::to_string(d->hdr.version) +
+             " in this client's cache) was changed by another client's commit while this transaction ran";
+  }
+  return {};
+}
+
 void pager::committed() {
   ++transaction_;
   refetches_now_ = 0;

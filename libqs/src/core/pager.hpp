@@ -131,6 +131,14 @@ class pager {
   // A transaction begins on a shared store: every resident page must be
   // revalidated before its next use.
   void mark_all_stale();
+  // A transaction begins on a coherent store (store.hpp): the pages other
+  // clients changed are revalidated before their next use; the others stay
+  // as they are.
+  void apply_invalidations();
+  // Before a commit on a coherent store: why a page the transaction may
+  // have read (resident and accessible) is invalid now, or nothing. The
+  // invalidations are applied at the next begin.
+  std::string invalidated_in_transaction();
   // The open transaction committed: written pages become read-only.
   void committed();
   // The open transaction aborted: written pages get their before-images
@@ -220,6 +228,10 @@ class pager {
   // whose entries were dropped after an eviction in this transaction, for
   // refetch counting.
   std::vector<std::uint64_t> to_forget_;
+  // Invalidations taken from a coherent store, applied at the next begin;
+  // and whether the store asked for every cached page to be revalidated.
+  std::vector<store::invalidation> invalidated_;
+  bool revalidate_all_ = false;
   std::unordered_set<std::uint64_t> evicted_now_;
   std::uint64_t refetches_now_ = 0;  // in the open transaction
   bool warned_thrashing_ = false;    // once per open

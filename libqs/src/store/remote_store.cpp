@@ -73,6 +73,11 @@ remote_store::~remote_store() {
 
 void remote_store::connect() {
   for (open_index_entry& i : indexes_) i.server.reset();  // numbers of an earlier connection's server
+  // A new connection's server knows nothing this client caches: every
+  // cached page is revalidated before its next use.
+  held_.clear();
+  drop_all_ = true;
+  seen_ = checked_seen_ = 0;
   try {
     int fd = unix_ ? wire::connect_unix(unix_path_) : wire::connect_tcp(tcp_);
     conn_ = std::make_unique<wire::connection>(fd);
@@ -120,6 +125,8 @@ const Response& remote_store::call(const wire::request& r) {
     if (in_txn_) throw connection_lost("server " + url_ + ": the connection was lost; the transaction is aborted");
     if (type != wire::msg::hello) connect();
   }
+
+  overtaken_.clear();
   wire::writer w;
   wire::encode(r, w);
   if (w.body_size() > wire::max_message)
@@ -127,8 +134,15 @@ const Response& remote_store::call(const wire::request& r) {
                       " bytes exceeds the protocol's limit of " + std::to_string(wire::max_message));
   try {
     conn_->send(w.finish());
-    if (!conn_->receive(in_, wire::max_message)) throw wire::io_error("the server closed the connection");
-    resp_ = wire::parse_response(in_);
+    for (;;) {
+      if (!conn_->receive(in_, wire::max_message)) throw wire::io_error("the server closed the connection");
+      resp_ = wire::parse_response(in_);
+      // Invalidations come between answers, unasked.
+      const auto* inv = std::get_if<wire::invalidate_response>(&resp_);
+      if (!inv) break;
+      absorb(*inv);
+    }
+
   } catch (const wire::io_error& e) {
     // A Unix socket the server has closed refuses the send; what the server
     // said before closing may be waiting.
@@ -152,7 +166,11 @@ const Response& remote_store::call(const wire::request& r) {
 void remote_store::begin() {
   if (in_txn_) throw store_error("server " + url_ + ": store transaction already open");
   clear_pending();
-  // (Connects again first when the connection was lost.)
+  // (Connects again first when the connection was lost.) The server takes
+  // the transaction's snapshot before it answers, and the invalidations of
+  // every commit the snapshot holds come before the answer: once the
+  // runtime has taken them (take_invalidations), the cached pages it has
+  // not revalidated are as the snapshot has them.
   wire::begin_request r;
   if (refused_in_a_row_ >= 8) {
     r.reserve = reserve_;
@@ -160,6 +178,58 @@ void remote_store::begin() {
   }
   commit_id_ = call<wire::begun_response>(r).id;
   in_txn_ = true;
+}
+
+void remote_store::absorb(const wire::invalidate_response& m) {
+  ++seen_;
+  if (m.all) {
+    held_.clear();
+    drop_all_ = true;
+  }
+  for (const wire::invalidation& i : m.pages) {
+    auto [at, fresh] = overtaken_.try_emplace(i.page, i.version);
+    if (!fresh && i.version > at->second) at->second = i.version;
+    auto it = held_.find(i.page);
+    if (it != held_.end() && (i.version == wire::no_record || it->second < i.version)) held_.erase(it);
+    // One received during a transaction names a commit after its snapshot:
+    // a page read from the cache is still as the snapshot has it, but a
+    // serializable transaction that writes is refused for having read it.
+    invalidated_.push_back({i.page, i.version, in_txn_ && serializable_});
+  }
+  invalidations_ += m.pages.size();
+}
+
+void remote_store::poll() {
+  if (!conn_) return;
+  try {
+    // Anything else that comes unasked is a farewell (the server is
+    // closing): left for the next call to read and report.
+    while (conn_->ready_frame_type() == static_cast<std::uint8_t>(wire::msg::invalidate)) {
+      if (!conn_->receive(in_, wire::max_message)) throw wire::io_error("the server closed the connection");
+      wire::response r = wire::parse_response(in_);
+      absorb(std::get<wire::invalidate_response>(r));
+    }
+  } catch (const error&) {
+    lost();  // the next call connects again, and every cached page is revalidated
+  }
+  overtaken_.clear();  // no answer is due
+}
+
+bool remote_store::take_invalidations(std::vector<invalidation>& out) {
+  poll();
+  out.insert(out.end(), invalidated_.begin(), invalidated_.end());
+  invalidated_.clear();
+  checked_seen_ = seen_;
+  bool all = drop_all_;
+  drop_all_ = false;
+  return all;
+}
+
+void remote_store::hold(std::uint64_t page, std::uint64_t version) {
+  // An invalidation that overtook this answer (pushed after the server
+  // noted the page, before it sent the answer) stands.
+  if (auto later = overtaken_.find(page); later != overtaken_.end() && later->second > version) return;
+  held_[page] = version;
 }
 
 std::vector<wire::page_op> remote_store::page_ops() {
@@ -219,9 +289,11 @@ void remote_store::clear_pending() {
 remote_store::pending_page& remote_store::pending(std::uint64_t page, const record_header* h) {
   auto [it, fresh] = pages_.try_emplace(page);
   if (!fresh) return it->second;
-  // Not read in this transaction: a page it created (the runtime writes a
-  // stored page only after reading it in the transaction).
+  // Read in this transaction, or cached from an earlier one and used
+  // without a round trip (no other client changed it since, or the commit
+  // is refused); otherwise a page it created.
   if (auto r = read_versions_.find(page); r != read_versions_.end()) it->second.base = r->second;
+  else if (auto c = held_.find(page); c != held_.end()) it->second.base = c->second;
   else if (h) it->second.base = wire::no_record;
   return it->second;
 }
@@ -239,20 +311,27 @@ void remote_store::flush_if_large() {
 void remote_store::commit(bool durable) {
   if (!in_txn_) throw store_error("server " + url_ + ": commit with no transaction open");
   wire::commit_request r{durable, serializable_, page_ops(), meta_ops(), {}};
+  // Cached pages read without a round trip are not in `reads`: the server
+  // refuses the commit if an invalidation the runtime has not seen was on
+  // its way. Read page by page, they are in `reads`.
+  r.invalidations_seen = precise_ ? wire::unchecked_version : checked_seen_;
   if (serializable_)
     for (auto [page, version] : read_versions_)
       if (!pages_.contains(page)) r.reads.push_back({page, version});
   const bool wrote = wrote_;
-  // The pages to reserve should this commit be refused: those written that
-  // existed (new ones are numbered afresh next time), and those read.
   std::vector<std::uint64_t> written, read;
-  for (const auto& [page, p] : pages_)
-    if (p.base != wire::no_record && p.base != wire::unchecked_version && written.size() < wire::max_reserved)
-      written.push_back(page);
-  for (const wire::page_version& pv : r.reads)
-    if (pv.version != wire::no_record && written.size() + read.size() < wire::max_reserved) read.push_back(pv.page);
+  to_reserve(written, read);
   std::size_t bytes = pending_bytes_;
   for (auto& [k, v] : metas_) bytes += k.size() + (v ? v->size() : 0);
+  std::vector<wire::invalidation> committed;
+  for (const auto& [page, p] : pages_) {
+    record_header h{};
+    if (p.kind == wire::page_op_kind::remove) committed.push_back({page, wire::no_record});
+    else if (p.record.size() >= sizeof h) {
+      std::memcpy(&h, p.record.data(), sizeof h);
+      committed.push_back({page, h.version});
+    }
+  }
   // The transaction ends here whatever the outcome: the server commits it or
   // aborts it.
   auto end = [&] {
@@ -283,11 +362,40 @@ void remote_store::commit(bool durable) {
     end();
     throw;
   }
+  // The server now counts this client holding what it committed, unless
+  // another client's commit has changed it again since.
+  for (const wire::invalidation& c : committed) {
+    auto later = overtaken_.find(c.page);
+    if (c.version == wire::no_record || (later != overtaken_.end() && later->second > c.version)) held_.erase(c.page);
+    else held_[c.page] = c.version;
+  }
   end();
   shipped_ += bytes;
   refused_in_a_row_ = 0;
   reserve_.clear();
   reserve_read_.clear();
+}
+
+void remote_store::to_reserve(std::vector<std::uint64_t>& written, std::vector<std::uint64_t>& read) const {
+  // Those written that existed (new ones are numbered afresh next time),
+  // and those read.
+  for (const auto& [page, p] : pages_)
+    if (p.base != wire::no_record && p.base != wire::unchecked_version && written.size() < wire::max_reserved)
+      written.push_back(page);
+  if (!serializable_) return;
+  for (auto [page, version] : read_versions_)
+    if (version != wire::no_record && !pages_.contains(page) && written.size() + read.size() < wire::max_reserved)
+      read.push_back(page);
+}
+
+void remote_store::refuse(const std::string& why) {
+  std::vector<std::uint64_t> written, read;
+  to_reserve(written, read);
+  abort();
+  ++refused_in_a_row_;
+  reserve_ = std::move(written);
+  reserve_read_ = std::move(read);
+  throw conflict(why);
 }
 
 void remote_store::settle_commit(const wire::commit_id& id, const std::string& lost) {
@@ -370,6 +478,12 @@ bool remote_store::read_page(std::uint64_t page, record_header& h, std::byte* im
 store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uint64_t version, record_header& h,
                                                     std::byte* image, std::string& mapping) {
   if (auto it = pages_.find(page); it != pages_.end()) return read_pending(page, it->second, h, image, mapping);
+  if (auto it = held_.find(page); it != held_.end() && it->second == version && conn_) {
+    // The server would have said if another client had changed it.
+    ++avoided_;
+    if (in_txn_) read_versions_[page] = version;
+    return page_read::unchanged;
+  }
   wire::read_page_request r{page, {}};
   if (version != ~std::uint64_t{0}) r.known_version = version;
   const auto& resp = call<wire::page_response>(r);
@@ -380,12 +494,14 @@ store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uin
     case wire::page_status::unchanged:
       if (!r.known_version) throw store_error("server " + url_ + ": answered 'unchanged' to a plain read");
       if (in_txn_) read_versions_[page] = version;
+      hold(page, version);
       return page_read::unchanged;
     case wire::page_status::record: break;
   }
   take_record(page, resp.record, h, image);
   mapping.assign(resp.mapping);
   if (in_txn_) read_versions_[page] = h.version;
+  hold(page, h.version);
   return page_read::read;
 }
 
@@ -434,6 +550,7 @@ void remote_store::read_batch(
     // the page, which says what is wrong with it.
     if (rec.record.size() != sizeof h + page_size_) continue;
     take_record(rec.page, rec.record, h, image);
+    hold(rec.page, h.version);
     got(rec.page, h, h.mapping_entries ? std::string(rec.mapping) : std::string());
   }
 }

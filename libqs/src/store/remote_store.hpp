@@ -65,6 +65,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace qs::detail {
@@ -103,6 +104,12 @@ class remote_store final : public store {
       std::span<const std::uint64_t> pages, const std::function<std::byte*(std::uint64_t page)>& want,
       const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) override;
   void note_read(std::uint64_t page, std::uint64_t version) override;
+  bool coherent() const override { return true; }
+  bool take_invalidations(std::vector<invalidation>& out) override;
+  bool wrote() const override { return wrote_ || !pages_.empty() || !metas_.empty(); }
+  void track_reads(bool precise) override { precise_ = precise; }
+  coherence_counters coherence() const override { return {invalidations_, avoided_}; }
+  [[noreturn]] void refuse(const std::string& why) override;
   void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
                 const std::string* mapping) override;
   void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
@@ -140,6 +147,13 @@ class remote_store final : public store {
 
   void connect();
   void lost();
+  // Takes an invalidate message in (call, poll).
+  void absorb(const wire::invalidate_response& m);
+  // Takes in the invalidate messages that have arrived whole, without
+  // waiting (no answer is due).
+  void poll();
+  // The server now counts this client holding `page` at `version`.
+  void hold(std::uint64_t page, std::uint64_t version);
   // Sends r and returns the response, which must be a Response (its byte
   // strings view a buffer that the next call reuses); throws for an error
   // response or an unexpected one.
@@ -152,6 +166,8 @@ class remote_store final : public store {
   void settle_commit(const wire::commit_id& id, const std::string& lost);
   // The page and metadata operations of the buffered writes.
   std::vector<wire::page_op> page_ops();
+  // The pages to reserve should the open transaction's commit be refused.
+  void to_reserve(std::vector<std::uint64_t>& written, std::vector<std::uint64_t>& read) const;
   // The buffered write of `page`, made when the transaction first writes it:
   // its base version is then the version read in the transaction, or, for
   // a put or patch of a page not read in it (one it created), no_record.
@@ -205,6 +221,28 @@ class remote_store final : public store {
   std::vector<std::uint64_t> reserve_, reserve_read_;
   std::uint64_t shipped_ = 0;
   std::vector<open_index_entry> indexes_;
+  // Cache coherence (pageserver/cache_directory.hpp). The pages the server
+  // counts this connection holding, and their versions: one that is still
+  // there was changed by no other client (its invalidation would have
+  // removed it), and is revalidated with no round trip.
+  std::unordered_map<std::uint64_t, std::uint64_t> held_;
+  // Invalidations received and not yet taken by the runtime.
+  std::vector<invalidation> invalidated_;
+  // Every cached page is to be revalidated: a new connection, or the
+  // server's directory forgot this client.
+  bool drop_all_ = false;
+  // Invalidate messages received on this connection, and how many of them
+  // the runtime had taken when it last looked (what a commit reports).
+  std::uint64_t seen_ = 0, checked_seen_ = 0;
+  std::uint64_t invalidations_ = 0, avoided_ = 0;
+  // The runtime revalidates cached pages at their first touch (their
+  // versions go with the commit's reads).
+  bool precise_ = false;
+  // The newest version each invalidation received during the current
+  // call names: the server may push one after noting a page and before
+  // answering with it (an older version), or change again a page this
+  // client's commit wrote before the commit's answer.
+  std::unordered_map<std::uint64_t, std::uint64_t> overtaken_;
   // Page and frame numbers taken from the server ahead of use
   // (allocate_pages): spare_left_ pages from spare_.page, on frames from
   // spare_.frame. The server never hands them out again, so they stay good

@@ -21,6 +21,13 @@
 // A shared store's transaction reads one consistent snapshot and takes no
 // lock: conflicts with other clients are found by commit() (qs::conflict),
 // never by a read or a write.
+// A shared store may also be `coherent`: it tells the runtime which cached
+// pages other clients changed (take_invalidations: the server pushes
+// invalidations), and answers read_page_if_changed for every other cached
+// page with no round trip. Those it reports by the end of begin() are all
+// the changes the transaction's snapshot holds: the runtime then keeps the
+// other cached pages usable across transactions without revalidating them,
+// unless it asks for its reads to be tracked page by page (track_reads).
 // Page and frame numbers come from allocate_pages, which never hands the same
 // number out twice, whichever client asks.
 //
@@ -28,6 +35,7 @@
 // it under its database lock).
 #pragma once
 
+#include <qs/error.hpp>
 #include <qs/format/page_record.hpp>
 
 #include <cstdint>
@@ -120,6 +128,48 @@ class store {
   virtual page_range allocate_pages(std::uint64_t n) = 0;
   // Whether other clients share the store (see above).
   virtual bool shared() const { return false; }
+  // Cache coherence (see above).
+  virtual bool coherent() const { return false; }
+  // The version an invalidation gives a removed page: every copy is stale.
+  static constexpr std::uint64_t removed_version = ~std::uint64_t{0} - 1;
+  struct invalidation {
+    std::uint64_t page;
+    std::uint64_t version;  // the new version: a cached copy of an older one is stale
+    // Received inside a serializable transaction (so of a commit after
+    // its snapshot): it refuses the transaction if the transaction writes
+    // and could have read the page from the cache.
+    bool refuses = true;
+  };
+  // Appends the invalidations received since the last call. True when
+  // every cached page is to be revalidated (the store reconnected, or its
+  // server stopped tracking what this client caches). Calls made inside a
+  // transaction decide whether it read a page another client changed: the
+  // commit that follows reports to the server that it saw those, and no
+  // others.
+  virtual bool take_invalidations(std::vector<invalidation>& out) {
+    (void)out;
+    return false;
+  }
+  // Whether this transaction revalidates each cached page at its first
+  // touch (read_page_if_changed, whose pages go with the commit's reads), or
+  // uses cached pages untracked (the commit is then refused when an
+  // invalidation the runtime did not take was on its way).
+  virtual void track_reads(bool precise) { (void)precise; }
+  // Whether the open transaction has written anything (pages, metadata,
+  // index entries) so far.
+  virtual bool wrote() const { return true; }
+  // Ends the open transaction, refused for a conflict found by the
+  // runtime (`why`), as a commit refused by the store would be; throws
+  // qs::conflict.
+  [[noreturn]] virtual void refuse(const std::string& why) {
+    abort();
+    throw conflict(why);
+  }
+  struct coherence_counters {
+    std::uint64_t invalidations = 0;  // pages named by invalidations received
+    std::uint64_t avoided = 0;        // revalidations answered with no round trip
+  };
+  virtual coherence_counters coherence() const { return {}; }
 
   virtual std::optional<std::string> get(std::string_view key) = 0;
   virtual void put(std::string_view key, std::string_view value) = 0;
