@@ -254,4 +254,13 @@ std::uint64_t cache_directory::pushed(std::uint64_t client) {
   return it == places_.end() ? 0 : it->second->pushed;
 }
 
+std::string cache_directory::line() const {
+  const auto get = [](const std::atomic<std::uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+  return "cache directory: " + std::to_string(get(counters_.entries)) + " pages held by clients, " +
+         std::to_string(get(counters_.pushes)) + " invalidations sent naming " +
+         std::to_string(get(counters_.invalidations)) + " pages, " + std::to_string(get(counters_.told_all)) +
+         " clients told to revalidate everything (--directory-pages), " + std::to_string(get(counters_.cut_off)) +
+         " disconnected for not reading them (--push-queue-kb)";
+}
+
 }  // namespace qs::server

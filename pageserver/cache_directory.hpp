@@ -107,6 +107,8 @@ class cache_directory {
   std::uint64_t pushed(std::uint64_t client);
 
   const directory_counters& counters() const { return counters_; }
+  // The counters, for the log (SIGUSR1, and when the server stops).
+  std::string line() const;
 
  private:
   struct place {

@@ -153,6 +153,7 @@ int server::run() {
       for (ssize_t got; (got = ::read(wake_[0], b, sizeof b)) > 0;)
         for (ssize_t i = 0; i < got; ++i) stopping = stopping || b[i] == 's';
       log_line(0, counters_.line());
+      log_line(0, directory_->line());
       if (stopping) {
         log_line(0, "stopping (signal)");
         return 0;

@@ -56,13 +56,14 @@ def columns(row):
         "cold ms": value(row, "cold", "first_ms"),
         "warm ms": value(row, "warm", "first_ms"),
         "hot ms": value(row, "warm", "hot_ms"),
+        "hot txn ms": value(row, "warm", "hot_txn_ms"),
         "update ms": value(row, "update", "update_ms"),
         "commit ms": value(row, "update", "commit_ms"),
         "disk MB": value(row, "disk", "alloc_bytes", 1e-6),
     }
 
 
-def fmt(x, width=10):
+def fmt(x, width=11):
     if x is None:
         return "-".rjust(width)
     if x >= 100:
@@ -73,7 +74,8 @@ def fmt(x, width=10):
 
 
 def report(n, rows, cold_is_warm):
-    heads = ["build s", "open ms", "cold ms", "warm ms", "hot ms", "hot/mem", "update ms", "commit ms", "disk MB"]
+    heads = ["build s", "open ms", "cold ms", "warm ms", "hot ms", "hot/mem", "hot txn ms", "update ms", "commit ms",
+             "disk MB"]
     cold_label = "cold* ms" if cold_is_warm else "cold ms"
     order = [r for r in rows if r.startswith("qs")] + [r for r in ("boost", "pmemobj", "pmemobj-msync", "mem")
                                                           if r in rows]
@@ -84,7 +86,7 @@ def report(n, rows, cold_is_warm):
         cols[r]["hot/mem"] = h / mem_hot if h is not None and mem_hot else None
 
     print(f"== {n} nodes of 64 bytes, 3 child pointers each, allocated in shuffled order")
-    print(f"{'':15}" + "".join(f"{(cold_label if h == 'cold ms' else h):>10}" for h in heads))
+    print(f"{'':15}" + "".join(f"{(cold_label if h == 'cold ms' else h):>11}" for h in heads))
     for r in order:
         failed = [p for p, v in rows[r].items() if v is None]
         print(f"{r:15}" + "".join(fmt(cols[r].get(h)) for h in heads) + (f"   ({failed[0]} failed)" if failed else ""))
@@ -156,7 +158,8 @@ def main():
     sizes, cold_is_warm = parse(sys.argv[1])
     print("build: create, allocate, link, make durable; open: open and read the root node; cold: a traversal in a")
     print("fresh process, OS page cache dropped; warm: the same with the OS cache warm; hot: the fastest of the")
-    print("next passes in that process (up to five, fewer when they take over a second);")
+    print("next passes in that process (up to five, fewer when they take over a second); hot txn: the same")
+    print("passes, each a transaction of its own (qs);")
     print("update: 1% of the nodes, each reached from the root, and the durable commit (commit ms: that part);")
     print("disk: bytes allocated on disk after all phases. Every phase is a fresh process.")
     print()
