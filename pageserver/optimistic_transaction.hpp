@@ -11,9 +11,11 @@
 //    first of them ran (Berkeley DB fixes a snapshot transaction's read
 //    point at its first page read, one point for every database), never
 //    wait for a writer, and never fail for concurrency.
-//    Revalidation of a client's cached page compares its version with the
-//    snapshot's. The snapshot transaction holds one lock: the transaction's
-//    identity (commit_outcomes.hpp).
+//    The snapshot is taken when the transaction begins, before the answer
+//    to begin (cache_directory.hpp's ordering rests on it). Revalidation of
+//    a client's cached page compares its version with the snapshot's. The
+//    snapshot transaction holds one lock: the transaction's identity
+//    (commit_outcomes.hpp).
 //  * Writes go to a second, ordinary Berkeley DB transaction, begun at the
 //    first write: at the commit, or earlier for an index update or for the
 //    pages a large transaction sends ahead (write). Index scans read the
@@ -51,6 +53,11 @@
 //    its index calls and its commit get the error.
 // A transaction that wrote nothing commits without validation: it saw one
 // consistent snapshot.
+// Holding its locks, after applying its writes and before its Berkeley DB
+// commit, a commit pushes invalidations of the pages it changed to the
+// other clients holding them, and, serializable, is refused when
+// invalidations pushed to its own client had not all reached it
+// (commit_request::invalidations_seen): one step of the cache directory's.
 //
 // A snapshot makes Berkeley DB keep every version of a page committed since
 // it began (in the cache, then in __db.freezer files past it), so one is

@@ -22,7 +22,9 @@
 //  * disk: a transaction's snapshot is released after snapshot_max_age,
 //    at its next request or when the wait for one runs out (optimistic_transaction.hpp).
 //  * memory: message buffers beyond a small allowance per connection come
-//    from one budget (buffer_budget.hpp).
+//    from one budget (buffer_budget.hpp); the directory of cached pages and
+//    the invalidations queued for a client are bounded
+//    (cache_directory.hpp).
 //
 // run() returns when stop() is called (from the SIGTERM handler, through a
 // pipe): listeners close, every connection is shut down, threads are joined,

@@ -66,14 +66,14 @@ TEST_CASE_METHOD(server_fixture,
   CHECK(counter(db, 5) == 1);
   for (int n = 0; n < 8; ++n) CHECK(counter(db, n) == (n == 5 ? 1 : 0));
   qs::statistics after = db.stats();
-  INFO("fetched " << after.pages_fetched - again.pages_fetched << ", invalidations "
-                  << after.invalidations_received);
+  INFO("fetched " << after.pages_fetched - again.pages_fetched << ", invalidations " << after.invalidations_received);
   CHECK(after.invalidations_received == 1);
   CHECK(after.pages_fetched == again.pages_fetched + 1);
   CHECK(statistics(s).find("invalidations sent naming 1 pages") != std::string::npos);
 }
 
-TEST_CASE_METHOD(server_fixture, "a transaction that read a page changed by another client's commit is refused, then retried",
+TEST_CASE_METHOD(server_fixture,
+                 "a transaction that read a page changed by another client's commit is refused, then retried",
                  "[coherence]") {
   REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
   auto db = qs::database::open(s.unix_url(), client_options(s));

@@ -29,9 +29,15 @@
 // transaction when the runtime first uses it (note_read). A page written in the transaction is read from the buffered
 // write; when that write kept the stored mapping object, the server sends it.
 //
-// The store is `shared`: the runtime revalidates its cached pages by version
-// at their first touch in a transaction (read_page_if_changed), and the
-// server answers "unchanged" without resending the page.
+// The store is `shared` and `coherent` (store.hpp): the server pushes an
+// invalidation for every page this client holds that another client's
+// commit changes (pageserver/cache_directory.hpp). The store reads them
+// between answers (and, with nothing asked, at take_invalidations), and
+// keeps the pages the server counts it holding (held_): revalidating one
+// of those costs no round trip; any other is revalidated by version, and
+// the server answers "unchanged" without resending the page. A new
+// connection (a dropped one, a restarted server) holds nothing: every
+// cached page is revalidated.
 //
 // A dropped connection throws qs::connection_lost; the server aborts the
 // transaction and frees its locks. The next transaction (or a read outside
