@@ -120,6 +120,20 @@ void server::stop() noexcept {
   (void)n;
 }
 
+std::string server::flushes_line() {
+  // Durable commits of concurrent clients share Berkeley DB's log flushes
+  // (group commit): commits per flush says how many at a time.
+  std::uint64_t flushes = 0;
+  try {
+    flushes = env_->log_flushes();
+  } catch (const std::exception&) {
+  }
+  std::uint64_t writing = counters_.commits.load() - counters_.read_only.load();
+  char per[32];
+  std::snprintf(per, sizeof per, "%.2f", flushes ? static_cast<double>(writing) / static_cast<double>(flushes) : 0.0);
+  return std::to_string(flushes) + " log flushes (" + per + " writing commits per flush)";
+}
+
 void server::report() noexcept {
   char b = 'r';
   ssize_t n = ::write(wake_[1], &b, 1);
@@ -152,7 +166,7 @@ int server::run() {
       bool stopping = false;
       for (ssize_t got; (got = ::read(wake_[0], b, sizeof b)) > 0;)
         for (ssize_t i = 0; i < got; ++i) stopping = stopping || b[i] == 's';
-      log_line(0, counters_.line());
+      log_line(0, counters_.line() + "; " + flushes_line());
       log_line(0, directory_->line());
       if (stopping) {
         log_line(0, "stopping (signal)");

@@ -108,6 +108,8 @@ class server {
   void accept_one(int listen_fd, bool tcp);
   void serve(client* c);
   void reap(bool all);
+  // The log flushes so far, for the statistics line.
+  std::string flushes_line();
 
   server_options o_;
   std::unique_ptr<detail::bdb_env> env_;

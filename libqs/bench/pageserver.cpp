@@ -12,8 +12,9 @@
 // prints:
 //  * cold read fault, embedded: the page comes from Berkeley DB in-process;
 //  * cold read fault, remote: the page comes from the server over TCP;
-//  * revalidated fault, remote: a page cached from an earlier transaction,
-//    first touched in a new one (the server answers "unchanged");
+//  * a cached page, remote: a page cached from an earlier transaction,
+//    first touched in a new one (no other client changed it: the server
+//    would have sent an invalidation, so nothing is asked);
 //  * bare round trips to the same server over loopback TCP, on a wire
 //    connection of the benchmark's own (wire/), of the sizes a fault and a
 //    revalidation exchange: ping messages, without qs;
@@ -27,7 +28,9 @@
 //    (each transaction also allocates a small object, linked from the
 //    client's own counter: clients compete for free space), with the
 //    conflicts per commit: (attempts - commits) / commits, where an attempt
-//    is a run of the transaction's body.
+//    is a run of the transaction's body, and the commits per log flush of
+//    the server (durable commits of concurrent clients share a flush:
+//    Berkeley DB's group commit).
 #include <qs/qs.hpp>
 
 #include <qs/cli/cli.hpp>
@@ -335,7 +338,32 @@ tally run_clients(const std::string& self, const std::string& url, const std::st
   return t;
 }
 
-void print_tally(int clients, const tally& t, double seconds) {
+// The server's log flushes so far: asked for with SIGUSR1, read from the
+// statistics line it then logs ("N log flushes"); -1 when none came.
+long log_flushes(int server, const std::string& log) {
+  auto count_lines = [&] {
+    std::ifstream in(log);
+    long n = 0, last = -1;
+    for (std::string line; std::getline(in, line);) {
+      auto at = line.find(" log flushes (");
+      if (at == std::string::npos) continue;
+      ++n;
+      auto from = line.rfind(' ', at - 1);
+      last = std::atol(line.c_str() + from + 1);
+    }
+    return std::pair<long, long>(n, last);
+  };
+  long before = count_lines().first;
+  ::kill(server, SIGUSR1);
+  for (int i = 0; i < 500; ++i) {
+    auto [n, last] = count_lines();
+    if (n > before) return last;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
+void print_tally(int clients, const tally& t, double seconds, long flushes) {
   std::printf("  %d client%s %10.0f commits/s", clients, clients == 1 ? " " : "s",
               static_cast<double>(t.commits) / seconds);
   if (t.commits > 0)
@@ -345,6 +373,9 @@ void print_tally(int clients, const tally& t, double seconds) {
   std::printf("  %6ld gave up  (%ld commits, %ld attempts)", t.gave_up, t.commits, t.attempts);
   if (t.ended) std::printf("  %ld ended by an error", t.ended);
   if (t.silent) std::printf("  %ld reported nothing", t.silent);
+  // Durable commits that shared a log flush (Berkeley DB's group commit).
+  if (flushes > 0)
+    std::printf("  %.2f commits/log flush", static_cast<double>(t.commits) / static_cast<double>(flushes));
   std::printf("\n");
 }
 
@@ -418,7 +449,7 @@ int main(int argc, char** argv) {
     {
       auto db = qs::database::open(url, bench_options());
       remote = walk(db, pages);
-      revalidate = walk(db, pages);  // cached: revalidated by version
+      revalidate = walk(db, pages);  // cached, in a new transaction: nobody changed them
       remote_write = write_fault(db, pages);
     }
     {
@@ -449,10 +480,10 @@ int main(int argc, char** argv) {
                 (remote - rtt_page) * 1e6, remote / rtt_page);
     std::printf("%-52s %9.1f us\n", "  remote fault minus (round trip + embedded fault)",
                 (remote - rtt_page - embedded) * 1e6);
-    std::printf("%-52s %9.1f us\n", "revalidated fault, remote (\"unchanged\", no page)", revalidate * 1e6);
+    std::printf("%-52s %9.1f us\n", "cached page, first touch in a new transaction, remote", revalidate * 1e6);
     label = "bare round trip, " + std::to_string(check_sizes.first) + " B out, " + std::to_string(check_sizes.second) +
             " B back";
-    std::printf("%-52s %9.1f us  (revalidation = %.2fx bare round trip)\n", label.c_str(), rtt_small * 1e6,
+    std::printf("%-52s %9.1f us  (the cached page = %.2fx bare round trip)\n", label.c_str(), rtt_small * 1e6,
                 revalidate / rtt_small);
     std::printf("%-52s %9.1f us\n", "write fault, embedded (resident page, read first)", embedded_write * 1e6);
     std::printf("%-52s %9.1f us  (%.1fx embedded, %.2fx the small round trip)\n\n",
@@ -467,19 +498,23 @@ int main(int argc, char** argv) {
     ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
     self[len > 0 ? len : 0] = 0;
     create_counters(url);
+    const std::string log = dir + "/server.log";
+    auto measure = [&](int clients, const char* which) {
+      long f0 = log_flushes(server, log);
+      tally t = run_clients(self, url, dir, which, clients, seconds);
+      long f1 = log_flushes(server, log);
+      print_tally(clients, t, seconds, f0 >= 0 && f1 >= 0 ? f1 - f0 : -1);
+    };
     std::printf(" disjoint pages: each client increments its own counter page\n");
-    for (int clients : {1, 2, 4, max_clients})
-      print_tally(clients, run_clients(self, url, dir, "disjoint", clients, seconds), seconds);
+    for (int clients : {1, 2, 4, max_clients}) measure(clients, "disjoint");
     std::printf(
         " shared pages: each transaction reads a common page and increments one of %d counter pages, at random\n",
         shared_counters);
-    for (int clients : {1, 2, 4, max_clients})
-      print_tally(clients, run_clients(self, url, dir, "shared", clients, seconds), seconds);
+    for (int clients : {1, 2, 4, max_clients}) measure(clients, "shared");
     std::printf(
         " allocating: each transaction allocates a 16-byte object and links it from the client's own counter "
         "page\n");
-    for (int clients : {1, 2, 4, max_clients})
-      print_tally(clients, run_clients(self, url, dir, "allocating", clients, seconds), seconds);
+    for (int clients : {1, 2, 4, max_clients}) measure(clients, "allocating");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qs_pageserver_bench: %s\n", e.what());
     rc = 1;

@@ -1001,6 +1001,15 @@ std::uint64_t bdb_env::log_position() {
   return pos;
 }
 
+std::uint64_t bdb_env::log_flushes() {
+  if (broken_.load(std::memory_order_acquire) != not_broken) return 0;
+  DB_LOG_STAT* st = nullptr;
+  check(env_->log_stat(&st, 0), "log_stat");
+  std::uint64_t n = st->st_scount;
+  std::free(st);
+  return n;
+}
+
 }  // namespace qs::detail
 
 #if defined(__SANITIZE_THREAD__)

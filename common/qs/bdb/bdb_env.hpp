@@ -186,6 +186,10 @@ class bdb_env {
   // Where the log ends, in bytes; after the environment broke, where it
   // ended when last asked.
   std::uint64_t log_position();
+  // How many times the log was flushed to disk since the environment was
+  // opened (commits that share a flush are one: group commit); 0 after it
+  // broke.
+  std::uint64_t log_flushes();
   const std::string& dir() const { return dir_; }
   DbEnv* env() { return env_.get(); }
   // Throws for a Berkeley DB error code (nothing for 0).
