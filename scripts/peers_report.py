@@ -137,10 +137,10 @@ def report(n, rows, cold_is_warm):
         print("  the traversals' sums differ: " + "; ".join(f"{s}: {', '.join(w)}" for s, w in sums.items()))
     if "qs" in cols and "qs-server" in cols:
         ratios = []
-        for h in ("build s", "cold ms", "warm ms", "update ms"):
+        for h in ("build s", "cold ms", "warm ms", "hot ms", "hot txn ms", "update ms"):
             a, b = cols["qs-server"].get(h), cols["qs"].get(h)
             if a is not None and b:
-                ratios.append(f"{h.split()[0]} {a / b:.2f}")
+                ratios.append(f"{h[:-3] if h.endswith(' ms') else h.split()[0]} {a / b:.2f}")
         print("  qs-server / qs (embedded): " + ", ".join(ratios))
     if cold_is_warm:
         print("  cold*: the OS page cache could not be dropped (not root?): the cold column is a warm one")

@@ -26,7 +26,10 @@
 //    and on shared pages (each transaction reads a common page and
 //    increments one of 4 shared counters, chosen at random), and allocating
 //    (each transaction also allocates a small object, linked from the
-//    client's own counter: clients compete for free space), with the
+//    client's own counter: clients compete for free space), and
+//    read-mostly (each transaction reads 50 random pages of the list, which
+//    the client cached in its first transaction, and 1% or 10% of them
+//    increment one), with the
 //    conflicts per commit: (attempts - commits) / commits, where an attempt
 //    is a run of the transaction's body, and the commits per log flush of
 //    the server (durable commits of concurrent clients share a flush:
@@ -229,6 +232,42 @@ void create_counters(const std::string& url) {
   });
 }
 
+constexpr int read_mostly_pages = 50;
+
+// The read-mostly workload's client (see client()): prints what client()
+// prints.
+int read_mostly(qs::database& db, int write_percent, int id, double seconds) {
+  long commits = 0, attempts = 0, gave_up = 0;
+  std::vector<Slab*> slabs;
+  db.run([&] {
+    slabs.clear();
+    for (Slab* s = db.root<Slab*>("list"); s; s = s->next) slabs.push_back(s);
+  });
+  if (slabs.empty()) throw qs::error("no list");
+  std::minstd_rand rng(static_cast<unsigned>(id) * 7919u + static_cast<unsigned>(::getpid()));
+  volatile std::int64_t seen = 0;
+  auto t0 = clock_type::now();
+  while (since(t0) < seconds) {
+    std::size_t picks[read_mostly_pages];
+    for (auto& p : picks) p = rng() % slabs.size();
+    const bool writes = static_cast<int>(rng() % 100) < write_percent;
+    try {
+      db.run([&] {
+        ++attempts;
+        std::int64_t sum = 0;
+        for (std::size_t p : picks) sum += slabs[p]->value;
+        seen = sum;
+        if (writes) slabs[picks[0]]->value += 1;
+      });
+      ++commits;
+    } catch (const qs::error& e) {
+      if (++gave_up == 1) std::fprintf(stderr, "client %d (read-mostly): a transaction gave up: %s\n", id, e.what());
+    }
+  }
+  std::printf("%ld %ld %ld %d\n", commits, attempts, gave_up, 0);
+  return 0;
+}
+
 // A client process of the throughput measurement. For `seconds` it runs
 // transactions (db.run) that each increment a counter: with workload
 // "disjoint", its own counter `id` (with "allocating", also linking a new
@@ -249,7 +288,12 @@ int client(const std::string& url, const std::string& workload, int id, double s
       return o;
     }());
     const bool shared = workload == "shared", allocating = workload == "allocating";
-    if (!shared && !allocating && workload != "disjoint") throw qs::error("unknown workload " + workload);
+    // read-mostly-P: a transaction reads read_mostly_pages pages of the
+    // list at random and, P% of the time, increments one of them.
+    const int write_percent = workload == "read-mostly-1" ? 1 : workload == "read-mostly-10" ? 10 : -1;
+    if (!shared && !allocating && write_percent < 0 && workload != "disjoint")
+      throw qs::error("unknown workload " + workload);
+    if (write_percent >= 0) return read_mostly(db, write_percent, id, seconds);
     const std::string own = own_counter(id);
     std::vector<std::string> names;
     for (int k = 0; k < shared_counters; ++k) names.push_back(shared_counter(k));
@@ -353,6 +397,8 @@ long log_flushes(int server, const std::string& log) {
     }
     return std::pair<long, long>(n, last);
   };
+  static bool logs_them = true;  // (a server that does not is asked once)
+  if (!logs_them) return -1;
   long before = count_lines().first;
   ::kill(server, SIGUSR1);
   for (int i = 0; i < 500; ++i) {
@@ -360,6 +406,7 @@ long log_flushes(int server, const std::string& log) {
     if (n > before) return last;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  logs_them = false;
   return -1;
 }
 
@@ -401,7 +448,9 @@ int main(int argc, char** argv) {
   double client_seconds = 0;
   CLI::App* as_client = app.add_subcommand("client", "")->group("");  // its own client processes
   as_client->add_option("URL", client_url)->required();
-  as_client->add_option("WORKLOAD", workload)->required()->check(qs::cli::one_of({"disjoint", "shared", "allocating"}));
+  as_client->add_option("WORKLOAD", workload)
+      ->required()
+      ->check(qs::cli::one_of({"disjoint", "shared", "allocating", "read-mostly-1", "read-mostly-10"}));
   as_client->add_option("ID", id)->required()->check(qs::cli::whole(0, max_clients - 1));
   as_client->add_option("SECONDS", client_seconds)->required()->check(qs::cli::seconds(3600));
   if (auto status = qs::cli::parse(app, argc, argv)) return *status;
@@ -515,6 +564,14 @@ int main(int argc, char** argv) {
         " allocating: each transaction allocates a 16-byte object and links it from the client's own counter "
         "page\n");
     for (int clients : {1, 2, 4, max_clients}) measure(clients, "allocating");
+    for (int percent : {1, 10}) {
+      std::printf(
+          " read-mostly, %d%% writes: each transaction reads %d of the %d pages at random (cached from the "
+          "client's earlier transactions), and %d%% of them also increment one\n",
+          percent, read_mostly_pages, pages, percent);
+      std::string w = "read-mostly-" + std::to_string(percent);
+      for (int clients : {1, 4, max_clients}) measure(clients, w.c_str());
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qs_pageserver_bench: %s\n", e.what());
     rc = 1;
