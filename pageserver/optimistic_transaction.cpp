@@ -225,10 +225,17 @@ std::optional<transaction_failure> optimistic_transaction::commit(const wire::co
       // visible to any snapshot (cache_directory.hpp), and this client's
       // unannounced cached reads are checked in the same step.
       if (!c_.directory->check_and_invalidate(session_, m.serializable ? m.invalidations_seen : wire::unchecked_version,
-                                              changed))
-        throw conflict(
-            "commit refused: another client's commit changed pages this client holds, and the invalidation had "
-            "not reached it when it committed");
+                                              changed)) {
+        const std::string why =
+            "another client's commit changed pages this client holds, and the invalidation had not reached it when "
+            "it committed";
+        if (earlier) throw conflict("commit refused: " + why);
+        // Undone, the transaction still open: the client, having the
+        // invalidations (queued before this answer), checks them and commits
+        // again.
+        abort_writer();
+        return transaction_failure{wire::error_code::crossed, why};
+      }
       pause_point("server.commit.before_commit");
       try {
         end(true, m.durable);

@@ -55,9 +55,12 @@
 // consistent snapshot.
 // Holding its locks, after applying its writes and before its Berkeley DB
 // commit, a commit pushes invalidations of the pages it changed to the
-// other clients holding them, and, serializable, is refused when
+// other clients holding them, and, serializable, is undone when
 // invalidations pushed to its own client had not all reached it
 // (commit_request::invalidations_seen): one step of the cache directory's.
+// That answer (error_code::crossed) leaves the transaction open, its
+// writes undone, for the client to check them and commit again (refused
+// with a conflict instead when it wrote before its commit).
 //
 // A snapshot makes Berkeley DB keep every version of a page committed since
 // it began (in the cache, then in __db.freezer files past it), so one is
@@ -161,8 +164,8 @@ class optimistic_transaction {
   // fails the transaction, answered at its commit.
   void write_ahead(const wire::write_request& m);
   // Validates, applies and commits; the transaction has ended whatever
-  // happens. A conflict or an earlier failure is returned; other errors
-  // are thrown.
+  // happens, except for a `crossed` answer (see above). A conflict or an
+  // earlier failure is returned; other errors are thrown.
   std::optional<transaction_failure> commit(const wire::commit_request& m);
   // Ends the open transaction, if any, writing nothing.
   void abort() noexcept;

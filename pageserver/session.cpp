@@ -162,9 +162,13 @@ wire::response session::on(const wire::write_request& m) {
 
 wire::response session::on(const wire::commit_request& m) {
   require_txn(wire::msg::commit);
-  // The commit ends the transaction, whatever its outcome.
+  // The commit ends the transaction, whatever its outcome, unless
+  // invalidations crossed it (optimistic_transaction.hpp).
   state_ = state::idle;
-  if (auto refused = txn_.commit(m)) return error_reply(refused->code, refused->text);
+  if (auto refused = txn_.commit(m)) {
+    if (refused->code == wire::error_code::crossed) state_ = state::txn;
+    return error_reply(refused->code, refused->text);
+  }
   return wire::ok_response{};
 }
 

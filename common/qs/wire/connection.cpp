@@ -138,6 +138,10 @@ received connection::receive(std::vector<std::byte>& buf, const receive_limits& 
       }
       if (r < 0) {
         if (errno == EINTR) continue;
+        // A peer that closed with bytes of ours unread (an invalidation the
+        // server pushed to a client that was leaving) resets the
+        // connection: between frames, that is its end.
+        if (errno == ECONNRESET && !started) return false;
         throw io_error(sys("receive"));
       }
       if (r == 0) {

@@ -16,8 +16,8 @@
 //   write         page ops, meta ops (in the txn)      -> ok (a conflict they meet is
 //                                                         answered at the commit) | error
 //   commit        durable, serializable, page ops,     -> ok | error: conflict,
-//                 meta ops, pages read and their          store, ... (txn ended)
-//                 versions
+//                 meta ops, pages read and their          store, ... (txn ended) |
+//                 versions, invalidations received        error: crossed (txn open)
 //                 (a page op puts, patches or removes a record, and keeps,
 //                 sets or removes the page's mapping object with it; it
 //                 carries the version of the record the transaction's
@@ -147,6 +147,10 @@ const char* name_of(msg m);
 // answer to a request still to come.
 // `conflict`: the commit found what the transaction read or wrote changed
 // since its snapshot; the client retries the transaction.
+// `crossed` (to a commit only): invalidations pushed to the client had not
+// reached it when it sent the commit; they come before this answer. The
+// transaction is still open, its commit undone: the client checks them and
+// sends the commit again, or aborts.
 enum class error_code : std::uint32_t {
   store = 1,
   conflict = 2,
@@ -154,7 +158,8 @@ enum class error_code : std::uint32_t {
   auth = 4,
   invalid = 5,
   corrupt = 6,
-  closed = 7
+  closed = 7,
+  crossed = 8
 };
 
 // --- parts of messages ---
@@ -489,7 +494,7 @@ struct error_response {
   std::string_view text;
   template <class M, class W>
   static void fields(M& m, W& w) {
-    w.enumeration("code", m.code, error_code::store, error_code::closed);
+    w.enumeration("code", m.code, error_code::store, error_code::crossed);
     w.bytes("text", m.text, max_value);
   }
 };

@@ -25,10 +25,15 @@ runtime::runtime(store& s, std::unique_ptr<frame_space> frames, std::uint32_t pa
                                                        : prefetch_order::page_order);
   schema.set_evolving(opts.evolve);
   schema.load();
+  // Invalidations that crossed a commit through a page server: the pager
+  // knows which cached pages the transaction could have read.
+  s.on_crossed([this](std::uint64_t page, std::uint64_t version) { return pages.could_have_read(page, version); });
   // The allocator reads its free-space list at the first allocation: a
   // program that only reads opens in the same time whatever the database's
   // size and fragmentation.
 }
+
+runtime::~runtime() { storage.on_crossed({}); }
 
 void runtime::reset_frames() {
   pages.evict_all_clean();

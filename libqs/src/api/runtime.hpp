@@ -56,6 +56,7 @@ class runtime {
   // and reads the stored schema (schema_registry::load, which may throw).
   runtime(store& s, std::unique_ptr<frame_space> frames, std::uint32_t page_size, std::uint32_t pool_pages,
           const options& opts, const home_region& home);
+  ~runtime();
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;
 

@@ -139,6 +139,10 @@ class pager {
   // have read (resident and accessible) is invalid now, or nothing. The
   // invalidations are applied at the next begin.
   std::string invalidated_in_transaction();
+  // Whether the open transaction could have read the cached `page` at a
+  // version older than `version` (resident and accessible, not a prefetched
+  // page still waiting for its first touch).
+  bool could_have_read(std::uint64_t page, std::uint64_t version) const;
   // The open transaction committed: written pages become read-only.
   void committed();
   // The open transaction aborted: written pages get their before-images

@@ -36,6 +36,12 @@ std::string closing_words(wire::connection& c, std::vector<std::byte>& buf) {
 
 }  // namespace
 
+// The server undid the commit: invalidations crossed it (commit()).
+class remote_store::crossed_commit : public store_error {
+ public:
+  using store_error::store_error;
+};
+
 bool is_remote_url(const std::string& path) { return path.starts_with(tcp_scheme) || path.starts_with(unix_scheme); }
 
 std::unique_ptr<store> connect_remote_store(const std::string& url, const remote_options& o) {
@@ -97,6 +103,9 @@ void remote_store::lost() { conn_.reset(); }
 [[noreturn]] void remote_store::raise(const wire::error_response& r, wire::msg request) {
   std::string msg = "server " + url_ + ": " + std::string(r.text);
   switch (r.code) {
+    case wire::error_code::crossed:
+      if (request == wire::msg::commit) throw crossed_commit(msg);
+      throw store_error(msg + " (a crossed commit answered to " + wire::name_of(request) + ")");
     case wire::error_code::conflict:
       // Only a begin (reserving pages), a commit and the index calls may
       // meet a conflict: the others are reads and writes made from faults,
@@ -344,7 +353,35 @@ void remote_store::commit(bool durable) {
     throw connection_lost("server " + url_ + ": the connection was lost; the transaction is aborted");
   }
   try {
-    call<wire::ok_response>(std::move(r));
+    for (int crossings = 1;; ++crossings) {
+      try {
+        call<wire::ok_response>(r);
+        break;
+      } catch (const crossed_commit&) {
+        // Invalidations crossed the commit; they came before the answer
+        // (overtaken_), and the server undid the commit, the transaction
+        // still open. Committed again unless one names a page the
+        // transaction could have read.
+        std::string why;
+        for (auto [page, version] : overtaken_)
+          if (could_have_read_ && could_have_read_(page, version)) {
+            why = "commit refused: page " + std::to_string(page) +
+                  " was changed by another client's commit while this transaction ran";
+            break;
+          }
+        if (why.empty() && crossings < 8) {
+          checked_seen_ = seen_;
+          r.invalidations_seen = checked_seen_;
+          continue;
+        }
+        try {
+          call<wire::ok_response>(wire::abort_request{});
+        } catch (const connection_lost&) {
+          // The server aborts the transaction of a lost connection itself.
+        }
+        throw conflict(why.empty() ? "commit refused: other clients' commits kept crossing it" : why);
+      }
+    }
   } catch (const conflict&) {
     end();
     ++refused_in_a_row_;

@@ -116,6 +116,7 @@ class remote_store final : public store {
   void track_reads(bool precise) override { precise_ = precise; }
   coherence_counters coherence() const override { return {invalidations_, avoided_}; }
   [[noreturn]] void refuse(const std::string& why) override;
+  void on_crossed(cache_check could_have_read) override { could_have_read_ = std::move(could_have_read); }
   void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
                 const std::string* mapping) override;
   void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
@@ -151,6 +152,7 @@ class remote_store final : public store {
     std::uint64_t base = wire::unchecked_version;
   };
 
+  class crossed_commit;
   void connect();
   void lost();
   // Takes an invalidate message in (call, poll).
@@ -244,6 +246,8 @@ class remote_store final : public store {
   // The runtime revalidates cached pages at their first touch (their
   // versions go with the commit's reads).
   bool precise_ = false;
+  // The runtime's answer, for invalidations that crossed a commit.
+  cache_check could_have_read_;
   // The newest version each invalidation received during the current
   // call names: the server may push one after noting a page and before
   // answering with it (an older version), or change again a page this

@@ -165,6 +165,12 @@ class store {
     abort();
     throw conflict(why);
   }
+  // Whether the open transaction could have read, from the cache, `page`
+  // at a version older than `version` (the runtime's answer): asked by a
+  // coherent store when invalidations crossed its commit, to send the
+  // commit again rather than refuse it.
+  using cache_check = std::function<bool(std::uint64_t page, std::uint64_t version)>;
+  virtual void on_crossed(cache_check could_have_read) { (void)could_have_read; }
   struct coherence_counters {
     std::uint64_t invalidations = 0;  // pages named by invalidations received
     std::uint64_t avoided = 0;        // revalidations answered with no round trip
