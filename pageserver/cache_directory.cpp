@@ -74,13 +74,6 @@ void cache_directory::note_sent(std::uint64_t client, std::uint64_t page, std::u
   if (flush_me) try_flush(*flush_me);
 }
 
-bool cache_directory::held_by_others(std::uint64_t from, std::uint64_t page) {
-  std::lock_guard<std::mutex> g(m_);
-  for (const auto& [id, p] : places_)
-    if (id != from && p->pages.contains(page)) return true;
-  return false;
-}
-
 bool cache_directory::check_and_invalidate(std::uint64_t from, std::uint64_t seen,
                                            std::span<const wire::invalidation> changed) {
   std::vector<std::shared_ptr<place>> to_flush;

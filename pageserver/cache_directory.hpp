@@ -71,9 +71,6 @@ class cache_directory {
 
   // The client was sent (or committed) `page` at `version`.
   void note_sent(std::uint64_t client, std::uint64_t page, std::uint64_t version);
-  // Whether a client other than `from` holds `page` (a commit reads the new
-  // version only of pages someone holds).
-  bool held_by_others(std::uint64_t from, std::uint64_t page);
   // Pushes each (page, version) to every client but `from` that holds an
   // older version of page (no_record: any), and forgets that it holds it.
   // First, unless `seen` is wire::unchecked_version: when more invalidate
@@ -106,7 +103,6 @@ class cache_directory {
   // How many invalidate messages were queued for `client` so far.
   std::uint64_t pushed(std::uint64_t client);
 
-  const directory_counters& counters() const { return counters_; }
   // The counters, for the log (SIGUSR1, and when the server stops).
   std::string line() const;
 

@@ -4,6 +4,7 @@
 // on a Unix socket, client processes.
 #include <catch2/catch.hpp>
 
+#include "counters.hpp"
 #include "harness.hpp"
 #include "ps_types.hpp"
 #include "support.hpp"
@@ -20,19 +21,15 @@ using namespace qs_pstest;
 
 namespace {
 
-std::int64_t counter(qs::database& db, int n) {
-  std::int64_t v = -1;
-  db.run([&] { v = qs_test::touch(db.root<Table*>("table")->c[n]->value); });
-  return v;
-}
-
-// Another process adds 1 to counter n and says what it got.
-std::string bump(server_process& s, int n) {
-  process b = worker(s, s.unix_url(), {"bump", std::to_string(n)}, "bump" + std::to_string(n));
-  int st = b.wait(30000);
-  INFO(b.err());
-  CHECK(st == 0);
-  return b.out();
+// Roots fan0 .. fan<n-1>, each a Fan of new counters (a page each).
+void make_fans(qs::database& db, int n) {
+  db.run([&] {
+    for (int i = 0; i < n; ++i) {
+      Fan* f = new (db) Fan{};
+      for (auto& c : f->c) c = new (db) Counter{};
+      db.root<Fan*>("fan" + std::to_string(i)) = f;
+    }
+  });
 }
 
 // The server's statistics lines, asked for with SIGUSR1.
@@ -127,18 +124,12 @@ TEST_CASE("a client holding more pages than --directory-pages is told to revalid
   auto db = qs::database::open(s.unix_url(), o);
   // Two fans of counters, one page each: more pages than the directory
   // keeps for all clients together.
-  db.run([&] {
-    for (const char* name : {"fan1", "fan2"}) {
-      Fan* f = new (db) Fan{};
-      for (auto& c : f->c) c = new (db) Counter{};
-      db.root<Fan*>(name) = f;
-    }
-  });
+  make_fans(db, 2);
   auto sum = [&] {
     std::int64_t total = 0;
     db.run([&] {
       total = 0;
-      for (const char* name : {"fan1", "fan2"})
+      for (const char* name : {"fan0", "fan1"})
         for (Counter* c : db.root<Fan*>(name)->c) total += c->value;
       total += db.root<Table*>("table")->c[5]->value;
     });
@@ -164,13 +155,7 @@ TEST_CASE("a client that stops reading its socket holds up no commit, and is dis
   REQUIRE(run_worker(s, s.unix_url(), {"setup"}, "setup") == 0);
   auto db = qs::database::open(s.unix_url(), client_options(s));
   constexpr int fans = 6;  // 5,400 counters, a page each
-  db.run([&] {
-    for (int i = 0; i < fans; ++i) {
-      Fan* f = new (db) Fan{};
-      for (auto& c : f->c) c = new (db) Counter{};
-      db.root<Fan*>("fan" + std::to_string(i)) = f;
-    }
-  });
+  make_fans(db, fans);
   // A client of the wire protocol reads every page, so that the server
   // counts it holding them all...
   wire_client w(s.port());

@@ -4,6 +4,7 @@
 // that has committed and not answered.
 #include <catch2/catch.hpp>
 
+#include "counters.hpp"
 #include "harness.hpp"
 #include "proxy.hpp"
 #include "ps_types.hpp"
@@ -27,12 +28,6 @@ qs::options retrying_client(const server_process& s, std::uint32_t budget_ms = 3
   return o;
 }
 
-std::int64_t counter(qs::database& db, int n) {
-  std::int64_t v = -1;
-  db.run([&] { v = qs_test::touch(db.root<Table*>("table")->c[n]->value); });
-  return v;
-}
-
 // Sets counter n to v in one transaction, committed once.
 void set_counter(qs::database& db, int n, std::int64_t v) {
   qs::transaction tx(db);
@@ -50,15 +45,6 @@ std::string failing_commit(qs::database& db) {
     return e.what();
   }
   return {};
-}
-
-// Another process's view of counter n: it adds 1 and says what it got.
-std::string bump(server_process& s, int n) {
-  process b = worker(s, s.unix_url(), {"bump", std::to_string(n)}, "bump" + std::to_string(n));
-  int st = b.wait(30000);
-  INFO(b.err());
-  CHECK(st == 0);
-  return b.out();
 }
 
 }  // namespace

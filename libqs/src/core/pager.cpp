@@ -598,22 +598,24 @@ void pager::apply_invalidations() {
   if (all) mark_all_stale();
 }
 
+namespace {
+
+// Read, or could have been, by the open transaction: accessible, and not a
+// page prefetched and still watched for its first touch.
+bool accessible(const page_desc* d) {
+  return (d->state() == page_state::readable && d->prefetched_by == prefetch_source::none) ||
+         d->state() == page_state::writable;
+}
+
+}  // namespace
+
 bool pager::could_have_read(std::uint64_t page, std::uint64_t version) const {
   const page_desc* d = table_.by_page(page);
-  if (!d) return false;
-  const bool accessible = (d->state() == page_state::readable && d->prefetched_by == prefetch_source::none) ||
-                          d->state() == page_state::writable;
-  return accessible && (version == store::removed_version || d->hdr.version < version);
+  return d && accessible(d) && (version == store::removed_version || d->hdr.version < version);
 }
 
 std::string pager::invalidated_in_transaction() {
   bool all = store_.take_invalidations(invalidated_);
-  // Read, or could have been, by the transaction: a page prefetched and
-  // still watched for its first touch was not (could_have_read).
-  auto accessible = [](const page_desc* d) {
-    return (d->state() == page_state::readable && d->prefetched_by == prefetch_source::none) ||
-           d->state() == page_state::writable;
-  };
   if (all) {
     // Every cached page is to be revalidated: pages read untracked cannot
     // be vouched for. (The next begin revalidates them.)
@@ -627,13 +629,10 @@ std::string pager::invalidated_in_transaction() {
   }
   // A transaction that wrote nothing read one snapshot: it stands.
   if (!store_.wrote()) return {};
-  for (const store::invalidation& i : invalidated_) {
-    if (!i.refuses || !could_have_read(i.page, i.version)) continue;
-    const page_desc* d = table_.by_page(i.page);
-    if (d)
-      return "page " + std::to_string(i.page) + " (version " + std::to_string(d->hdr.version) +
+  for (const store::invalidation& i : invalidated_)
+    if (i.refuses && could_have_read(i.page, i.version))
+      return "page " + std::to_string(i.page) + " (version " + std::to_string(table_.by_page(i.page)->hdr.version) +
              " in this client's cache) was changed by another client's commit while this transaction ran";
-  }
   return {};
 }
 

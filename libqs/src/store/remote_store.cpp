@@ -384,9 +384,7 @@ void remote_store::commit(bool durable) {
     }
   } catch (const conflict&) {
     end();
-    ++refused_in_a_row_;
-    reserve_ = std::move(written);
-    reserve_read_ = std::move(read);
+    note_refused(std::move(written), std::move(read));
     throw;
   } catch (const connection_lost& e) {
     // The commit went out, and perhaps its answer never came back.
@@ -425,13 +423,17 @@ void remote_store::to_reserve(std::vector<std::uint64_t>& written, std::vector<s
       read.push_back(page);
 }
 
+void remote_store::note_refused(std::vector<std::uint64_t> written, std::vector<std::uint64_t> read) {
+  ++refused_in_a_row_;
+  reserve_ = std::move(written);
+  reserve_read_ = std::move(read);
+}
+
 void remote_store::refuse(const std::string& why) {
   std::vector<std::uint64_t> written, read;
   to_reserve(written, read);
   abort();
-  ++refused_in_a_row_;
-  reserve_ = std::move(written);
-  reserve_read_ = std::move(read);
+  note_refused(std::move(written), std::move(read));
   throw conflict(why);
 }
 

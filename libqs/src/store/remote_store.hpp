@@ -176,6 +176,9 @@ class remote_store final : public store {
   std::vector<wire::page_op> page_ops();
   // The pages to reserve should the open transaction's commit be refused.
   void to_reserve(std::vector<std::uint64_t>& written, std::vector<std::uint64_t>& read) const;
+  // A commit was refused for a conflict: counted, and these pages reserved
+  // should the refusals go on (begin()).
+  void note_refused(std::vector<std::uint64_t> written, std::vector<std::uint64_t> read);
   // The buffered write of `page`, made when the transaction first writes it:
   // its base version is then the version read in the transaction, or, for
   // a put or patch of a page not read in it (one it created), no_record.

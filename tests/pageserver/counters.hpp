@@ -1,0 +1,35 @@
+// counters.hpp: the page-server tests' helpers around the counters of
+// ps_types.hpp (made by the worker's `setup`): one read in a transaction of
+// its own, and one bumped by another client process.
+//
+// Thread-safety: as the database handle and server given.
+#pragma once
+
+#include "harness.hpp"
+#include "ps_types.hpp"
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace qs_pstest {
+
+// Counter n, read in a transaction of its own (db.run).
+inline std::int64_t counter(qs::database& db, int n) {
+  std::int64_t v = -1;
+  db.run([&] { v = qs_test::touch(db.root<Table*>("table")->c[n]->value); });
+  return v;
+}
+
+// Another process's view of counter n: it adds 1 and says what it got.
+inline std::string bump(server_process& s, int n) {
+  process b = worker(s, s.unix_url(), {"bump", std::to_string(n)}, "bump" + std::to_string(n));
+  int st = b.wait(30000);
+  INFO(b.err());
+  CHECK(st == 0);
+  return b.out();
+}
+
+}  // namespace qs_pstest
