@@ -227,9 +227,11 @@ void server::serve(client* c) {
                numbers_.get(),
                c->tcp,
                o_.secret,
-               charge},
+               charge,
+               [&](std::span<const std::byte> frame) { directory_->send(c->id, frame); }},
               c->id);
     std::vector<std::byte> buf;
+    wire::writer out;  // each answer, in turn
     std::string refusal;
     bool greeted = false;
     try {
@@ -264,7 +266,7 @@ void server::serve(client* c) {
         } catch (const wire::protocol_error& e) {
           // An oversized or empty frame: answer, then close.
           log_line(c->id, std::string("error: protocol: ") + e.what() + "; closing the connection");
-          wire::writer out;
+          out.clear();
           std::string text = std::string("protocol error: ") + e.what();
           wire::encode(wire::error_response{wire::error_code::protocol, text}, out);
           try {
@@ -298,7 +300,7 @@ void server::serve(client* c) {
           break;
         }
         if (got == wire::received::end) break;
-        wire::writer out;
+        out.clear();
         bool close = false;
         if (got == wire::received::dropped) {
           s.refuse(buf, refusal, out);
@@ -313,7 +315,7 @@ void server::serve(client* c) {
             wire::set_send_timeout(c->conn->fd(), o_.idle_timeout);
             directory_->join(c->id, c->conn.get());
           } else {
-            out = wire::writer();
+            out.clear();
             wire::encode(wire::error_response{wire::error_code::closed, why}, out);
             close = true;
             said_why = true;
@@ -325,6 +327,7 @@ void server::serve(client* c) {
         else c->conn->send(out.finish());
         held.release();
         if (buf.capacity() > buffer_budget::allowance) std::vector<std::byte>().swap(buf);
+        if (out.capacity() > buffer_budget::allowance) out = wire::writer();
         if (close) {
           if (!said_why) reason = "closed by the server";
           break;

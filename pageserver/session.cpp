@@ -223,19 +223,34 @@ wire::response session::on(const wire::read_page_request& m) {
 
 wire::response session::on(const wire::read_pages_request& m) {
   // Each record is read as read_page reads it; the answer ends where the
-  // budget does (the client reads what is left out when it needs it).
+  // budget does (the client reads what is left out when it needs it). What
+  // is read goes out in parts of part_bytes: the client takes in one part's
+  // pages while the next is read.
   struct placed {
     std::uint64_t page;
     std::size_t at;
     std::uint32_t record, mapping;
   };
-  std::vector<placed> found;
+  std::vector<placed> found;         // in the part being read
+  std::vector<std::uint64_t> taken;  // every page answered (a page asked twice is sent once)
+  auto answer = [&](bool more) {
+    wire::records_response resp;
+    resp.more = more;
+    resp.records.reserve(found.size());
+    for (const placed& p : found) {
+      std::string_view at(batch_.data() + p.at, std::size_t{p.record} + p.mapping);
+      resp.records.push_back({p.page, at.substr(0, p.record), at.substr(p.record)});
+    }
+    return resp;
+  };
   if (state_ != state::txn) view_ = c_.txn.directory->commits();
   batch_.clear();
+  std::size_t total = 0;
   scratch_.resize(wire::max_record);
-  for (std::uint64_t page : m.pages) {
-    if (batch_.size() >= wire::batch_bytes) break;
-    if (std::any_of(found.begin(), found.end(), [&](const placed& p) { return p.page == page; })) continue;
+  for (std::size_t i = 0; i < m.pages.size(); ++i) {
+    const std::uint64_t page = m.pages[i];
+    if (total + batch_.size() >= wire::batch_bytes) break;
+    if (std::find(taken.begin(), taken.end(), page) != taken.end()) continue;
     DbTxn* rt = reader(page);
     std::uint32_t n = env_.read_record(rt, page, scratch_.data(), wire::max_record, 0);
     if (n == 0) continue;
@@ -255,16 +270,19 @@ wire::response session::on(const wire::read_pages_request& m) {
     }
     if (n >= sizeof h) note_sent(page, h.version);
     found.push_back({page, batch_.size(), n, mn});
+    taken.push_back(page);
     batch_.append(reinterpret_cast<const char*>(scratch_.data()), n);
     if (mo) batch_.append(*mo);
+    if (c_.send_part && batch_.size() >= wire::part_bytes && i + 1 < m.pages.size()) {
+      part_.clear();
+      wire::encode(answer(true), part_);
+      c_.send_part(part_.finish());
+      total += batch_.size();
+      found.clear();
+      batch_.clear();
+    }
   }
-  wire::records_response resp;
-  resp.records.reserve(found.size());
-  for (const placed& p : found) {
-    std::string_view at(batch_.data() + p.at, std::size_t{p.record} + p.mapping);
-    resp.records.push_back({p.page, at.substr(0, p.record), at.substr(p.record)});
-  }
-  return resp;
+  return answer(false);
 }
 
 wire::response session::on(const wire::get_request& m) {

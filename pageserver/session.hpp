@@ -9,8 +9,9 @@
 // come in its state, hands it over, and turns what comes back, or what is
 // thrown, into the answer.
 //
-// handle() turns one request body into one response and says whether the
-// connection must close (a protocol error, a failed hello). It never throws
+// handle() turns one request body into one response (read_pages: the parts
+// before its last go out through send_part as they are read) and says
+// whether the connection must close (a protocol error, a failed hello). It never throws
 // for anything a client sends. refuse() answers a request the server did not
 // take (its body was dropped): the request fails, and so does its
 // transaction, as after a store error.
@@ -44,6 +45,10 @@ struct session_config {
   // (a qs::error, whose text the client gets) when the server cannot give
   // them. Empty: answers are not counted.
   std::function<void(std::size_t)> charge;
+  // Sends a part of an answer ahead of the rest (a frame: the records of a
+  // read_pages answer read so far), after what is queued for the client;
+  // throws when the connection fails. Empty: answers go whole.
+  std::function<void(std::span<const std::byte>)> send_part;
 };
 
 class session {
@@ -115,6 +120,7 @@ class session {
   std::vector<std::byte> scratch_;
   std::string mapping_;     // the mapping object sent with the last page
   std::string batch_;       // the records and mapping objects of a read_pages answer
+  wire::writer part_;       // a part of it, sent ahead
   std::string text_;        // backs byte strings of the response (value, pong)
   std::string error_text_;  // backs an error response's text
   std::vector<std::pair<std::string, std::string>> entries_;

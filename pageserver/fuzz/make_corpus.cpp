@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
                    << response(pong_response{"pp"}) << response(begun_response{{1, 2}})
                    << response(verdict_response{commit_outcome::committed})
                    << response(verdict_response{commit_outcome::pending})
-                   << response(records_response{{{3, record, mapping}, {9, record, {}}}}))
+                   << response(records_response{{{3, record, mapping}, {9, record, {}}}, true})
+                   << response(records_response{{{5, record, {}}}, false}))
              .bytes);
   }
   save(dir, "oversized", std::string("\xf0\xff\xff\xff\x78", 5));

@@ -21,17 +21,6 @@ using namespace qs_pstest;
 
 namespace {
 
-// Roots fan0 .. fan<n-1>, each a Fan of new counters (a page each).
-void make_fans(qs::database& db, int n) {
-  db.run([&] {
-    for (int i = 0; i < n; ++i) {
-      Fan* f = new (db) Fan{};
-      for (auto& c : f->c) c = new (db) Counter{};
-      db.root<Fan*>("fan" + std::to_string(i)) = f;
-    }
-  });
-}
-
 // The server's statistics lines, asked for with SIGUSR1.
 std::string statistics(server_process& s) {
   std::size_t before = s.log().size();
@@ -168,9 +157,12 @@ TEST_CASE("a client that stops reading its socket holds up no commit, and is dis
     qs::wire::read_pages_request r;
     for (std::uint64_t p = first; p < first + qs::wire::max_batch && p <= pages; ++p) r.pages.push_back(p);
     w.send(r);
-    auto answer = w.receive();
-    REQUIRE(std::holds_alternative<qs::wire::records_response>(answer));
-    held += std::get<qs::wire::records_response>(answer).records.size();
+    for (bool more = true; more;) {  // the answer's parts
+      auto answer = w.receive();
+      REQUIRE(std::holds_alternative<qs::wire::records_response>(answer));
+      held += std::get<qs::wire::records_response>(answer).records.size();
+      more = std::get<qs::wire::records_response>(answer).more;
+    }
   }
   REQUIRE(held > fans * fan_size);
   // ...then asks for more than its socket holds, and stops reading: the

@@ -1,6 +1,6 @@
 // counters.hpp: the page-server tests' helpers around the counters of
 // ps_types.hpp (made by the worker's `setup`): one read in a transaction of
-// its own, and one bumped by another client process.
+// its own, one bumped by another client process, and fans of new ones.
 //
 // Thread-safety: as the database handle and server given.
 #pragma once
@@ -30,6 +30,17 @@ inline std::string bump(server_process& s, int n) {
   INFO(b.err());
   CHECK(st == 0);
   return b.out();
+}
+
+// Roots fan0 .. fan<n-1>, each a Fan of new counters (a page each).
+inline void make_fans(qs::database& db, int n) {
+  db.run([&] {
+    for (int i = 0; i < n; ++i) {
+      Fan* f = new (db) Fan{};
+      for (auto& c : f->c) c = new (db) Counter{};
+      db.root<Fan*>("fan" + std::to_string(i)) = f;
+    }
+  });
 }
 
 }  // namespace qs_pstest

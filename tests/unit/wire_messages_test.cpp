@@ -218,7 +218,10 @@ void check_same(const page_record& a, const page_record& b) {
   CHECK(a.record == b.record);
   CHECK(a.mapping == b.mapping);
 }
-void check_same(const records_response& a, const records_response& b) { check_same_list(a.records, b.records); }
+void check_same(const records_response& a, const records_response& b) {
+  check_same_list(a.records, b.records);
+  CHECK(a.more == b.more);
+}
 void check_same(const invalidate_response& a, const invalidate_response& b) {
   CHECK(a.all == b.all);
   check_same_list(a.pages, b.pages);
@@ -321,7 +324,7 @@ struct sample {
   index_scan_request index_scan() const { return {3, "a", "z\xff", entry{"key", "v"}, 10}; }
   page_response page() const { return {page_status::record, record, mapping}; }
   // Two records, one with a mapping object and one without.
-  records_response records() const { return {{{3, record, mapping}, {0xfedcba9876543210u, record, {}}}}; }
+  records_response records() const { return {{{3, record, mapping}, {0xfedcba9876543210u, record, {}}}, true}; }
 };
 
 // The tags of a direction's messages.
@@ -844,7 +847,7 @@ TEST_CASE("wire: the encoding is little-endian, length-prefixed, as codec.hpp de
   CHECK(w.finish() == from_ints({15, 0, 0, 0,              // body length
                                  1,                        // hello
                                  0x51, 0x53, 0x57, 0x50,   // "QSWP"
-                                 7, 0, 0, 0,               // version
+                                 8, 0, 0, 0,               // version
                                  2, 0, 0, 0, 'a', 'b'}));  // secret
   CHECK(body_of_message(read_page_request{0x0102030405060708u, 9}) ==
         from_ints({6, 8, 7, 6, 5, 4, 3, 2, 1, 1, 9, 0, 0, 0, 0, 0, 0, 0}));

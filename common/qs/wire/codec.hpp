@@ -63,6 +63,10 @@ class malformed_message : public protocol_error {
 class writer {
  public:
   writer() { buf_.resize(4); }
+  // Empties the writer for the next message, keeping its buffer (a server
+  // sending many large answers does not allocate and fault in each anew).
+  void clear() { buf_.resize(4); }
+  std::size_t capacity() const { return buf_.capacity(); }
   void u8(std::uint8_t v) { buf_.push_back(static_cast<std::byte>(v)); }
   void u32(std::uint32_t v) { le(v, 4); }
   void u64(std::uint64_t v) { le(v, 8); }

@@ -2,7 +2,7 @@
 // request and per response, and their parsers and encoders (the one
 // definition both sides compile).
 //
-// Protocol version 7. A connection starts with the client's hello (magic,
+// Protocol version 8. A connection starts with the client's hello (magic,
 // version, and for TCP the shared secret); then the client sends one request
 // at a time and the server answers each with one response. Between
 // responses, and unasked, the server may also send `invalidate` messages
@@ -30,8 +30,10 @@
 //   read_pages    pages (prefetch: up to max_batch)    -> records: those that have
 //                                                         one, in the order asked,
 //                                                         each with its mapping
-//                                                         object; the server may
-//                                                         stop early (its budget)
+//                                                         object, in parts (records
+//                                                         ... more, then the last);
+//                                                         the server may stop
+//                                                         early (its budget)
 //   get           key                                  -> value: [value]
 //   scan          prefix                               -> entries
 //   allocate      n                                    -> pages: first page, first frame
@@ -79,7 +81,7 @@
 namespace qs::wire {
 
 constexpr std::uint32_t magic = 0x50575351;  // "QSWP"
-constexpr std::uint32_t version = 7;
+constexpr std::uint32_t version = 8;
 // The largest message body either side accepts.
 constexpr std::uint32_t max_message = 64u << 20;
 // The largest page record (64 KiB page and a 48-byte header, with room).
@@ -91,10 +93,12 @@ constexpr std::uint32_t max_key = 64u << 10;
 constexpr std::uint32_t max_value = 1u << 20;
 constexpr std::uint32_t max_secret = 1024;
 constexpr std::uint32_t max_index_name = 256;
-// The most pages one read_pages asks for, and the bytes of records its
-// answer holds before the server stops adding to it.
+// The most pages one read_pages asks for, the bytes of records its answer
+// holds before the server stops adding to it, and the bytes of records
+// after which the server sends what it has read as a part of the answer.
 constexpr std::uint32_t max_batch = 256;
 constexpr std::uint32_t batch_bytes = 4u << 20;
+constexpr std::uint32_t part_bytes = 32u << 10;
 // The most pages one allocate asks for.
 constexpr std::uint64_t max_allocation = std::uint64_t{1} << 32;
 // A page op's base_version when the commit is not to check it.
@@ -626,7 +630,10 @@ struct verdict_response {
 
 // The answer to read_pages: a record for some of the pages asked, in the
 // order they were asked, each once; a page left out has no record, or did
-// not fit in the answer (the client reads it when it needs it).
+// not fit in the answer (the client reads it when it needs it). The answer
+// comes in parts, each a records message: all but the last say `more`, so
+// that the client takes in the pages of one part while the server reads
+// the next. Together they hold at most max_batch records.
 struct page_record {
   std::uint64_t page = 0;
   std::string_view record;   // header and image
@@ -635,6 +642,7 @@ struct page_record {
 struct records_response {
   static constexpr msg tag = msg::records;
   std::vector<page_record> records;
+  bool more = false;  // another part of the same answer follows
   template <class M, class W>
   static void fields(M& m, W& w) {
     w.list("records", m.records, 16, [&](auto& r) {
@@ -643,6 +651,7 @@ struct records_response {
       w.bytes("mapping", r.mapping, max_mapping);
     });
     w.check(m.records.size() <= max_batch, "records", "more records than read_pages asks for");
+    w.flag("more", m.more);
   }
 };
 

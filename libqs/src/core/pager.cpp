@@ -245,13 +245,18 @@ void pager::stage_and_take(std::uint32_t room, bool down, prefetch_source source
     staged_.push_back({page, {}, {}});
     return staging_.get() + (staged_.size() - 1) * page_size_;
   };
+  // Going up, each record is taken in as it comes (a page server may still
+  // be reading the next ones); going down, once all have come, last first.
+  bool full = false;  // a pool slot was wanted and none was free: the rest are left
   auto got = [&](std::uint64_t page, const record_header& h, std::string mapping_object) {
     while (delivered < staged_.size() && staged_[delivered].page != page) ++delivered;
     if (delivered == staged_.size()) return;
-    staged_page& s = staged_[delivered++];
+    const std::size_t i = delivered++;
+    staged_page& s = staged_[i];
     s.h = h;
     s.mapping = std::move(mapping_object);
     s.complete = true;
+    if (!down && !full) full = !take_in(s, staging_.get() + i * page_size_, source);
   };
   try {
     read(std::function<std::byte*(std::uint64_t)>(want),
@@ -260,8 +265,8 @@ void pager::stage_and_take(std::uint32_t room, bool down, prefetch_source source
     // A guess that failed: the pages are read, and their errors said, when
     // the program touches them.
   }
-  for (std::size_t k = 0; k < staged_.size(); ++k) {
-    std::size_t i = down ? staged_.size() - 1 - k : k;
+  for (std::size_t k = 0; down && k < staged_.size(); ++k) {
+    std::size_t i = staged_.size() - 1 - k;
     if (staged_[i].complete && !take_in(staged_[i], staging_.get() + i * page_size_, source)) break;
   }
   staged_.clear();

@@ -182,7 +182,8 @@ class pager {
   // Along d's pointers, at most `room` pages; returns how many were asked for.
   std::uint32_t prefetch_targets(const page_desc* d, std::uint32_t touched, std::uint32_t room);
   // Stages what `read` brings (it calls want and got, in the order it
-  // asked) and takes the records in (backwards when `down`).
+  // asked) and takes each record in as got hands it over; when `down`,
+  // once all have come, backwards.
   template <class Read>
   void stage_and_take(std::uint32_t room, bool down, prefetch_source source, Read read);
   void release_before_images(std::size_t written);

@@ -98,7 +98,10 @@ void remote_store::connect() {
   }
 }
 
-void remote_store::lost() { conn_.reset(); }
+void remote_store::lost() {
+  conn_.reset();
+  if (stream_) stream_->open = false;  // the rest of its answer will not come
+}
 
 [[noreturn]] void remote_store::raise(const wire::error_response& r, wire::msg request) {
   std::string msg = "server " + url_ + ": " + std::string(r.text);
@@ -130,6 +133,8 @@ void remote_store::lost() { conn_.reset(); }
 template <class Response>
 const Response& remote_store::call(const wire::request& r) {
   const wire::msg type = wire::tag_of(r);
+  // The rest of a read_pages answer comes before this one's.
+  if (stream_ && stream_->open) finish_stream();
   if (!conn_) {
     if (in_txn_) throw connection_lost("server " + url_ + ": the connection was lost; the transaction is aborted");
     if (type != wire::msg::hello) connect();
@@ -141,8 +146,13 @@ const Response& remote_store::call(const wire::request& r) {
   if (w.body_size() > wire::max_message)
     throw store_error("server " + url_ + ": a " + wire::name_of(type) + " message of " + std::to_string(w.body_size()) +
                       " bytes exceeds the protocol's limit of " + std::to_string(wire::max_message));
+  return answer<Response>(type, &w);
+}
+
+template <class Response>
+const Response& remote_store::answer(wire::msg type, wire::writer* request) {
   try {
-    conn_->send(w.finish());
+    if (request) conn_->send(request->finish());
     for (;;) {
       if (!conn_->receive(in_, wire::max_message)) throw wire::io_error("the server closed the connection");
       resp_ = wire::parse_response(in_);
@@ -165,6 +175,7 @@ const Response& remote_store::call(const wire::request& r) {
     throw connection_lost("server " + url_ + ": malformed answer to " + wire::name_of(type) + " (" + e.what() +
                           "); connection closed");
   }
+  if (stream_) stream_->open = false;  // unless this is a part that says more follows
   if (const auto* e = std::get_if<wire::error_response>(&resp_)) raise(*e, type);
   if (const auto* a = std::get_if<Response>(&resp_)) return *a;
   lost();  // the conversation is out of step: start afresh
@@ -574,24 +585,58 @@ void remote_store::read_batch(
   wire::read_pages_request r;
   r.pages.reserve(pages.size());
   for (const auto& p : pages) r.pages.push_back(p.first);
-  const auto& resp = call<wire::records_response>(r);
+  answer_stream s{pages, 0, {}, false};
+  const auto& first = call<wire::records_response>(r);
+  answer_stream* outer = stream_;  // (finished by the call)
+  stream_ = &s;
+  try {
+    take_part(first);
+    // Each part's pages are handed over before the next part is read: the
+    // server reads that one meanwhile. A call `got` makes (the runtime
+    // reading a page as it takes one in) reads the rest of the answer first.
+    for (;;) {
+      while (!s.taken.empty()) {
+        taken_page t = std::move(s.taken.front());
+        s.taken.pop_front();
+        got(t.page, t.h, std::move(t.mapping));
+      }
+      if (!s.open) break;
+      take_part(answer<wire::records_response>(wire::msg::read_pages, nullptr));
+    }
+  } catch (...) {
+    if (s.open) lost();  // the rest of the answer is unread: out of step
+    stream_ = outer;
+    throw;
+  }
+  stream_ = outer;
+}
+
+void remote_store::take_part(const wire::records_response& part) {
+  answer_stream& s = *stream_;
   // The records come in the order asked, each once: anything else is the
   // server's error, and nothing after it is taken.
-  std::size_t next = 0;
-  for (const wire::page_record& rec : resp.records) {
-    while (next < pages.size() && pages[next].first != rec.page) ++next;
-    if (next == pages.size())
+  for (const wire::page_record& rec : part.records) {
+    while (s.next < s.asked.size() && s.asked[s.next].first != rec.page) ++s.next;
+    if (s.next == s.asked.size()) {
+      lost();
       throw store_error("server " + url_ + ": answered read_pages with page " + std::to_string(rec.page) +
-                        ", which was not asked for, or not in the order asked");
-    std::byte* image = pages[next++].second;
+                        ", which was not asked for, or not in the order asked; connection closed");
+    }
+    std::byte* image = s.asked[s.next++].second;
     record_header h;
     // A record that is not a whole page is left to the fault that touches
     // the page, which says what is wrong with it.
     if (rec.record.size() != sizeof h + page_size_) continue;
     take_record(rec.page, rec.record, h, image);
     hold(rec.page, h.version);
-    got(rec.page, h, h.mapping_entries ? std::string(rec.mapping) : std::string());
+    s.taken.push_back({rec.page, h, h.mapping_entries ? std::string(rec.mapping) : std::string()});
   }
+  s.open = part.more;
+}
+
+void remote_store::finish_stream() {
+  answer_stream* s = stream_;
+  while (s->open) take_part(answer<wire::records_response>(wire::msg::read_pages, nullptr));
 }
 
 void remote_store::note_read(std::uint64_t page, std::uint64_t version) {

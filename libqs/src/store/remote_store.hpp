@@ -25,7 +25,10 @@
 //
 // A fault is one round trip: the server sends a page's mapping object with
 // the page. Prefetch (read_range, read_pages) asks for many pages in one
-// round trip (read_pages); a page it brings counts as read by the
+// round trip (read_pages), whose answer comes in parts: each part's pages
+// go to the runtime before the next part is read, so that the runtime
+// takes them in while the server reads on (a call made meanwhile reads the
+// rest of the answer first); a page it brings counts as read by the
 // transaction when the runtime first uses it (note_read). A page written in the transaction is read from the buffered
 // write; when that write kept the stored mapping object, the server sends it.
 //
@@ -67,6 +70,7 @@
 #include <qs/wire/messages.hpp>
 #include "store/store.hpp"
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -167,6 +171,10 @@ class remote_store final : public store {
   // response or an unexpected one.
   template <class Response>
   const Response& call(const wire::request& r);
+  // Sends `request` (when given) and receives the answer to a request of
+  // `type`, as call does.
+  template <class Response>
+  const Response& answer(wire::msg type, wire::writer* request);
   [[noreturn]] void raise(const wire::error_response& r, wire::msg request);
   // After the connection dropped during the commit of transaction `id`
   // (`lost` says how): returns when the server committed it; throws
@@ -192,9 +200,29 @@ class remote_store final : public store {
   void note_mapping(pending_page& p, const std::string* mapping);
   void take_record(std::uint64_t page, std::string_view rec, record_header& h, std::byte* image);
   // Prefetch: asks for `pages` (each with where its image goes) in one
-  // read_pages round trip, and hands what comes back to `got`.
+  // read_pages round trip, and hands what comes back to `got`, part by
+  // part as the answer's parts come.
   void read_batch(const std::vector<std::pair<std::uint64_t, std::byte*>>& pages,
                   const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got);
+  // A read_pages answer being received (read_batch): the pages asked, in
+  // order, with where their images go; the next one a record may be; the
+  // pages taken into their images and not handed over yet; whether more
+  // parts are to come.
+  struct taken_page {
+    std::uint64_t page;
+    record_header h;
+    std::string mapping;
+  };
+  struct answer_stream {
+    const std::vector<std::pair<std::uint64_t, std::byte*>>& asked;
+    std::size_t next = 0;
+    std::deque<taken_page> taken;
+    bool open = false;
+  };
+  // Takes one part of the answer stream_ receives.
+  void take_part(const wire::records_response& part);
+  // Receives the rest of stream_'s answer (before another call).
+  void finish_stream();
   // The server's number of index `index` (an index of indexes_), asked for
   // on this connection when not known yet.
   std::uint32_t server_index(std::uint32_t index);
@@ -256,6 +284,8 @@ class remote_store final : public store {
   // answering with it (an older version), or change again a page this
   // client's commit wrote before the commit's answer.
   std::unordered_map<std::uint64_t, std::uint64_t> overtaken_;
+  // The read_pages answer being received, while its pages are handed over.
+  answer_stream* stream_ = nullptr;
   // Page and frame numbers taken from the server ahead of use
   // (allocate_pages): spare_left_ pages from spare_.page, on frames from
   // spare_.frame. The server never hands them out again, so they stay good
