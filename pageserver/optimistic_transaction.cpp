@@ -166,6 +166,7 @@ void optimistic_transaction::write_ahead(const wire::write_request& m) {
   }
   if (written_ahead_.empty() && !m.pages.empty()) c_.sending_ahead->fetch_add(1);
   for (const wire::page_op& op : m.pages) written_ahead_.insert(op.page);
+  pause_point("server.write.applied");  // in the write transaction, not committed
 }
 
 transaction_failure optimistic_transaction::conflict_answer(const std::string& text) {

@@ -22,8 +22,9 @@
 //                                               qs::deadlock (printed); with "index", put
 //                                               key N in index "held" first
 //   qs_ps_worker URL bump N                     add 1 to counter N; print its value
-//   qs_ps_worker URL all TXNS [GO]              TXNS transactions setting all 64 counters
-//                                               to the transaction's number; after a lost
+//   qs_ps_worker URL all TXNS [GO [whole]]      TXNS transactions setting all 64 counters
+//                                               (whole: every word of them) to the
+//                                               transaction's number; after a lost
 //                                               connection, waits for file GO (if given),
 //                                               reconnects and goes on
 //   qs_ps_worker URL same                       exit 10+v when all counters are v, 1 if not
@@ -325,7 +326,7 @@ int bump(qs::database& db, int n) {
   return 0;
 }
 
-int all(qs::database& db, int txns, const std::string& go) {
+int all(qs::database& db, int txns, const std::string& go, bool whole) {
   int lost = 0;
   for (int k = 1; k <= txns; ++k) {
     for (int attempt = 0;; ++attempt) {
@@ -333,7 +334,12 @@ int all(qs::database& db, int txns, const std::string& go) {
         db.run([&] {
           Table* t = table(db);
           std::int64_t next = t->c[0]->value + 1;
-          for (int i = 0; i < counters; ++i) t->c[i]->value = next;
+          for (int i = 0; i < counters; ++i) {
+            t->c[i]->value = next;
+            // Every word of every counter: a commit of 300 KiB of changes.
+            if (whole)
+              for (std::int64_t& w : t->c[i]->pad) w = next;
+          }
         });
         break;
       } catch (const qs::connection_lost& e) {
@@ -472,7 +478,7 @@ int main(int argc, char** argv) {
     if (mode == "idle") return idle(db, std::stoi(arg(3)), arg(4));
     if (mode == "once") return once(db, std::stoi(arg(3)), arg(4) == "index");
     if (mode == "bump") return bump(db, std::stoi(arg(3)));
-    if (mode == "all") return all(db, std::stoi(arg(3)), arg(4));
+    if (mode == "all") return all(db, std::stoi(arg(3)), arg(4), arg(5) == "whole");
     if (mode == "same") return same(db);
     if (mode == "set") return set(db, std::stoi(arg(3)), std::stoll(arg(4)));
     if (mode == "index-restart") return index_restart(db, arg(3), arg(4));

@@ -34,7 +34,7 @@ namespace fs = std::filesystem;
 
 constexpr std::array writer_pauses{"torture.mid", "torture.end", "commit.half_written", "commit.before_store_commit",
                                    "commit.after_store_commit"};
-constexpr std::array server_pauses{"server.commit.half_applied", "server.commit.before_commit",
+constexpr std::array server_pauses{"server.write.applied", "server.commit.half_applied", "server.commit.before_commit",
                                    "server.commit.after_commit"};
 constexpr int pause_wait_ms = 30000;
 constexpr int check_wait_ms = 300000;

@@ -11,9 +11,11 @@
 //
 // The runtime's points: commit.half_written (half of the written pages are in
 // the store transaction), commit.before_store_commit, commit.after_store_commit.
-// qs-pageserver's: server.commit.half_applied (half of a commit's pages are
-// in its Berkeley DB transaction), server.commit.before_commit,
-// server.commit.after_commit (committed, the client not told yet).
+// qs-pageserver's: server.write.applied (pages a transaction sent ahead of
+// its commit are in its Berkeley DB transaction), server.commit.half_applied
+// (half of a commit's pages are in its Berkeley DB transaction),
+// server.commit.before_commit, server.commit.after_commit (committed, the
+// client not told yet).
 #pragma once
 
 namespace qs {

@@ -62,6 +62,7 @@ void transaction_engine::commit() {
       rt_.pages.write_back(d);
     }
     if (!rt_.log.relocated().empty()) rt_.named.update_records();
+    rt_.storage.committing();
     const std::vector<page_desc*>& written = rt_.log.written();
     for (std::size_t i = 0; i < written.size(); ++i) {
       if (i == written.size() / 2) pause_point("commit.half_written");

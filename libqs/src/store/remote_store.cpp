@@ -17,6 +17,9 @@ constexpr std::string_view tcp_scheme = "qs://";
 constexpr std::string_view unix_scheme = "qs+unix://";
 // Buffered writes beyond this go to the server before the commit.
 constexpr std::size_t flush_bytes = 8u << 20;
+// And once the commit's write-back has begun, beyond this: the server
+// applies each part while the next is made.
+constexpr std::size_t commit_flush_bytes = 64u << 10;
 
 // Why the server closed the connection, when it said so before closing (an
 // error response with code `closed`, waiting to be read); empty otherwise.
@@ -133,8 +136,10 @@ void remote_store::lost() {
 template <class Response>
 const Response& remote_store::call(const wire::request& r) {
   const wire::msg type = wire::tag_of(r);
-  // The rest of a read_pages answer comes before this one's.
+  // The rest of a read_pages answer, and the answer to a write sent ahead,
+  // come before this one's.
   if (stream_ && stream_->open) finish_stream();
+  if (write_unanswered_) collect_write();
   if (!conn_) {
     if (in_txn_) throw connection_lost("server " + url_ + ": the connection was lost; the transaction is aborted");
     if (type != wire::msg::hello) connect();
@@ -300,6 +305,8 @@ std::vector<wire::meta_op> remote_store::meta_ops() const {
 
 void remote_store::clear_pending() {
   pages_.clear();
+  sent_ahead_.clear();
+  committing_ = false;
   metas_.clear();
   pending_bytes_ = 0;
   read_versions_.clear();
@@ -319,13 +326,54 @@ remote_store::pending_page& remote_store::pending(std::uint64_t page, const reco
 }
 
 void remote_store::flush_if_large() {
-  if (pending_bytes_ < flush_bytes || !in_txn_) return;
+  if (pending_bytes_ < (committing_ ? commit_flush_bytes : flush_bytes) || !in_txn_) return;
   // Pages only: metadata writes (small) wait for the commit, so that the
   // server's metadata B-tree is never write-locked while this client works.
-  call<wire::ok_response>(wire::write_request{page_ops(), {}});
+  // The server counts the client holding them once the commit is through.
+  for (const auto& [page, p] : pages_) {
+    record_header h{};
+    std::uint64_t version = wire::no_record;
+    if (p.kind != wire::page_op_kind::remove && p.record.size() >= sizeof h) {
+      std::memcpy(&h, p.record.data(), sizeof h);
+      version = h.version;
+    }
+    sent_ahead_[page] = {p.base, version};
+  }
+  wire::write_request w{page_ops(), {}};
+  if (!committing_) {
+    call<wire::ok_response>(w);
+  } else {
+    // Its answer is read before the next request goes (call): the server
+    // applies these pages while the runtime makes the next ones.
+    call_unanswered(w);
+  }
   shipped_ += pending_bytes_;
   pages_.clear();
   pending_bytes_ = 0;
+}
+
+void remote_store::call_unanswered(const wire::request& r) {
+  if (!conn_) throw connection_lost("server " + url_ + ": the connection was lost; the transaction is aborted");
+  if (stream_ && stream_->open) finish_stream();
+  if (write_unanswered_) collect_write();
+  overtaken_.clear();
+  wire::writer w;
+  wire::encode(r, w);
+  try {
+    conn_->send(w.finish());
+  } catch (const wire::io_error& e) {
+    std::string why = closing_words(*conn_, in_);
+    lost();
+    throw connection_lost("server " + url_ + ": " +
+                          (why.empty() ? std::string("connection lost during write (") + e.what() + ")" : why) +
+                          "; the transaction is aborted");
+  }
+  write_unanswered_ = true;
+}
+
+void remote_store::collect_write() {
+  write_unanswered_ = false;
+  answer<wire::ok_response>(wire::msg::write, nullptr);
 }
 
 void remote_store::commit(bool durable) {
@@ -337,13 +385,15 @@ void remote_store::commit(bool durable) {
   r.invalidations_seen = precise_ ? wire::unchecked_version : checked_seen_;
   if (serializable_)
     for (auto [page, version] : read_versions_)
-      if (!pages_.contains(page)) r.reads.push_back({page, version});
+      if (!pages_.contains(page) && !sent_ahead_.contains(page)) r.reads.push_back({page, version});
   const bool wrote = wrote_;
   std::vector<std::uint64_t> written, read;
   to_reserve(written, read);
   std::size_t bytes = pending_bytes_;
   for (auto& [k, v] : metas_) bytes += k.size() + (v ? v->size() : 0);
   std::vector<wire::invalidation> committed;
+  for (const auto& [page, a] : sent_ahead_)
+    if (!pages_.contains(page)) committed.push_back({page, a.version});
   for (const auto& [page, p] : pages_) {
     record_header h{};
     if (p.kind == wire::page_op_kind::remove) committed.push_back({page, wire::no_record});
@@ -428,9 +478,14 @@ void remote_store::to_reserve(std::vector<std::uint64_t>& written, std::vector<s
   for (const auto& [page, p] : pages_)
     if (p.base != wire::no_record && p.base != wire::unchecked_version && written.size() < wire::max_reserved)
       written.push_back(page);
+  for (const auto& [page, a] : sent_ahead_)
+    if (!pages_.contains(page) && a.base != wire::no_record && a.base != wire::unchecked_version &&
+        written.size() < wire::max_reserved)
+      written.push_back(page);
   if (!serializable_) return;
   for (auto [page, version] : read_versions_)
-    if (version != wire::no_record && !pages_.contains(page) && written.size() + read.size() < wire::max_reserved)
+    if (version != wire::no_record && !pages_.contains(page) && !sent_ahead_.contains(page) &&
+        written.size() + read.size() < wire::max_reserved)
       read.push_back(page);
 }
 
@@ -485,6 +540,13 @@ void remote_store::settle_commit(const wire::commit_id& id, const std::string& l
 void remote_store::abort() {
   if (!in_txn_) return;
   clear_pending();
+  if (write_unanswered_) {
+    try {
+      collect_write();
+    } catch (const error&) {
+      // Whatever it met, the transaction ends here.
+    }
+  }
   if (conn_) {
     try {
       call<wire::ok_response>(wire::abort_request{});

@@ -18,7 +18,10 @@
 // Writes (pages and metadata) are buffered here and sent with the commit, so
 // that the server holds no B-tree write locks while the client computes; a
 // transaction that buffers more than a few MiB of pages sends those early in
-// `write` messages. Reads see the buffered writes first.
+// `write` messages. Once the runtime writes back a transaction's pages for
+// its commit (committing), they go ahead in parts of a few hundred KiB, each
+// answer read only before the next request: the server applies one part
+// while the runtime makes the next. Reads see the buffered writes first.
 //
 // Page numbers come from the server in blocks (allocate_pages): a new page
 // is not a round trip of its own.
@@ -114,6 +117,7 @@ class remote_store final : public store {
       std::span<const std::uint64_t> pages, const std::function<std::byte*(std::uint64_t page)>& want,
       const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) override;
   void note_read(std::uint64_t page, std::uint64_t version) override;
+  void committing() override { committing_ = true; }
   bool coherent() const override { return true; }
   bool take_invalidations(std::vector<invalidation>& out) override;
   bool wrote() const override { return wrote_ || !pages_.empty() || !metas_.empty(); }
@@ -194,6 +198,10 @@ class remote_store final : public store {
   std::vector<wire::meta_op> meta_ops() const;
   void clear_pending();
   void flush_if_large();
+  // Sends r, a write, and leaves its answer to be read before the next
+  // request (collect_write).
+  void call_unanswered(const wire::request& r);
+  void collect_write();
   // Takes a page written in this transaction from its buffered write.
   page_read read_pending(std::uint64_t page, const pending_page& p, record_header& h, std::byte* image,
                          std::string& mapping);
@@ -249,6 +257,16 @@ class remote_store final : public store {
   std::map<std::uint64_t, pending_page> pages_;
   std::map<std::string, std::optional<std::string>, std::less<>> metas_;
   std::size_t pending_bytes_ = 0;
+  // Pages this transaction sent ahead (flush_if_large): their versions in
+  // its snapshot and as written (wire::no_record: removed).
+  struct sent_page {
+    std::uint64_t base, version;
+  };
+  std::map<std::uint64_t, sent_page> sent_ahead_;
+  // The commit's write-back has begun (committing): pages go ahead in
+  // parts; and a write went with its answer not read yet.
+  bool committing_ = false;
+  bool write_unanswered_ = false;
   // Pages the transaction read from the server, and their versions
   // (wire::no_record: none).
   std::map<std::uint64_t, std::uint64_t> read_versions_;

@@ -61,6 +61,10 @@ class store {
   virtual void set_page_size(std::uint32_t page_size) = 0;
 
   virtual void begin() = 0;
+  // The runtime is about to write back the open transaction's pages for
+  // its commit (put_page, patch_page, delete_page, then commit): a remote
+  // store may ship them as they come, while the rest are made.
+  virtual void committing() {}
   virtual void commit(bool durable) = 0;
   virtual void abort() = 0;
   virtual bool in_transaction() const = 0;
