@@ -168,6 +168,7 @@ int server::run() {
         for (ssize_t i = 0; i < got; ++i) stopping = stopping || b[i] == 's';
       log_line(0, counters_.line() + "; " + flushes_line());
       log_line(0, directory_->line());
+      log_line(0, reads_.line());
       if (stopping) {
         log_line(0, "stopping (signal)");
         return 0;
@@ -224,6 +225,7 @@ void server::serve(client* c) {
     };
     session s({{env_.get(), outcomes_.get(), &counters_, &commit_gate_, directory_.get(), &sending_ahead_,
                 o_.log_conflicts, o_.snapshot_max_age},
+               &reads_,
                numbers_.get(),
                c->tcp,
                o_.secret,

@@ -40,6 +40,7 @@
 #include "connection_limits.hpp"
 #include "lock_timeouts.hpp"
 #include "page_numbers.hpp"
+#include "read_counters.hpp"
 
 #include <qs/bdb/bdb_env.hpp>
 #include <qs/wire/connection.hpp>
@@ -118,6 +119,7 @@ class server {
   std::unique_ptr<lock_timeouts> timeouts_;
   std::unique_ptr<cache_directory> directory_;
   commit_counters counters_;
+  read_counters reads_;
   std::shared_mutex commit_gate_;  // optimistic_transaction.hpp
   std::atomic<int> sending_ahead_{0};
   connection_limits limits_;

@@ -204,6 +204,7 @@ wire::response session::on(const wire::read_page_request& m) {
     if (n == 0) return wire::page_response{wire::page_status::absent, {}, {}};
     if (n == sizeof h && h.version == *m.known_version) {
       note_sent(m.page, h.version);
+      c_.reads->add(c_.reads->unchanged);
       return wire::page_response{wire::page_status::unchanged, {}, {}};
     }
   }
@@ -217,6 +218,7 @@ wire::response session::on(const wire::read_page_request& m) {
   if (h.mapping_entries)
     if (auto mo = env_.read_mapping(rt, m.page)) mapping_ = std::move(*mo);
   if (n >= sizeof h) note_sent(m.page, h.version);
+  c_.reads->add(c_.reads->pages);
   return wire::page_response{wire::page_status::record,
                              std::string_view(reinterpret_cast<const char*>(scratch_.data()), n), mapping_};
 }
@@ -234,6 +236,9 @@ wire::response session::on(const wire::read_pages_request& m) {
   std::vector<placed> found;         // in the part being read
   std::vector<std::uint64_t> taken;  // every page answered (a page asked twice is sent once)
   auto answer = [&](bool more) {
+    c_.reads->add(c_.reads->parts);
+    c_.reads->add(c_.reads->prefetched, found.size());
+    if (!more) c_.reads->add(c_.reads->answers);
     wire::records_response resp;
     resp.more = more;
     resp.records.reserve(found.size());

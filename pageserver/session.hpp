@@ -19,6 +19,7 @@
 
 #include "optimistic_transaction.hpp"
 #include "page_numbers.hpp"
+#include "read_counters.hpp"
 
 #include <qs/bdb/bdb_env.hpp>
 #include <qs/wire/messages.hpp>
@@ -38,6 +39,8 @@ namespace qs::server {
 struct session_config {
   // What its transactions share with every other session's.
   transaction_config txn;
+  // The pages sent, counted with every other session's.
+  read_counters* reads;
   page_numbers* numbers;
   bool need_secret;
   std::string secret;

@@ -16,7 +16,7 @@ NOTES = {
     " at the page cache, so it is not durable against an OS crash or power loss",
     "pmemobj-msync": "pmemobj-msync: PMEM_IS_PMEM_FORCE=0, msync on every flush: atomic and durable",
     "mem": "mem: new/delete, nothing durable; hot = the hot passes in the process that built the tree",
-    "qs-server": "qs-server: qs through qs-pageserver on a Unix socket (a new server for each phase: its cache"
+    "qs-remote": "qs-remote: qs through qs-pageserver on a Unix socket (a new server for each phase: its cache"
     " starts empty), optimistic serializable transactions",
 }
 
@@ -135,13 +135,13 @@ def report(n, rows, cold_is_warm):
         print(f"  every traversal visited {n} nodes and summed {expected}")
     else:
         print("  the traversals' sums differ: " + "; ".join(f"{s}: {', '.join(w)}" for s, w in sums.items()))
-    if "qs" in cols and "qs-server" in cols:
+    if "qs" in cols and "qs-remote" in cols:
         ratios = []
         for h in ("build s", "cold ms", "warm ms", "hot ms", "hot txn ms", "update ms"):
-            a, b = cols["qs-server"].get(h), cols["qs"].get(h)
+            a, b = cols["qs-remote"].get(h), cols["qs"].get(h)
             if a is not None and b:
                 ratios.append(f"{h[:-3] if h.endswith(' ms') else h.split()[0]} {a / b:.2f}")
-        print("  qs-server / qs (embedded): " + ", ".join(ratios))
+        print("  qs-remote / qs (embedded): " + ", ".join(ratios))
     if cold_is_warm:
         print("  cold*: the OS page cache could not be dropped (not root?): the cold column is a warm one")
     for r in order:

@@ -19,18 +19,7 @@
 
 using namespace qs_pstest;
 
-namespace {
-
-// The server's statistics lines, asked for with SIGUSR1.
-std::string statistics(server_process& s) {
-  std::size_t before = s.log().size();
-  s.signal(SIGUSR1);
-  for (int i = 0; i < 500 && s.log().find("cache directory: ", before) == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  return s.log().substr(before);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE_METHOD(server_fixture,
                  "cached pages are used with no round trip; another client's commit arrives as an invalidation",

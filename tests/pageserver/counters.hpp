@@ -1,6 +1,7 @@
 // counters.hpp: the page-server tests' helpers around the counters of
 // ps_types.hpp (made by the worker's `setup`): one read in a transaction of
-// its own, one bumped by another client process, and fans of new ones.
+// its own, one bumped by another client process, and fans of new ones; and
+// the server's statistics lines.
 //
 // Thread-safety: as the database handle and server given.
 #pragma once
@@ -11,8 +12,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <string>
+#include <thread>
 
 namespace qs_pstest {
 
@@ -41,6 +45,15 @@ inline void make_fans(qs::database& db, int n) {
       db.root<Fan*>("fan" + std::to_string(i)) = f;
     }
   });
+}
+
+// The server's statistics lines, asked for with SIGUSR1.
+inline std::string statistics(server_process& s) {
+  std::size_t before = s.log().size();
+  s.signal(SIGUSR1);
+  for (int i = 0; i < 500 && s.log().find("pages sent: ", before) == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return s.log().substr(before);
 }
 
 }  // namespace qs_pstest

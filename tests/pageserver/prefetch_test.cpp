@@ -12,6 +12,7 @@
 #include <qs/wire/messages.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <variant>
 #include <vector>
@@ -85,6 +86,18 @@ TEST_CASE_METHOD(server_fixture, "pages prefetched in parts are the snapshot's, 
   // The fan's page names every counter's: most come ahead of their use.
   CHECK(after.pages_prefetched - before.pages_prefetched > fan_size / 2);
   CHECK(after.read_faults - before.read_faults < fan_size / 4);
+  // The server counts them too, and the parts their answers took.
+  std::string stats = statistics(s);
+  INFO(stats);
+  unsigned long long faults = 0, unchanged = 0, prefetched = 0, answers = 0, parts = 0;
+  auto at = stats.find("pages sent: ");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(std::sscanf(stats.c_str() + at,
+                      "pages sent: %llu asked for by faults (%llu more revalidated unchanged), %llu prefetched in "
+                      "%llu answers of %llu parts",
+                      &faults, &unchanged, &prefetched, &answers, &parts) == 5);
+  CHECK(prefetched >= after.pages_prefetched - before.pages_prefetched);
+  CHECK(parts > answers);
   // Another client's change is seen by the next transaction, prefetched again.
   db.run([&] { db.root<Fan*>("fan1")->c[7]->value = -1000; });
   reader.run([&] {
