@@ -15,8 +15,8 @@
 namespace qs::server {
 
 struct read_counters {
-  std::atomic<std::uint64_t> pages{0};      // read_page: records sent
-  std::atomic<std::uint64_t> unchanged{0};  // read_page: revalidated, nothing sent
+  std::atomic<std::uint64_t> pages{0};       // read_page: records sent
+  std::atomic<std::uint64_t> unchanged{0};   // read_page: revalidated, nothing sent
   std::atomic<std::uint64_t> prefetched{0};  // read_pages: records sent
   std::atomic<std::uint64_t> answers{0};     // read_pages answers
   std::atomic<std::uint64_t> parts{0};       // ... and the messages they took
