@@ -43,6 +43,12 @@ using string_multi_512 = qs::btree_multimap<std::string, std::int64_t, std::less
 using short_string_map_512 = qs::btree_map<qs::inline_string<8>, qs::ref<Item>, std::less<>, nodes<512>>;
 using short_string_multi_default = qs::btree_multimap<qs::inline_string<8>, std::int64_t>;
 
+// The sets of the randomized set tests (named roots, and in SetHolder).
+using i64_set_512 = qs::btree_set<std::int64_t, std::less<std::int64_t>, nodes<512>>;
+using i64_multiset_512 = qs::btree_multiset<std::int64_t, std::less<std::int64_t>, nodes<512>>;
+using string_set_512 = qs::btree_set<std::string, std::less<std::string>, nodes<512>>;
+using string_multiset_default = qs::btree_multiset<std::string>;
+
 // The large tree (more pages than the buffer pool), of default nodes.
 using big_map = qs::btree_map<std::int64_t, std::int64_t>;
 
@@ -64,6 +70,14 @@ struct Holder {
   std::int64_t before = 0x1111;  // the tree must not spill over its neighbours
   qs::btree_map<std::int64_t, qs::ref<Item>, std::less<std::int64_t>, nodes<512>> by_id;
   qs::btree_multimap<std::string, std::int64_t> by_name;
+  std::int64_t after = 0x2222;
+};
+
+// A set as a member of a persistent object.
+struct SetHolder {
+  QS_PERSISTENT(SetHolder)
+  std::int64_t before = 0x1111;
+  qs::btree_set<std::int64_t> ids;
   std::int64_t after = 0x2222;
 };
 

@@ -32,6 +32,11 @@
 // pointer chasing over resident pages, and a checked identifier in software
 // mode. qs::in_memory<> builds the same tree from new/delete.
 //
+// qs::btree_set and qs::btree_multiset are the same trees with keys only
+// (std::set's and std::multiset's interface; an iterator gives the key, as
+// a std::string_view for string keys). Each leaf entry still takes a byte
+// for its (empty) value.
+//
 // Transactions: an update is ordinary writes to persistent objects, logged
 // by the commit's page diffs and undone by abort like any other; splits and
 // merges allocate and free nodes through the persistent allocator. Updates
@@ -149,6 +154,7 @@ class basic_btree {
   using difference_type = std::ptrdiff_t;
   using key_compare = Compare;
   using key_view = typename traits::view;
+  using key_arg = arg;  // how a key is passed: a view for string keys
   static constexpr std::size_t leaf_capacity = leaf_cap;
   static constexpr std::size_t inner_capacity = inner_cap;
 
@@ -847,6 +853,108 @@ class basic_btree {
   link<meta> header_{};
 };
 
+// A set's value: nothing (a byte in each leaf entry).
+struct btree_no_value {
+  friend bool operator==(btree_no_value, btree_no_value) { return true; }
+};
+
+// A set of keys: a tree of keys with no values, std::set's and
+// std::multiset's interface where it can be (its iterators give the key
+// view; every insert or erase invalidates every iterator).
+template <class K, class Compare, class Nodes, bool Multi>
+class basic_btree_set {
+  using tree = basic_btree<K, btree_no_value, Compare, Nodes, Multi>;
+  using arg = typename tree::key_arg;
+
+ public:
+  using key_type = typename tree::key_type;
+  using value_type = key_type;
+  using size_type = std::size_t;
+  using difference_type = std::ptrdiff_t;
+  using key_compare = Compare;
+  using value_compare = Compare;
+  using key_view = typename tree::key_view;
+  static constexpr std::size_t leaf_capacity = tree::leaf_capacity;
+
+  class const_iterator {
+   public:
+    using value_type = key_type;
+    using reference = key_view;
+    using difference_type = std::ptrdiff_t;
+    using iterator_category = std::bidirectional_iterator_tag;
+    struct pointer {
+      key_view k;
+      const key_view* operator->() const noexcept { return &k; }
+    };
+
+    const_iterator() = default;
+    key_view operator*() const { return it_.key(); }
+    pointer operator->() const { return {it_.key()}; }
+    const_iterator& operator++() {
+      ++it_;
+      return *this;
+    }
+    const_iterator operator++(int) {
+      const_iterator r = *this;
+      ++it_;
+      return r;
+    }
+    const_iterator& operator--() {
+      --it_;
+      return *this;
+    }
+    const_iterator operator--(int) {
+      const_iterator r = *this;
+      --it_;
+      return r;
+    }
+    friend bool operator==(const const_iterator& a, const const_iterator& b) { return a.it_ == b.it_; }
+
+   private:
+    friend class basic_btree_set;
+    explicit const_iterator(typename tree::const_iterator it) : it_(it) {}
+    typename tree::const_iterator it_;
+  };
+  using iterator = const_iterator;
+
+  basic_btree_set() = default;
+
+  size_type size() const { return t_.size(); }
+  bool empty() const { return t_.empty(); }
+  unsigned height() const { return t_.height(); }
+
+  const_iterator begin() const { return const_iterator(t_.begin()); }
+  const_iterator end() const { return const_iterator(t_.end()); }
+  const_iterator cbegin() const { return begin(); }
+  const_iterator cend() const { return end(); }
+
+  const_iterator find(arg k) const { return const_iterator(t_.find(k)); }
+  bool contains(arg k) const { return t_.contains(k); }
+  size_type count(arg k) const { return t_.count(k); }
+  const_iterator lower_bound(arg k) const { return const_iterator(t_.lower_bound(k)); }
+  const_iterator upper_bound(arg k) const { return const_iterator(t_.upper_bound(k)); }
+  std::pair<const_iterator, const_iterator> equal_range(arg k) const { return {lower_bound(k), upper_bound(k)}; }
+
+  // Inserts k. A set refuses a key it has (the bool is false and the
+  // iterator names it); a multiset puts it after the equal keys.
+  std::pair<const_iterator, bool> insert(arg k) {
+    auto [it, inserted] = t_.insert(k, btree_no_value{});
+    return {const_iterator(it), inserted};
+  }
+  std::pair<const_iterator, bool> emplace(arg k) { return insert(k); }
+  // Removes the key at `at`; returns the iterator to the key after it.
+  const_iterator erase(const_iterator at) { return const_iterator(t_.erase(at.it_)); }
+  // Removes every key equal to k; returns how many.
+  size_type erase(arg k) { return t_.erase(k); }
+  void clear() { t_.clear(); }
+  // Walks the whole tree and throws qs::corrupt_btree naming the first
+  // node that breaks an invariant.
+  void check() const { t_.check(); }
+
+ private:
+  tree t_;
+};
+
 }  // namespace detail
 
 // An ordered map with unique keys (std::map's interface, see above).
@@ -855,5 +963,11 @@ using btree_map = detail::basic_btree<K, V, Compare, Nodes, false>;
 // An ordered map whose keys may repeat, in insertion order among equals.
 template <class K, class V, class Compare = std::less<K>, class Nodes = in_database<>>
 using btree_multimap = detail::basic_btree<K, V, Compare, Nodes, true>;
+// An ordered set of unique keys (std::set's interface, see above).
+template <class K, class Compare = std::less<K>, class Nodes = in_database<>>
+using btree_set = detail::basic_btree_set<K, Compare, Nodes, false>;
+// An ordered set whose keys may repeat, in insertion order among equals.
+template <class K, class Compare = std::less<K>, class Nodes = in_database<>>
+using btree_multiset = detail::basic_btree_set<K, Compare, Nodes, true>;
 
 }  // namespace qs
