@@ -132,6 +132,10 @@ struct i64_key {
 struct string_key_of {
   static std::string make(std::uint64_t j) { return string_key(j); }
 };
+// Few words, each with many documents.
+struct word_doc_key {
+  static word_doc make(std::uint64_t j) { return {string_key(j % 97), static_cast<std::int64_t>(j / 97) - 5}; }
+};
 
 }  // namespace
 
@@ -150,6 +154,9 @@ TEST_CASE("btree_set and btree_multiset agree with std::set and std::multiset", 
   SECTION("a multiset of strings, default nodes") {
     random_sets<string_multiset_default, std::multiset<std::string>, string_key_of,
                 at_set_root<string_multiset_default>>(dir, 500, 30, 14);
+  }
+  SECTION("a set of (word, document) tuples") {
+    random_sets<posting_set_512, std::set<word_doc>, word_doc_key, at_set_root<posting_set_512>>(dir, 3000, 24, 16);
   }
   SECTION("a set as a member of a persistent object") {
     random_sets<qs::btree_set<std::int64_t>, std::set<std::int64_t>, i64_key, in_set_holder>(dir, 5000, 30, 15);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <tuple>
 
 namespace btree_test {
 
@@ -48,6 +49,12 @@ using i64_set_512 = qs::btree_set<std::int64_t, std::less<std::int64_t>, nodes<5
 using i64_multiset_512 = qs::btree_multiset<std::int64_t, std::less<std::int64_t>, nodes<512>>;
 using string_set_512 = qs::btree_set<std::string, std::less<std::string>, nodes<512>>;
 using string_multiset_default = qs::btree_multiset<std::string>;
+// Tuple keys: a word and a document (an index's postings), and a short
+// name, a part and a serial number.
+using word_doc = std::tuple<std::string, std::int64_t>;
+using posting_set_512 = qs::btree_set<word_doc, std::less<word_doc>, nodes<512>>;
+using triple_key = std::tuple<qs::inline_string<8>, std::int32_t, std::int64_t>;
+using triple_map_512 = qs::btree_map<triple_key, std::int64_t, std::less<>, nodes<512>>;
 
 // The large tree (more pages than the buffer pool), of default nodes.
 using big_map = qs::btree_map<std::int64_t, std::int64_t>;

@@ -1,6 +1,6 @@
 // qs/btree_keys.hpp: how a qs::btree_map stores and compares its keys.
 //
-// Two kinds of key:
+// Three kinds of key:
 //  * A trivially copyable type (integers, enums, floating point, a struct of
 //    those) is stored as itself and ordered by the tree's Compare.
 //  * std::string (or qs::inline_string<N>, which says how many bytes to keep
@@ -9,6 +9,11 @@
 //    of line, in an object of their own next to the node. Strings order as
 //    bytes (unsigned), as std::less<std::string> orders them; most
 //    comparisons end inside the inline bytes. Lookups take std::string_view.
+//  * std::tuple of two or three parts, each of the kinds above (a word and a
+//    document number: std::tuple<std::string, std::int64_t>), stored side
+//    by side and ordered part by part, as std::tuple's operator< orders.
+//    Lookups take, and iterators show, a std::tuple of the parts' views
+//    (std::string_view for a string part).
 //
 // A stored key owns its out-of-line bytes: copying one into an inner node (a
 // separator) copies them, and releasing it frees them. Moving stored keys
@@ -29,7 +34,9 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace qs {
 
@@ -109,9 +116,107 @@ struct btree_string_traits {
   }
 };
 
+// A key of two or three parts, each a key of the kinds above, stored side
+// by side; ordered part by part (strings as bytes, the others by std::less).
+template <class A, class B, class C = void>
+struct btree_key_parts {
+  A a;
+  B b;
+  C c;
+};
+template <class A, class B>
+struct btree_key_parts<A, B, void> {
+  A a;
+  B b;
+};
+
+template <class K, class Compare, class Nodes>
+struct btree_key_select;
+
+template <class Nodes, class... Ks>
+struct btree_tuple_traits {
+  static_assert(sizeof...(Ks) == 2 || sizeof...(Ks) == 3, "a qs::btree_map tuple key has two or three parts");
+  template <class K>
+  using part = typename btree_key_select<K, std::less<K>, Nodes>::type;
+  template <std::size_t I>
+  using part_at = part<std::tuple_element_t<I, std::tuple<Ks...>>>;
+  template <std::size_t I>
+  using key_at = std::tuple_element_t<I, std::tuple<Ks...>>;
+  using key_type = std::tuple<typename part<Ks>::key_type...>;
+  using stored = btree_key_parts<typename part<Ks>::stored...>;
+  using arg = std::tuple<std::remove_cvref_t<typename part<Ks>::arg>...>;  // views and values
+  using view = arg;
+  static constexpr std::size_t n = sizeof...(Ks);
+
+  template <std::size_t I, class S>
+  static auto& at(S& s) noexcept {
+    if constexpr (I == 0) return s.a;
+    else if constexpr (I == 1) return s.b;
+    else return s.c;
+  }
+  template <std::size_t... I>
+  static view view_of(const stored& s, std::index_sequence<I...>) {
+    return view(part_at<I>::view_of(at<I>(s))...);
+  }
+  static view view_of(const stored& s) { return view_of(s, std::make_index_sequence<n>{}); }
+  template <std::size_t I = 0>
+  static int compare(const stored& s, const arg& k) {
+    if constexpr (I == n) {
+      return 0;
+    } else {
+      const std::less<key_at<I>> c{};
+      if (part_at<I>::before(c, at<I>(s), std::get<I>(k))) return -1;
+      if (part_at<I>::after(c, at<I>(s), std::get<I>(k))) return 1;
+      return compare<I + 1>(s, k);
+    }
+  }
+  // (The tree's comparator is not consulted: the parts order as above.)
+  static bool before(const auto&, const stored& s, const arg& k) { return compare(s, k) < 0; }
+  static bool after(const auto&, const stored& s, const arg& k) { return compare(s, k) > 0; }
+  static bool less(const auto&, const stored& a, const stored& b) { return compare(a, view_of(b)) < 0; }
+  template <std::size_t I = 0>
+  static void release_from(stored& s) {
+    if constexpr (I < n) {
+      part_at<I>::release(at<I>(s));
+      release_from<I + 1>(s);
+    }
+  }
+  // Each part made or copied in turn; those made are released when a later
+  // one fails.
+  template <std::size_t I = 0, class F>
+  static void fill(stored& s, F&& one) {
+    if constexpr (I < n) {
+      at<I>(s) = one(std::integral_constant<std::size_t, I>{});
+      try {
+        fill<I + 1>(s, one);
+      } catch (...) {
+        part_at<I>::release(at<I>(s));
+        throw;
+      }
+    }
+  }
+  static stored make(const arg& k, const void* near) {
+    stored s{};
+    fill(s, [&](auto i) { return part_at<decltype(i)::value>::make(std::get<decltype(i)::value>(k), near); });
+    return s;
+  }
+  static stored copy(const stored& from, const void* near) {
+    stored s{};
+    fill(s, [&](auto i) { return part_at<decltype(i)::value>::copy(at<decltype(i)::value>(from), near); });
+    return s;
+  }
+  static void release(stored& s) { release_from(s); }
+};
+
 template <class K, class Compare, class Nodes>
 struct btree_key_select {
   using type = btree_key_traits<K, Compare, Nodes>;
+};
+template <class... Ks, class Compare, class Nodes>
+struct btree_key_select<std::tuple<Ks...>, Compare, Nodes> {
+  static_assert(std::is_same_v<Compare, std::less<std::tuple<Ks...>>> || std::is_same_v<Compare, std::less<>>,
+                "a qs::btree_map tuple key orders part by part (std::less)");
+  using type = btree_tuple_traits<Nodes, Ks...>;
 };
 template <class Compare, class Nodes>
 struct btree_key_select<std::string, Compare, Nodes> {
