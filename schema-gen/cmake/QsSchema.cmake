@@ -45,7 +45,18 @@
 # variable (QS_SCHEMA_PYTHON), none of them a variable of qs's directories.
 include_guard(GLOBAL)
 
-get_filename_component(_qs_schema_dir "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+# Where the generator and qs's headers are: beside this file in qs's source
+# tree, or, in an installed qs, where its qsConfig.cmake says
+# (QS_SCHEMA_GEN_DIR, QS_SCHEMA_HEADERS).
+if(DEFINED QS_SCHEMA_GEN_DIR)
+  set(_qs_schema_dir "${QS_SCHEMA_GEN_DIR}")
+  set(_qs_schema_headers "${QS_SCHEMA_HEADERS}")
+else()
+  get_filename_component(_qs_schema_dir "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+  get_filename_component(_qs_schema_include_dir "${_qs_schema_dir}/../libqs/include" ABSOLUTE)
+  get_filename_component(_qs_schema_common_dir "${_qs_schema_dir}/../common" ABSOLUTE)
+  set(_qs_schema_headers "${_qs_schema_include_dir};${_qs_schema_common_dir}")
+endif()
 set_property(GLOBAL PROPERTY QS_SCHEMA_GEN_SCRIPT "${_qs_schema_dir}/qs_schema_gen.py")
 # The command runs the package next to it: a change to any module of it
 # re-runs the generator as a change to the command does.
@@ -53,9 +64,7 @@ file(GLOB _qs_schema_gen_modules CONFIGURE_DEPENDS "${_qs_schema_dir}/qs_schema/
 set_property(GLOBAL PROPERTY QS_SCHEMA_GEN_MODULES "${_qs_schema_gen_modules}")
 # qs's public headers, and the shared libraries' root that some of them
 # forward to (qs/error.hpp).
-get_filename_component(_qs_schema_include_dir "${_qs_schema_dir}/../libqs/include" ABSOLUTE)
-get_filename_component(_qs_schema_common_dir "${_qs_schema_dir}/../common" ABSOLUTE)
-set_property(GLOBAL PROPERTY QS_SCHEMA_INCLUDE_DIR "${_qs_schema_include_dir};${_qs_schema_common_dir}")
+set_property(GLOBAL PROPERTY QS_SCHEMA_INCLUDE_DIR "${_qs_schema_headers}")
 
 # The Python that runs the generator must have pyelftools. /usr/bin/python3
 # first (Debian's python3-pyelftools installs there), then the PATH's.
