@@ -103,7 +103,9 @@ void remote_store::connect() {
 
 void remote_store::lost() {
   conn_.reset();
-  if (stream_) stream_->open = false;  // the rest of its answer will not come
+  // Nor the rest of a read_pages answer, nor a write's answer, will come.
+  if (stream_) stream_->open = false;
+  write_unanswered_ = false;
 }
 
 [[noreturn]] void remote_store::raise(const wire::error_response& r, wire::msg request) {
@@ -373,11 +375,14 @@ void remote_store::call_unanswered(const wire::request& r) {
 
 void remote_store::collect_write() {
   write_unanswered_ = false;
-  answer<wire::ok_response>(wire::msg::write, nullptr);
+  if (conn_) answer<wire::ok_response>(wire::msg::write, nullptr);
 }
 
 void remote_store::commit(bool durable) {
   if (!in_txn_) throw store_error("server " + url_ + ": commit with no transaction open");
+  // What the last write sent ahead met, before the commit goes (a lost
+  // connection here is no question of the commit's outcome: it was not sent).
+  if (write_unanswered_) collect_write();
   wire::commit_request r{durable, serializable_, page_ops(), meta_ops(), {}};
   // Cached pages read without a round trip are not in `reads`: the server
   // refuses the commit if an invalidation the runtime has not seen was on
