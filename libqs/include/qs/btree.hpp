@@ -21,8 +21,9 @@
 //
 // Keys (qs/btree_keys.hpp): trivially copyable types ordered by Compare,
 // strings (std::string, or qs::inline_string<N> to choose how many bytes stay
-// inline), and std::tuples of two or three of those, ordered part by part. Values: any trivially copyable type; a
-// qs::ref<T> (T* in hardware mode) to reach objects.
+// inline), and std::tuples of two or three of those, ordered part by part.
+// Values: any trivially copyable type; a qs::ref<T> (T* in hardware mode) to
+// reach objects.
 //
 // Nodes (qs/btree_storage.hpp): by default (qs::in_database<>) persistent
 // objects of 8160 bytes, a page of 8 KiB each (smaller nodes are placed on

@@ -135,8 +135,7 @@ void remote_store::lost() {
   }
 }
 
-template <class Response>
-const Response& remote_store::call(const wire::request& r) {
+wire::writer remote_store::prepare(const wire::request& r) {
   const wire::msg type = wire::tag_of(r);
   // The rest of a read_pages answer, and the answer to a write sent ahead,
   // come before this one's.
@@ -153,7 +152,23 @@ const Response& remote_store::call(const wire::request& r) {
   if (w.body_size() > wire::max_message)
     throw store_error("server " + url_ + ": a " + wire::name_of(type) + " message of " + std::to_string(w.body_size()) +
                       " bytes exceeds the protocol's limit of " + std::to_string(wire::max_message));
-  return answer<Response>(type, &w);
+  return w;
+}
+
+template <class Response>
+const Response& remote_store::call(const wire::request& r) {
+  wire::writer w = prepare(r);
+  return answer<Response>(wire::tag_of(r), &w);
+}
+
+void remote_store::connection_failed(wire::msg type, const wire::io_error& e) {
+  // A Unix socket the server has closed refuses the send; what the server
+  // said before closing may be waiting.
+  std::string why = closing_words(*conn_, in_);
+  lost();
+  if (!why.empty()) throw connection_lost("server " + url_ + ": " + why);
+  throw connection_lost("server " + url_ + ": connection lost during " + wire::name_of(type) + " (" + e.what() + ")" +
+                        (in_txn_ && type != wire::msg::commit ? "; the transaction is aborted" : ""));
 }
 
 template <class Response>
@@ -170,19 +185,12 @@ const Response& remote_store::answer(wire::msg type, wire::writer* request) {
     }
 
   } catch (const wire::io_error& e) {
-    // A Unix socket the server has closed refuses the send; what the server
-    // said before closing may be waiting.
-    std::string why = closing_words(*conn_, in_);
-    lost();
-    if (!why.empty()) throw connection_lost("server " + url_ + ": " + why);
-    throw connection_lost("server " + url_ + ": connection lost during " + wire::name_of(type) + " (" + e.what() + ")" +
-                          (in_txn_ && type != wire::msg::commit ? "; the transaction is aborted" : ""));
+    connection_failed(type, e);
   } catch (const wire::protocol_error& e) {
     lost();
     throw connection_lost("server " + url_ + ": malformed answer to " + wire::name_of(type) + " (" + e.what() +
                           "); connection closed");
   }
-  if (stream_) stream_->open = false;  // unless this is a part that says more follows
   if (const auto* e = std::get_if<wire::error_response>(&resp_)) raise(*e, type);
   if (const auto* a = std::get_if<Response>(&resp_)) return *a;
   lost();  // the conversation is out of step: start afresh
@@ -327,20 +335,20 @@ remote_store::pending_page& remote_store::pending(std::uint64_t page, const reco
   return it->second;
 }
 
+std::optional<std::uint64_t> remote_store::written_version(const pending_page& p) {
+  if (p.kind == wire::page_op_kind::remove) return wire::no_record;
+  record_header h{};
+  if (p.record.size() < sizeof h) return std::nullopt;
+  std::memcpy(&h, p.record.data(), sizeof h);
+  return h.version;
+}
+
 void remote_store::flush_if_large() {
   if (pending_bytes_ < (committing_ ? commit_flush_bytes : flush_bytes) || !in_txn_) return;
   // Pages only: metadata writes (small) wait for the commit, so that the
   // server's metadata B-tree is never write-locked while this client works.
   // The server counts the client holding them once the commit is through.
-  for (const auto& [page, p] : pages_) {
-    record_header h{};
-    std::uint64_t version = wire::no_record;
-    if (p.kind != wire::page_op_kind::remove && p.record.size() >= sizeof h) {
-      std::memcpy(&h, p.record.data(), sizeof h);
-      version = h.version;
-    }
-    sent_ahead_[page] = {p.base, version};
-  }
+  for (const auto& [page, p] : pages_) sent_ahead_[page] = {p.base, written_version(p).value_or(wire::no_record)};
   wire::write_request w{page_ops(), {}};
   if (!committing_) {
     call<wire::ok_response>(w);
@@ -355,20 +363,11 @@ void remote_store::flush_if_large() {
 }
 
 void remote_store::call_unanswered(const wire::request& r) {
-  if (!conn_) throw connection_lost("server " + url_ + ": the connection was lost; the transaction is aborted");
-  if (stream_ && stream_->open) finish_stream();
-  if (write_unanswered_) collect_write();
-  overtaken_.clear();
-  wire::writer w;
-  wire::encode(r, w);
+  wire::writer w = prepare(r);
   try {
     conn_->send(w.finish());
   } catch (const wire::io_error& e) {
-    std::string why = closing_words(*conn_, in_);
-    lost();
-    throw connection_lost("server " + url_ + ": " +
-                          (why.empty() ? std::string("connection lost during write (") + e.what() + ")" : why) +
-                          "; the transaction is aborted");
+    connection_failed(wire::tag_of(r), e);
   }
   write_unanswered_ = true;
 }
@@ -399,14 +398,8 @@ void remote_store::commit(bool durable) {
   std::vector<wire::invalidation> committed;
   for (const auto& [page, a] : sent_ahead_)
     if (!pages_.contains(page)) committed.push_back({page, a.version});
-  for (const auto& [page, p] : pages_) {
-    record_header h{};
-    if (p.kind == wire::page_op_kind::remove) committed.push_back({page, wire::no_record});
-    else if (p.record.size() >= sizeof h) {
-      std::memcpy(&h, p.record.data(), sizeof h);
-      committed.push_back({page, h.version});
-    }
-  }
+  for (const auto& [page, p] : pages_)
+    if (auto v = written_version(p)) committed.push_back({page, *v});
   // The transaction ends here whatever the outcome: the server commits it or
   // aborts it.
   auto end = [&] {
@@ -668,7 +661,7 @@ void remote_store::read_batch(
         got(t.page, t.h, std::move(t.mapping));
       }
       if (!s.open) break;
-      take_part(answer<wire::records_response>(wire::msg::read_pages, nullptr));
+      next_part();
     }
   } catch (...) {
     if (s.open) lost();  // the rest of the answer is unread: out of step
@@ -701,9 +694,15 @@ void remote_store::take_part(const wire::records_response& part) {
   s.open = part.more;
 }
 
+void remote_store::next_part() {
+  // Closed unless the part says more follows: an error answer, or a lost
+  // connection, ends it.
+  stream_->open = false;
+  take_part(answer<wire::records_response>(wire::msg::read_pages, nullptr));
+}
+
 void remote_store::finish_stream() {
-  answer_stream* s = stream_;
-  while (s->open) take_part(answer<wire::records_response>(wire::msg::read_pages, nullptr));
+  while (stream_->open) next_part();
 }
 
 void remote_store::note_read(std::uint64_t page, std::uint64_t version) {

@@ -175,10 +175,18 @@ class remote_store final : public store {
   // response or an unexpected one.
   template <class Response>
   const Response& call(const wire::request& r);
+  // What comes before a request is sent (call, call_unanswered): the rest
+  // of an answer owed is read, the connection made again if it was lost
+  // outside a transaction; returns r encoded.
+  wire::writer prepare(const wire::request& r);
   // Sends `request` (when given) and receives the answer to a request of
   // `type`, as call does.
   template <class Response>
   const Response& answer(wire::msg type, wire::writer* request);
+  // The connection failed during a request of `type`: closed, and
+  // connection_lost thrown with what the server said before closing, if it
+  // did.
+  [[noreturn]] void connection_failed(wire::msg type, const wire::io_error& e);
   [[noreturn]] void raise(const wire::error_response& r, wire::msg request);
   // After the connection dropped during the commit of transaction `id`
   // (`lost` says how): returns when the server committed it; throws
@@ -206,6 +214,9 @@ class remote_store final : public store {
   page_read read_pending(std::uint64_t page, const pending_page& p, record_header& h, std::byte* image,
                          std::string& mapping);
   void note_mapping(pending_page& p, const std::string* mapping);
+  // The version a buffered write gives its page (wire::no_record: removed;
+  // nullopt: a record too short to say).
+  static std::optional<std::uint64_t> written_version(const pending_page& p);
   void take_record(std::uint64_t page, std::string_view rec, record_header& h, std::byte* image);
   // Prefetch: asks for `pages` (each with where its image goes) in one
   // read_pages round trip, and hands what comes back to `got`, part by
@@ -227,8 +238,9 @@ class remote_store final : public store {
     std::deque<taken_page> taken;
     bool open = false;
   };
-  // Takes one part of the answer stream_ receives.
+  // Takes one part of the answer stream_ receives; next_part receives it.
   void take_part(const wire::records_response& part);
+  void next_part();
   // Receives the rest of stream_'s answer (before another call).
   void finish_stream();
   // The server's number of index `index` (an index of indexes_), asked for
