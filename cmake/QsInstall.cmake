@@ -6,7 +6,7 @@
 #                                 they include)
 #   lib/libqs-hardware.a, libqs-software.a and the libraries of common/
 #                                 they link (static, as in the tree)
-#   bin/qs-pageserver, qs-evolve, qs-schema-gen
+#   bin/qs-pageserver, qs-evolve, qs-inspect (and qs-inspect-software), qs-schema-gen
 #   share/qs/schema-gen/          the schema generator (qs_schema_gen.py)
 #   lib/cmake/qs/                 the CMake package: find_package(qs CONFIG)
 #                                 gives qs::qs (hardware mode), qs::software
@@ -22,7 +22,7 @@ set(QS_INSTALL_SCHEMA_GEN_DIR "${CMAKE_INSTALL_DATADIR}/qs/schema-gen")
 install(TARGETS qs-hardware qs-software qs_base qs_format qs_wire qs_bdb EXPORT qsTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT qsTargets NAMESPACE qs:: DESTINATION ${QS_INSTALL_CMAKEDIR})
-install(TARGETS qs-pageserver qs-evolve RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS qs-pageserver qs-evolve qs-inspect qs-inspect-software RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/libqs/include/qs DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 # The headers of common/ that the public ones include.

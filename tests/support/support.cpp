@@ -1,5 +1,7 @@
 #include "support.hpp"
 
+#include <qs/inspect.hpp>
+
 #include <qs/bdb/bdb_env.hpp>
 
 #include "core/page_format.hpp"
@@ -108,6 +110,21 @@ void rewrite_stored_page(const std::string& dir, std::uint64_t page,
   });
 }
 
+void rewrite_stored_mapping(const std::string& dir, std::uint64_t page,
+                            const std::function<void(std::string&)>& change) {
+  qs::detail::bdb_env env(dir, 16u << 20);
+  std::string m = env.read_mapping(nullptr, page).value_or("");
+  change(m);
+  env.put_mapping(nullptr, page, m);
+}
+
+void check_verifies(const std::string& db) {
+  std::string problems;
+  std::uint64_t n = qs::inspector(db).verify([&](const std::string& line) { problems += line + "\n"; });
+  INFO("qs-inspect verify " << db << ":\n" << problems);
+  CHECK(n == 0);
+}
+
 int committed_transactions(const std::string& db, int nodes) {
   auto c = spawn_worker({db, "check", std::to_string(nodes)});
   int st = c.wait();
@@ -139,10 +156,12 @@ void kill_at_chosen_points(int nodes, const std::vector<std::string>& extra) {
       c.kill9();
       CHECK(c.wait() == -SIGKILL);
       CHECK(committed_transactions(db, nodes) == p.expect);
+      check_verifies(db);
       // The database goes on working after recovery.
       auto again = spawn_worker(grow(db, "1"));
       CHECK(again.wait() == 0);
       CHECK(committed_transactions(db, nodes) == p.expect + 1);
+      check_verifies(db);
     }
   }
 }

@@ -64,6 +64,12 @@ int committed_transactions(const std::string& db, int nodes);
 // survive and that the database goes on working.
 void kill_at_chosen_points(int nodes, const std::vector<std::string>& extra = {});
 
+// Runs qs-inspect's verify (qs/inspect.hpp) on the closed database `db`
+// (a directory or a page server's URL) and checks that it finds nothing
+// wrong, each problem it reports a failure of the calling test. The crash
+// tests call it after every recovery.
+void check_verifies(const std::string& db);
+
 // Flips one byte of the stored image of `page` in the database at `dir`,
 // through Berkeley DB directly (the database must be closed).
 void corrupt_stored_page(const std::string& dir, std::uint64_t page, std::uint32_t offset);
@@ -78,5 +84,9 @@ void put_stored_record(const std::string& dir, const std::string& key, const std
 // although its checksum is right.
 void rewrite_stored_page(const std::string& dir, std::uint64_t page,
                          const std::function<void(std::byte* header, std::byte* image)>& change);
+// Lets `change` rewrite the stored mapping object of `page` (its encoded
+// bytes, mapping.hpp) of the closed database at `dir`.
+void rewrite_stored_mapping(const std::string& dir, std::uint64_t page,
+                            const std::function<void(std::string&)>& change);
 
 }  // namespace qs_test

@@ -1,0 +1,404 @@
+// qs-inspect on databases built here: a polymorphic drawing with standard
+// containers, a qs::btree_map and a large object; OO7 tiny; a relocated
+// database; a software-mode one; and databases with planted faults, each of
+// which verify must find and name.
+#include <catch2/catch.hpp>
+
+#include "core/location.hpp"
+#include "inspect/stored_database.hpp"
+#include "support.hpp"
+
+#include <qs/format/keys.hpp>
+#include <qs/format/mapping.hpp>
+#include <qs/inspect.hpp>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace qs_test;
+
+namespace inspect_types {
+
+template <class T>
+using pvector = std::vector<T, qs::allocator<T>>;
+using pstring = std::basic_string<char, std::char_traits<char>, qs::allocator<char>>;
+
+struct Shape {
+  virtual ~Shape() = default;
+  virtual double area() const = 0;
+  std::int64_t id = 0;
+};
+struct Circle : Shape {
+  QS_PERSISTENT(Circle)
+  double r = 1.5;
+  double area() const override { return 3.14159 * r * r; }
+};
+struct Square : Shape {
+  QS_PERSISTENT(Square)
+  double side = 2;
+  double area() const override { return side * side; }
+};
+// Three pages: a pointer to it always has a mapping entry.
+struct Big {
+  QS_PERSISTENT(Big)
+  std::uint64_t words[2500];
+  Big* self;
+};
+struct Drawing {
+  QS_PERSISTENT(Drawing)
+  pstring title;
+  pvector<Shape*> shapes;
+  Big* big = nullptr;
+  std::int64_t count = 0;
+};
+struct Cell {
+  QS_PERSISTENT(Cell)
+  Cell* left;
+  std::uint64_t key;
+  Cell* right;
+};
+
+}  // namespace inspect_types
+
+using namespace inspect_types;
+
+namespace {
+
+// The drawing (root "drawing"), an index of its shapes (root "by_id", a
+// qs::btree_map) and a list of 2,000 cells (root "cells").
+void build(const std::string& path, const qs::options& o = small_options()) {
+  auto db = qs::database::open(path, o);
+  qs::transaction tx(db);
+  Drawing*& d = db.root<Drawing*>("drawing");
+  d = new (db) Drawing;
+  d->title = "a drawing whose title is longer than a short string";
+  auto& by_id = db.root<qs::btree_map<int, Shape*>>("by_id");
+  for (int i = 0; i < 1500; ++i) {
+    Shape* s = i % 2 ? static_cast<Shape*>(new (db) Circle) : static_cast<Shape*>(new (db) Square);
+    s->id = i;
+    d->shapes.push_back(s);
+    by_id[i] = s;
+  }
+  d->count = 1500;
+  d->big = new (db) Big;
+  d->big->self = d->big;
+  Cell*& head = db.root<Cell*>("cells");
+  for (std::uint64_t i = 0; i < 2000; ++i) head = new (db) Cell{nullptr, i, head};
+  tx.commit();
+}
+
+struct run_result {
+  int status;
+  std::string out, err;
+};
+
+run_result inspect(const std::vector<std::string>& args, const std::string& program = QS_INSPECT) {
+  temp_dir files;
+  spawn_options o;
+  o.out_path = files.path() + "/out";
+  o.err_path = files.path() + "/err";
+  std::vector<std::string> argv{program};
+  argv.insert(argv.end(), args.begin(), args.end());
+  process p = spawn(argv, o);
+  int st = p.wait();
+  return {st, p.out(), p.err()};
+}
+
+std::string hex_of(const void* p) {
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "0x%" PRIxPTR, reinterpret_cast<std::uintptr_t>(p));
+  return hex;
+}
+
+// The page and offset of a persistent address (hex_of, taken while the
+// database was open at its preferred base), read with the database closed.
+std::pair<std::uint64_t, std::uint32_t> locate(const std::string& path, const std::string& hex) {
+  qs::detail::stored_database db(path, small_options());
+  auto w = db.parse_address(hex);
+  REQUIRE(w);
+  return *w;
+}
+
+std::string at(std::pair<std::uint64_t, std::uint32_t> w) {
+  return "page " + std::to_string(w.first) + " offset " + std::to_string(w.second);
+}
+
+std::string root_line(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(name + "  ", 0) == 0) return line;
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("qs-inspect describes a polymorphic database with containers and a B-tree") {
+  test_dir dir;
+  build(dir.path());
+
+  run_result stat = inspect({dir.path(), "stat"});
+  REQUIRE(stat.status == 0);
+  CHECK_THAT(stat.out, Catch::Contains("qs 5 (hardware mode)") && Catch::Contains("page size     8192") &&
+                           Catch::Contains("inspect_types::Circle") && Catch::Contains("inspect_types::Square") &&
+                           Catch::Contains("qs::detail::btree_leaf<int, inspect_types::Shape*") &&
+                           Catch::Contains("roots         3") && Catch::Contains("inspect_types::Big"));
+  // 750 circles of 24 bytes each.
+  CHECK_THAT(stat.out, Catch::Matches("(.|\n)* 750 +18000  inspect_types::Circle\n(.|\n)*"));
+
+  run_result roots = inspect({dir.path(), "roots"});
+  REQUIRE(roots.status == 0);
+  const std::string drawing = root_line(roots.out, "drawing");
+  CHECK_THAT(drawing, Catch::Contains("inspect_types::Drawing*"));
+  CHECK_THAT(roots.out, Catch::Contains("by_id  qs::detail::basic_btree<int, inspect_types::Shape*") &&
+                            Catch::Contains("cells  inspect_types::Cell*"));
+
+  run_result schema = inspect({dir.path(), "schema"});
+  REQUIRE(schema.status == 0);
+  CHECK_THAT(schema.out, Catch::Contains("inspect_types::Circle  size 24") && Catch::Contains("r double") &&
+                             Catch::Contains("Shape::id long") && Catch::Contains("vptr"));
+
+  // The drawing, reached from its root's cell.
+  std::uint64_t page = 0;
+  unsigned offset = 0;
+  REQUIRE(std::sscanf(drawing.c_str() + drawing.find("page "), "page %" SCNu64 " offset %u", &page, &offset) == 2);
+  run_result cell = inspect({dir.path(), "object", std::to_string(page) + ":" + std::to_string(offset)});
+  REQUIRE(cell.status == 0);
+  CHECK_THAT(cell.out, Catch::Contains("pointer cell, 8 bytes") && Catch::Contains("-> page "));
+  std::string to = cell.out.substr(cell.out.find("-> page ") + 3);
+  REQUIRE(std::sscanf(to.c_str(), "page %" SCNu64 " offset %u", &page, &offset) == 2);
+  run_result obj = inspect({dir.path(), "object", std::to_string(page) + ":" + std::to_string(offset)});
+  REQUIRE(obj.status == 0);
+  CHECK_THAT(obj.out, Catch::Contains("inspect_types::Drawing, ") && Catch::Contains("count = 1500") &&
+                          Catch::Contains("big = 0x"));
+  // The same object by its address.
+  std::string address = obj.out.substr(obj.out.find("(0x") + 1);
+  address = address.substr(0, address.find(')'));
+  run_result by_address = inspect({dir.path(), "object", address});
+  CHECK(by_address.out == obj.out);
+
+  run_result pg = inspect({dir.path(), "page", std::to_string(page)});
+  REQUIRE(pg.status == 0);
+  CHECK_THAT(pg.out, Catch::Contains("page " + std::to_string(page) + ": small-object page") &&
+                         Catch::Contains("offset " + std::to_string(offset) + "  inspect_types::Drawing") &&
+                         Catch::Contains("inspect_types::Drawing::big") && Catch::Contains("mapping object:"));
+
+  run_result verify = inspect({dir.path(), "verify"});
+  CHECK(verify.status == 0);
+  CHECK(verify.out.empty());
+  CHECK_THAT(verify.err, Catch::Contains("0 problems found"));
+}
+
+#ifdef QS_OO7
+TEST_CASE("qs-inspect on OO7 tiny") {
+  test_dir dir;
+  temp_dir files;
+  spawn_options o;
+  o.out_path = files.path() + "/gen";
+  REQUIRE(spawn({QS_OO7, "--quiet", "gen", "tiny", dir.path()}, o).wait() == 0);
+  run_result stat = inspect({dir.path(), "stat"});
+  REQUIRE(stat.status == 0);
+  CHECK_THAT(stat.out, Catch::Contains("oo7::AtomicPart") && Catch::Contains("oo7::Connection"));
+  CHECK(inspect({dir.path(), "roots"}).status == 0);
+  CHECK_THAT(inspect({dir.path(), "schema"}).out, Catch::Contains("oo7::CompositePart"));
+  CHECK(inspect({dir.path(), "page", "1"}).status == 0);
+  run_result verify = inspect({dir.path(), "verify"});
+  CHECK(verify.status == 0);
+  CHECK(verify.out.empty());
+}
+#endif
+
+TEST_CASE("qs-inspect verify passes a relocated database, whose pages have mapping objects") {
+  test_dir dir;
+  qs::options o = small_options();
+  o.force_relocation_percent = 100;
+  o.relocation_policy = qs::relocation::one_time;
+  build(dir.path(), o);
+  {
+    // Every page read and written back where it went.
+    auto db = qs::database::open(dir.path(), o);
+    qs::transaction tx(db);
+    long sum = 0;
+    for (Cell* c = db.root<Cell*>("cells"); c; c = c->right) sum += static_cast<long>(c->key);
+    for (Shape* s : db.root<Drawing*>("drawing")->shapes) sum += s->id;
+    CHECK(sum == 1999L * 2000 / 2 + 1499L * 1500 / 2);
+    tx.commit();
+  }
+  run_result stat = inspect({dir.path(), "stat"});
+  std::uint64_t mapped = 0;
+  REQUIRE(std::sscanf(stat.out.c_str() + stat.out.find("; ", stat.out.find("pages  ")) + 2, "%" SCNu64, &mapped) == 1);
+  CHECK(mapped > 2);  // built at home, the database has 2 (the pointers to its large objects)
+  run_result verify = inspect({dir.path(), "verify"});
+  CHECK(verify.status == 0);
+  CHECK(verify.out.empty());
+}
+
+TEST_CASE("qs-inspect reads a software-mode database with the software build") {
+  test_dir dir;
+  REQUIRE(spawn({QS_CRASH_WORKER_SOFTWARE, dir.path(), "grow", "3", "200"}).wait() == 0);
+  run_result stat = inspect({dir.path(), "stat"});
+  REQUIRE(stat.status == 0);
+  CHECK_THAT(stat.out, Catch::Contains("(software mode)"));
+  run_result verify = inspect({dir.path(), "verify"});
+  CHECK(verify.status == 0);
+  CHECK(verify.out.empty());
+}
+
+TEST_CASE("qs-inspect refuses what it cannot read with a message and status 3, a bad command line with 2") {
+  test_dir dir;
+  run_result none = inspect({dir.path() + "/absent", "stat"});
+  CHECK(none.status == 3);
+  CHECK_THAT(none.err, Catch::Contains("no such directory"));
+  run_result empty = inspect({dir.path(), "stat"});
+  CHECK(empty.status == 3);
+  CHECK_THAT(empty.err, Catch::Contains("not a qs database"));
+  build(dir.path());
+  run_result page = inspect({dir.path(), "page", "999999"});
+  CHECK(page.status == 3);
+  CHECK_THAT(page.err, Catch::Contains("page 999999 has no record"));
+  run_result object = inspect({dir.path(), "object", "1:3"});
+  CHECK(object.status == 3);
+  CHECK_THAT(object.err, Catch::Contains("no object starts at page 1 offset 3"));
+  CHECK(inspect({dir.path(), "object", "nonsense"}).status == 3);
+  CHECK(inspect({dir.path()}).status == 2);
+  CHECK(inspect({dir.path(), "page", "x"}).status == 2);
+}
+
+TEST_CASE("qs-inspect verify finds each planted fault and names it") {
+  test_dir dir;
+  build(dir.path());
+  const std::string path = dir.path();
+  std::vector<std::string> expect;  // each a part of one line of verify's
+
+  SECTION("a dangling pointer to a deleted object") {
+    std::string word, target;
+    {
+      auto db = qs::database::open(path, small_options());
+      qs::transaction tx(db);
+      Cell* h = db.root<Cell*>("cells")->right->right;
+      word = hex_of(&h->right);
+      target = hex_of(h->right);
+      delete h->right;  // h->right still points to it: the program's bug, which qs does not see
+      tx.commit();
+    }
+    expect = {at(locate(path, word)) + " (inspect_types::Cell::right): leads to " + at(locate(path, target)) +
+              ", where no object is"};
+  }
+  SECTION("a pointer into the middle of an object, where no member starts") {
+    std::string word, target;
+    {
+      auto db = qs::database::open(path, small_options());
+      qs::transaction tx(db);
+      Cell* h = db.root<Cell*>("cells")->right;
+      word = hex_of(&h->right);
+      h->right = reinterpret_cast<Cell*>(reinterpret_cast<char*>(h->right) + 4);
+      target = hex_of(h->right);
+      tx.commit();
+    }
+    auto t = locate(path, target);
+    expect = {at(locate(path, word)) + " (inspect_types::Cell::right): leads to " + at(t) +
+              ", byte 4 of a inspect_types::Cell (at offset " + std::to_string(t.second - 4) +
+              "), where none of its members starts"};
+  }
+  SECTION("a broken free list") {
+    std::string cell;
+    {
+      auto db = qs::database::open(path, small_options());
+      qs::transaction tx(db);
+      cell = hex_of(db.root<Cell*>("cells"));
+    }
+    const std::uint64_t page = locate(path, cell).first;
+    put_stored_record(path, qs::detail::space_key(page), "0 7777");
+    expect = {"page " + std::to_string(page) + ": its free-space record ('0 7777') says 7777 bytes are free"};
+  }
+  SECTION("a bad mapping object") {
+    std::string drawing, big;
+    {
+      auto db = qs::database::open(path, small_options());
+      qs::transaction tx(db);
+      drawing = hex_of(db.root<Drawing*>("drawing"));
+      big = hex_of(db.root<Drawing*>("drawing")->big);
+    }
+    const std::uint64_t page = locate(path, drawing).first, head = locate(path, big).first;
+    bool changed = false;
+    rewrite_stored_mapping(path, page, [&](std::string& bytes) {
+      auto m = qs::detail::decode_mapping(bytes, 8192);
+      REQUIRE(m);
+      for (auto& e : *m)
+        if (e.page == head && e.pages == 3) {
+          e.pages = 2;
+          changed = true;
+        }
+      bytes = qs::detail::encode_mapping(*m, 8192);
+    });
+    REQUIRE(changed);
+    expect = {"page " + std::to_string(page) + ": its mapping entry for page " + std::to_string(head) +
+              " (2 pages) where the run has 3 pages"};
+  }
+  SECTION("a B-tree node out of order") {
+    std::uint64_t page = 0;
+    std::uint32_t offset = 0, keys = 0;
+    {
+      qs::detail::stored_database s(path, small_options());
+      s.for_each_page(
+          [&](qs::detail::stored_page& p) {
+            for (const auto& o : p.objects) {
+              const auto* l = s.schema().layout(o.header.type);
+              if (page || !l || l->name.rfind("qs::detail::btree_leaf<int,", 0) != 0) continue;
+              page = p.page;
+              offset = o.offset;
+              for (const auto& m : l->members)
+                if (m.path == "keys") keys = m.offset;
+            }
+          },
+          {});
+    }
+    REQUIRE(page);
+    REQUIRE(keys);
+    rewrite_stored_page(path, page, [&](std::byte*, std::byte* image) {
+      std::int32_t k[2];
+      std::memcpy(k, image + offset + keys, sizeof k);
+      std::swap(k[0], k[1]);
+      std::memcpy(image + offset + keys, k, sizeof k);
+    });
+    expect = {"page " + std::to_string(page) + " offset " + std::to_string(offset) +
+                  " (qs::detail::btree_leaf<int, inspect_types::Shape*",
+              "keys out of order: entry 1 sorts before entry 0"};
+  }
+  SECTION("a root pointing at a freed object") {
+    std::string freed;
+    {
+      auto db = qs::database::open(path, small_options());
+      Cell* c = nullptr;
+      {
+        qs::transaction tx(db);
+        c = new (db) Cell{nullptr, 7, nullptr};
+        freed = hex_of(c);
+        tx.commit();
+      }
+      qs::transaction tx(db);
+      delete c;
+      tx.commit();
+    }
+    auto w = locate(path, freed);
+    put_stored_record(path, "r:lost", qs::detail::encode_location({w.first, w.second, 1, 0}) + typeid(Cell*).name());
+    expect = {"root lost (inspect_types::Cell*): leads to " + at(w) + ", where no object is"};
+  }
+
+  run_result verify = inspect({path, "verify"});
+  CHECK(verify.status == 1);
+  CHECK_THAT(verify.err, Catch::Contains("problem"));
+  std::istringstream lines(verify.out);
+  bool found = false;
+  for (std::string line; std::getline(lines, line);) {
+    bool all = true;
+    for (const std::string& part : expect) all = all && line.find(part) != std::string::npos;
+    found = found || all;
+  }
+  INFO(verify.out);
+  CHECK(found);
+}
