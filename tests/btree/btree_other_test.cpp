@@ -240,10 +240,12 @@ TEST_CASE("btree: kill -9 at chosen points of a commit that splits nodes", "[btr
       c.kill9();
       CHECK(c.wait() == -SIGKILL);
       CHECK(check_crashed(db) == p.expect);
+      check_verifies(db);
       // The database goes on working after recovery.
       process again = spawn_btree_worker(grow(db, 2));
       REQUIRE(again.wait() == 0);
       CHECK(check_crashed(db) == p.expect + 2);
+      check_verifies(db);
     }
   }
 }
@@ -267,6 +269,7 @@ TEST_CASE("btree: kill -9 at random moments", "[btree][crash]") {
     CHECK((st == -SIGKILL || st == 0));
     std::int64_t count = check_crashed(db);
     CHECK(count >= before);
+    check_verifies(db);
     before = count;
   }
   process again = spawn_btree_worker(grow(db, 1));

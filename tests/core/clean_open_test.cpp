@@ -85,6 +85,7 @@ TEST_CASE("kill -9 in a process that opened a cleanly closed database: the next 
       c.kill9();
       CHECK(c.wait() == -SIGKILL);
       CHECK(committed_transactions(db, nodes) == p.expect);
+      check_verifies(db);
       REQUIRE(spawn_worker({db, "grow", "1", std::to_string(nodes), pool}).wait() == 0);
       CHECK(committed_transactions(db, nodes) == p.expect + 1);
     }

@@ -71,6 +71,7 @@ void fill_until_full(small_fs::kind kind, std::uint64_t free_bytes, const std::s
   INFO(read_file(fs.path() + "/../check.err"));
   CHECK(seen >= committed);
   CHECK(seen <= committed + 1);
+  check_verifies(db);
   // And the database goes on.
   auto more = spawn_worker({db, "fill", std::to_string(slabs), "close", "2"}, "", err);
   more.wait();

@@ -52,6 +52,7 @@ TEST_CASE("schema evolution: kill -9 at chosen points leaves the old database or
       c.kill9();
       REQUIRE(c.wait() == -SIGKILL);
       CHECK(which(db, log) == p.expect);
+      check_verifies(db);
       // Whatever was left converts (again or not at all) and checks whole.
       REQUIRE(run(QS_EVOLUTION_V2, db, "evolve", log) == 0);
       REQUIRE(run(QS_EVOLUTION_V2, db, "check", log) == 0);
@@ -78,6 +79,7 @@ TEST_CASE("schema evolution: kill -9 at random moments", "[evolution][crash]") {
     CHECK((st == -SIGKILL || st == 0));
     std::string left = which(db, log);
     CHECK((left == "old" || left == "new"));
+    check_verifies(db);
     REQUIRE(run(QS_EVOLUTION_V2, db, "evolve", log) == 0);
     REQUIRE(run(QS_EVOLUTION_V2, db, "check", log) == 0);
   }
