@@ -1,6 +1,6 @@
 // qs-inspect: looks inside a database without the program that made it.
 //
-//   qs-inspect DB stat | roots | schema | page N | object ADDRESS | verify
+//   qs-inspect DB stat | roots | schema | page N | object ADDRESS | verify | backup DEST
 //
 // DB is an embedded database's directory or a page server's URL (qs://
 // HOST:PORT with --secret-file or QS_SECRET, qs+unix://PATH). The types come
@@ -21,6 +21,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -91,6 +92,10 @@ int main(int argc, char** argv) {
   CLI::App* verify = app.add_subcommand("verify",
                                         "checks every page, pointer, mapping object, free-space record, "
                                         "root and index entry; one line per problem");
+  std::string target;
+  CLI::App* backup = app.add_subcommand("backup", "a consistent copy of the database, live or not, into DEST");
+  backup->add_option("DEST", target, "a new directory (through a page server: a name under its --backup-dir)")
+      ->required();
   if (auto status = qs::cli::parse(app, argc, argv)) return *status;
   try {
     qs::options opts;
@@ -107,6 +112,12 @@ int main(int argc, char** argv) {
     if (*schema) in.schema(std::cout);
     if (*page_cmd) in.page(page, std::cout);
     if (*object) in.object(address, std::cout);
+    if (*backup) {
+      auto t0 = std::chrono::steady_clock::now();
+      in.backup(target);
+      std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+      std::printf("qs-inspect: backed up %s into %s in %.3f s\n", db.c_str(), target.c_str(), took.count());
+    }
     if (*verify) {
       std::uint64_t problems = in.verify([](const std::string& line) { std::cout << line << "\n"; }, bar("verify"));
       std::cout << std::flush;

@@ -12,12 +12,15 @@
 #include <qs/format/mapping.hpp>
 #include <qs/inspect.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace qs_test;
@@ -401,4 +404,69 @@ TEST_CASE("qs-inspect verify finds each planted fault and names it") {
   }
   INFO(verify.out);
   CHECK(found);
+}
+
+TEST_CASE("a backup taken while another thread commits holds a committed prefix and verifies") {
+  test_dir dir;
+  const std::string source = dir.sub("db"), copy = dir.sub("copy");
+  std::atomic<std::uint64_t> committed{0};
+  std::atomic<bool> stop{false};
+  std::uint64_t before = 0, after = 0;
+  {
+    auto db = qs::database::open(source, small_options());
+    std::thread writer([&] {
+      for (std::uint64_t i = 1; !stop; ++i) {
+        qs::transaction tx(db);
+        Cell*& head = db.root<Cell*>("head");
+        for (int k = 0; k < 20; ++k) head = new (db) Cell{nullptr, i, head};
+        tx.commit();
+        committed = i;
+      }
+    });
+    while (committed < 50) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    before = committed;
+    db.backup(copy);
+    after = committed;
+    stop = true;
+    writer.join();
+    INFO("backup between commits " << before << " and " << after);
+    CHECK(after > before);  // the writer went on meanwhile
+  }
+  check_verifies(copy);
+  auto db = qs::database::open(copy, small_options());
+  qs::transaction tx(db);
+  Cell* c = db.root<Cell*>("head");
+  REQUIRE(c);
+  const std::uint64_t n = c->key;
+  CHECK(n >= before);
+  CHECK(n <= after + 1);  // the commit under way when the backup ended may be in it
+  // Exactly transactions 1..n, whole.
+  std::uint64_t expect = n, in_this = 0;
+  for (; c; c = c->right) {
+    if (c->key != expect) {
+      CHECK(c->key == expect);
+      break;
+    }
+    if (++in_this == 20) {
+      in_this = 0;
+      --expect;
+    }
+  }
+  CHECK(expect == 0);
+  CHECK(in_this == 0);
+}
+
+TEST_CASE("qs-inspect backup copies a database into a new directory, and refuses one that is not empty") {
+  test_dir dir;
+  build(dir.sub("db"));
+  run_result made = inspect({dir.sub("db"), "backup", dir.sub("copy")});
+  REQUIRE(made.status == 0);
+  CHECK_THAT(made.out, Catch::Contains("backed up"));
+  CHECK(inspect({dir.sub("copy"), "verify"}).status == 0);
+  run_result again = inspect({dir.sub("db"), "backup", dir.sub("copy")});
+  CHECK(again.status == 3);
+  CHECK_THAT(again.err, Catch::Contains("is not empty"));
+  auto db = qs::database::open(dir.sub("copy"), small_options());
+  qs::transaction tx(db);
+  CHECK(db.root<Drawing*>("drawing")->count == 1500);
 }

@@ -376,6 +376,55 @@ bdb_env::~bdb_env() {
 
 std::string bdb_env::marker_path() const { return dir_ + "/" + closed_cleanly_file; }
 
+void bdb_env::backup(const std::string& target) {
+  about_to_write();
+  std::error_code ec;
+  if (std::filesystem::exists(target, ec) && !std::filesystem::is_empty(target, ec))
+    throw invalid_argument("database " + dir_ + ": the backup's directory " + target +
+                           " is not empty (a backup goes into a new directory)");
+  // The copy's recovery needs every log file from the first data file
+  // copied on: none is removed until the copy is made.
+  {
+    std::lock_guard<std::mutex> g(backup_mutex_);
+    if (backups_++ == 0) {
+      int r = env_->log_set_config(DB_LOG_AUTO_REMOVE, 0);
+      if (r != 0) --backups_;
+      check(r, "log_set_config");
+    }
+  }
+  // Every commit that returned is in a log file (commits that do not
+  // flush leave theirs in the log buffer), so the copy has it.
+  int rc = env_->log_flush(nullptr);
+  if (rc == 0) rc = env_->backup(target.c_str(), DB_CREATE);
+  {
+    std::lock_guard<std::mutex> g(backup_mutex_);
+    if (--backups_ == 0) check(env_->log_set_config(DB_LOG_AUTO_REMOVE, 1), "log_set_config");
+  }
+  check(rc, "back up into " + target);
+  // The data files were read while commits went on: replaying every log
+  // record copied leaves the state of the last commit copied.
+  {
+    DbEnv copy(DB_CXX_NO_EXCEPTIONS);
+    int r = copy.open(
+        target.c_str(),
+        DB_CREATE | DB_INIT_MPOOL | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_PRIVATE | DB_RECOVER_FATAL, 0600);
+    if (r == 0) r = copy.log_set_config(DB_LOG_AUTO_REMOVE, 1);  // the checkpoint drops the logs it no longer needs
+    if (r == 0) r = copy.txn_checkpoint(0, 0, DB_FORCE);
+    int c = copy.close(0);
+    if (r == 0) r = c;
+    if (r != 0)
+      throw store_error("database " + dir_ + ": recovering the backup in " + target + " failed: " + DbEnv::strerror(r));
+  }
+  // Consistent files and a flushed log: what a clean close leaves.
+  const std::string marker = target + "/" + closed_cleanly_file;
+  int fd = ::open(marker.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+  bool ok = fd >= 0 && ::fsync(fd) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!ok || !sync_directory(target))
+    throw store_error("database " + dir_ + ": cannot mark the backup in " + target +
+                      " as closed cleanly: " + std::strerror(errno));
+}
+
 void bdb_env::about_to_write() {
   if (wrote_.load(std::memory_order_acquire)) {
     refuse_if_broken();

@@ -183,6 +183,19 @@ class bdb_env {
   // about_to_write(); reads then take no transaction (nullptr).
   bool transactional() const { return wrote_.load(std::memory_order_acquire); }
 
+  // Hot backup: copies the environment as committed into `target` (a
+  // directory that does not exist, or is empty), while transactions go on
+  // in other threads, with Berkeley DB's own backup (DbEnv::backup: the data
+  // files, then every log file; none is removed meanwhile). The copy is then
+  // recovered catastrophically (every log record copied is replayed), so
+  // it holds the state of the last commit whose record was copied, and is
+  // closed cleanly: it opens as a database, with no recovery. Makes the
+  // environment transactional first (about_to_write). Throws
+  // qs::invalid_argument for a target that is not empty, qs::store_error
+  // when copying or recovering failed (the target is then left as it is,
+  // not a database: its clean-close mark is written last).
+  void backup(const std::string& target);
+
   // Where the log ends, in bytes; after the environment broke, where it
   // ended when last asked.
   std::uint64_t log_position();
@@ -265,6 +278,8 @@ class bdb_env {
   std::uint64_t pages_room_ = 0, meta_room_ = 0;
   std::uint32_t log_room_file_ = 0;
   std::mutex writing_mutex_;
+  std::mutex backup_mutex_;         // guards backups_
+  int backups_ = 0;                 // under way: log files are not removed while there is one
   std::atomic<bool> wrote_{false};  // something was written; the handles are transactional
   // Why every call is refused (set once, before broken_): reopening for
   // writing failed (the handles are closed; qs::store_error), or a write to

@@ -267,6 +267,19 @@ class database {
   // Whether a root of that name exists.
   bool has_root(std::string_view name);
 
+  // Hot backup: copies the database as committed into `target`, a new (or
+  // empty) directory, with Berkeley DB's own backup, while this program's
+  // other threads go on committing; it returns when the copy is made. The
+  // copy opens as a database (qs::database::open(target)) holding exactly
+  // the state of one commit: every commit that returned before backup was
+  // called, and none that had not begun when it returned. Through a page
+  // server, the server makes the copy, under its --backup-dir (`target` is
+  // then a name there). Callable inside a transaction or not; the
+  // transaction's own uncommitted changes are not in the copy. Throws
+  // qs::invalid_argument for a target that is not empty, qs::store_error
+  // when the copy failed.
+  void backup(const std::string& target);
+
   // Drops every page from the buffer pool, so that the next touch of each
   // faults it in again (for cold measurements). Not inside a transaction.
   void release_cache();

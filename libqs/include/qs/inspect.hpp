@@ -8,6 +8,7 @@
 // made it. Nothing is written, except that opening an embedded directory
 // whose last close was not clean recovers it first (as any open does);
 // through a page server everything is read in one snapshot transaction.
+// backup() is the one call that writes (a copy, elsewhere).
 //
 // What each call prints is documented with it and in docs/tools.md
 // ("qs-inspect"). Every problem verify() finds is one line naming the page,
@@ -90,6 +91,11 @@ class inspector {
   // Checks everything a damaged or buggy database could get wrong (see
   // docs/tools.md); calls `report` once per problem and returns how many.
   std::uint64_t verify(const problem& report, const progress& p = {});
+  // Hot backup (qs::database::backup) into `target`: a new directory, or
+  // through a page server a name under the server's --backup-dir. The only
+  // call that writes: an embedded directory is made transactional for it
+  // (and closed cleanly again with the inspector).
+  void backup(const std::string& target);
 
  private:
   std::unique_ptr<detail::stored_database> db_;

@@ -115,6 +115,7 @@ void* database::root_cell(std::string_view name, const type_descriptor* d, std::
 }
 bool database::has_root(std::string_view name) { return impl_->has_root(name); }
 void database::release_cache() { impl_->release_cache(); }
+void database::backup(const std::string& target) { impl_->backup(target); }
 bool database::in_transaction() const { return impl_->in_transaction(); }
 std::uint32_t database::page_size() const { return impl_->page_size(); }
 std::uint32_t database::pool_pages() const { return impl_->pool_pages(); }

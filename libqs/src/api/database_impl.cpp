@@ -243,6 +243,17 @@ void database_impl::release_cache() {
   });
 }
 
+void database_impl::backup(const std::string& target) {
+  named([&] {
+    std::function<void()> job;
+    {
+      lock_scope g(*this);
+      job = store_->backup(target);
+    }
+    job();  // without the lock: the program's transactions go on meanwhile
+  });
+}
+
 void* database_impl::allocate(const type_descriptor* d, std::size_t bytes, const void* near_object) {
   return named([&] {
     lock_scope g(*this);

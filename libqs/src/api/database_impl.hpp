@@ -98,6 +98,8 @@ class database_impl final : public fault_target {
   decltype(auto) with_runtime(F&& f) QS_EXCLUDES(mutex_);
 
   void release_cache() QS_EXCLUDES(mutex_);
+  // qs::database::backup: the store's job, made under the lock, run without it.
+  void backup(const std::string& target) QS_EXCLUDES(mutex_);
   // The reservation's and the pool's bounds never change while the database
   // is open: no lock.
   bool contains(const void* p) const QS_NO_THREAD_SAFETY_ANALYSIS { return rt_.access.contains(p); }

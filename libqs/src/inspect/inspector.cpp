@@ -19,6 +19,7 @@ void inspector::roots(std::ostream& out) { detail::describe_roots(*db_, out); }
 void inspector::schema(std::ostream& out) { detail::describe_schema(*db_, out); }
 void inspector::page(std::uint64_t n, std::ostream& out) { detail::describe_page(*db_, n, out); }
 void inspector::object(std::string_view address, std::ostream& out) { detail::describe_object(*db_, address, out); }
+void inspector::backup(const std::string& target) { db_->st().backup(target)(); }
 std::uint64_t inspector::verify(const problem& report, const progress& p) {
   return detail::verify_database(*db_, report, p);
 }

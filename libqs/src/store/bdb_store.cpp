@@ -336,6 +336,22 @@ std::uint32_t bdb_store::open_index(const std::string& name, bool unique) {
   // unusable for the rest of the process if that transaction aborted.
   return env_->open_index(nullptr, name, unique);
 }
+std::function<void()> bdb_store::backup(const std::string& target) {
+  // The environment becomes transactional here, where the runtime's lock
+  // keeps the store's own calls out; the copy then shares it with them.
+  env_->about_to_write();
+  bdb_env* env = env_.get();
+  return [env, target] {
+    env->backup(target);
+    // What marks a directory as a qs database (see the constructor).
+    const std::string lock_path = target + "/qs.lock";
+    int fd = ::open(lock_path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0)
+      throw store_error("database " + env->dir() + ": cannot create " + lock_path + ": " + std::strerror(errno));
+    ::close(fd);
+  };
+}
+
 std::vector<std::string> bdb_store::index_names() {
   // Each index is the file "index.NAME.db" (bdb_env::open_index).
   std::vector<std::string> names;

@@ -205,6 +205,16 @@ class store {
   // The names of the store's indexes (schema evolution rewrites their
   // entries); a store that cannot list them returns none.
   virtual std::vector<std::string> index_names() { return {}; }
+  // Hot backup: a job that copies the database as committed into the new
+  // directory `target` (bdb_env::backup), which then opens as an embedded
+  // database holding the state of one commit. The job may run on any
+  // thread, without the runtime's lock, while transactions go on: it uses
+  // nothing of the store's own transaction. Throws qs::invalid_argument
+  // when the store cannot be backed up.
+  virtual std::function<void()> backup(const std::string& target) {
+    (void)target;
+    throw invalid_argument("database " + name() + ": this store cannot be backed up");
+  }
   // Position of the end of the store's log, in bytes: the difference between
   // two calls is what was logged in between.
   virtual std::uint64_t log_position() = 0;
