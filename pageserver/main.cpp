@@ -95,6 +95,11 @@ int main(int argc, char** argv) {
                  "line; the file must not be readable by group or others).\n"
                  "Clients give it in qs::options::server_secret or $QS_SECRET.")
       ->type_name("FILE");
+  app.add_option("--backup-dir", o.backup_dir,
+                 "where hot backups clients ask for go (qs::database::backup,\n"
+                 "qs-inspect backup NAME): each into DIR/NAME, a new directory;\n"
+                 "without it the server makes none")
+      ->type_name("DIR");
   app.add_option("--ready-file", o.ready_file, "once listening, write the TCP port (0 without TCP) to FILE")
       ->type_name("FILE");
   app.add_option("--cache-mb", cache_mb,

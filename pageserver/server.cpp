@@ -64,7 +64,7 @@ server::server(const server_options& o) : o_(o), limits_(o.max_connections, o.ma
     throw invalid_argument("database " + o_.dir + " is not a directory (a database is a directory of its own)");
   std::filesystem::create_directories(o_.dir, ec);
   if (ec) throw store_error("database " + o_.dir + ": cannot create the directory: " + ec.message());
-  std::string lock_path = o_.dir + "/qs.lock";
+  std::string lock_path = o_.dir + "/" + detail::database_lock_file;
   lock_fd_ = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
   if (lock_fd_ < 0)
     throw store_error("database " + o_.dir + ": cannot open " + lock_path + ": " + std::strerror(errno));
@@ -230,7 +230,8 @@ void server::serve(client* c) {
                c->tcp,
                o_.secret,
                charge,
-               [&](std::span<const std::byte> frame) { directory_->send(c->id, frame); }},
+               [&](std::span<const std::byte> frame) { directory_->send(c->id, frame); },
+               o_.backup_dir},
               c->id);
     std::vector<std::byte> buf;
     wire::writer out;  // each answer, in turn

@@ -84,6 +84,8 @@ struct server_options {
   // read them.
   std::uint64_t directory_pages = std::uint64_t{4} << 20;
   std::size_t push_queue_bytes = std::size_t{4} << 20;
+  // Where hot backups clients ask for go (backup_dir/NAME); empty: none.
+  std::string backup_dir;
 };
 
 class server {

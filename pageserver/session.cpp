@@ -9,6 +9,8 @@
 #include <db_cxx.h>
 
 #include <algorithm>
+#include <cctype>
+#include <chrono>
 #include <cstring>
 
 namespace qs::server {
@@ -367,6 +369,27 @@ wire::response session::on(const wire::outcome_request& m) {
   if (o != wire::commit_outcome::pending)
     log_line(id_, std::string("outcome of a commit: ") + names[static_cast<int>(o)]);
   return wire::verdict_response{o};
+}
+
+wire::response session::on(const wire::backup_request& m) {
+  if (state_ != state::idle) throw wire::protocol_error("backup inside a transaction");
+  if (c_.backup_dir.empty())
+    throw invalid_argument("this server makes no backups: start it with --backup-dir DIR (backups go into DIR/NAME)");
+  const std::string name(m.name);
+  bool plain = name.front() != '.';
+  for (char ch : name)
+    plain = plain && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.');
+  if (!plain)
+    throw invalid_argument(
+        "a backup's name is a directory under the server's --backup-dir: letters, digits, '-', "
+        "'_' and '.', not first; not '" +
+        name + "'");
+  const std::string target = c_.backup_dir + "/" + name;
+  const auto t0 = std::chrono::steady_clock::now();
+  env_.backup(target);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+  log_line(id_, "hot backup into " + target + " in " + std::to_string(took.count()) + " s");
+  return wire::ok_response{};
 }
 
 wire::response session::on(const wire::ping_request& m) {

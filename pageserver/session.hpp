@@ -52,6 +52,9 @@ struct session_config {
   // read_pages answer read so far), after what is queued for the client;
   // throws when the connection fails. Empty: answers go whole.
   std::function<void(std::span<const std::byte>)> send_part;
+  // Where hot backups go (backup NAME makes backup_dir/NAME); empty: the
+  // server makes none.
+  std::string backup_dir;
 };
 
 class session {
@@ -99,6 +102,7 @@ class session {
   wire::response on(const wire::log_position_request& m);
   wire::response on(const wire::outcome_request& m);
   wire::response on(const wire::ping_request& m);
+  wire::response on(const wire::backup_request& m);
   // What a read of `page` (or of metadata, without one) reads: the open
   // transaction's view, or nullptr outside one; throws the failure of a
   // transaction whose snapshot was released.

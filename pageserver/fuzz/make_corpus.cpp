@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
                  << request(index_scan_request{0, "a", "z", {}, 0}))
            .bytes);
   save(dir, "log_ping", (stream() << request(log_position_request{}) << request(ping_request{"ping", 8232})).bytes);
+  save(dir, "backup", (stream() << request(hello) << request(backup_request{"nightly"})).bytes);
   save(dir, "outcome",
        (stream() << request(hello) << request(outcome_request{{0x1800000000000000, 0x0123456789abcdef}})).bytes);
   {

@@ -213,6 +213,7 @@ void check_same(const outcome_request& a, const outcome_request& b) {
 }
 
 void check_same(const read_pages_request& a, const read_pages_request& b) { check_same_list(a.pages, b.pages); }
+void check_same(const backup_request& a, const backup_request& b) { CHECK(a.name == b.name); }
 void check_same(const page_record& a, const page_record& b) {
   CHECK(a.page == b.page);
   CHECK(a.record == b.record);
@@ -439,6 +440,7 @@ TEST_CASE("wire: every request round-trips through encode and parse_request", "[
       outcome_request{{0x1800000000000000u, 0x0123456789abcdefu}},
       read_pages_request{{7}},
       read_pages_request{{1, 0xffffffffffffffffu, 5}},
+      backup_request{"nightly-1"},
   };
   const std::set<msg> seen = check_round_trips(requests);
   CHECK(seen.size() == std::variant_size_v<request>);
@@ -497,6 +499,7 @@ TEST_CASE("wire: every strict prefix of a body is refused, naming the message an
   check_every_prefix_refused(s.page());
   check_every_prefix_refused(s.records());
   check_every_prefix_refused(read_pages_request{{4, 5}});
+  check_every_prefix_refused(backup_request{"nightly"});
   check_every_prefix_refused(entries_response{true, {{"k1", "v1"}, {"", "v2"}}});
   check_every_prefix_refused(invalidate_response{false, {{1, 2}, {3, 4}}});
 
@@ -847,7 +850,7 @@ TEST_CASE("wire: the encoding is little-endian, length-prefixed, as codec.hpp de
   CHECK(w.finish() == from_ints({15, 0, 0, 0,              // body length
                                  1,                        // hello
                                  0x51, 0x53, 0x57, 0x50,   // "QSWP"
-                                 8, 0, 0, 0,               // version
+                                 9, 0, 0, 0,               // version
                                  2, 0, 0, 0, 'a', 'b'}));  // secret
   CHECK(body_of_message(read_page_request{0x0102030405060708u, 9}) ==
         from_ints({6, 8, 7, 6, 5, 4, 3, 2, 1, 1, 9, 0, 0, 0, 0, 0, 0, 0}));

@@ -415,9 +415,14 @@ void bdb_env::backup(const std::string& target) {
     if (r != 0)
       throw store_error("database " + dir_ + ": recovering the backup in " + target + " failed: " + DbEnv::strerror(r));
   }
-  // Consistent files and a flushed log: what a clean close leaves.
+  // What makes the directory a database; then consistent files and a
+  // flushed log: what a clean close leaves.
+  const std::string lock = target + "/" + database_lock_file;
+  int fd = ::open(lock.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0) throw store_error("database " + dir_ + ": cannot create " + lock + ": " + std::strerror(errno));
+  ::close(fd);
   const std::string marker = target + "/" + closed_cleanly_file;
-  int fd = ::open(marker.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+  fd = ::open(marker.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
   bool ok = fd >= 0 && ::fsync(fd) == 0;
   if (fd >= 0) ::close(fd);
   if (!ok || !sync_directory(target))

@@ -77,6 +77,11 @@ class deadlock_victim : public conflict {
   using conflict::conflict;
 };
 
+// The file in a database's directory that marks it as a qs database, and
+// whose flock says which process owns it (the embedded store or
+// qs-pageserver).
+constexpr const char* database_lock_file = "qs.lock";
+
 // The most Berkeley DB locks one transaction may hold (a written page takes
 // about two and a half): the lock table grows up to this as locks are taken.
 constexpr std::uint32_t default_max_locks = 200000;
@@ -188,8 +193,9 @@ class bdb_env {
   // in other threads, with Berkeley DB's own backup (DbEnv::backup: the data
   // files, then every log file; none is removed meanwhile). The copy is then
   // recovered catastrophically (every log record copied is replayed), so
-  // it holds the state of the last commit whose record was copied, and is
-  // closed cleanly: it opens as a database, with no recovery. Makes the
+  // it holds the state of the last commit whose record was copied, is
+  // given its database_lock_file and is closed cleanly: it opens as a
+  // database, with no recovery. Makes the
   // environment transactional first (about_to_write). Throws
   // qs::invalid_argument for a target that is not empty, qs::store_error
   // when copying or recovering failed (the target is then left as it is,

@@ -79,6 +79,7 @@ const char* name_of(msg m) {
     case msg::ping: return "ping";
     case msg::outcome: return "outcome";
     case msg::read_pages: return "read_pages";
+    case msg::backup: return "backup";
     case msg::ok: return "ok";
     case msg::error: return "error";
     case msg::hello_ok: return "hello_ok";

@@ -2,7 +2,7 @@
 // request and per response, and their parsers and encoders (the one
 // definition both sides compile).
 //
-// Protocol version 8. A connection starts with the client's hello (magic,
+// Protocol version 9. A connection starts with the client's hello (magic,
 // version, and for TCP the shared secret); then the client sends one request
 // at a time and the server answers each with one response. Between
 // responses, and unasked, the server may also send `invalidate` messages
@@ -43,6 +43,11 @@
 //   index_scan    index, lo, hi, [after key, value], limit  -> entries (+ more)
 //   log_position                                       -> position
 //   ping          payload, reply bytes                 -> pong (that many bytes): a bare round trip
+//   backup        name (outside a txn)                 -> ok once the server made a hot backup
+//                                                         of the database into NAME under its
+//                                                         --backup-dir | error: invalid (no
+//                                                         --backup-dir, a bad name, a directory
+//                                                         not empty), store
 //   any request                                        -> error: code, text
 //   (nothing, the server closing the connection)       -> error: closed, why
 //   (unasked, between responses)                       -> invalidate: pages another
@@ -81,7 +86,7 @@
 namespace qs::wire {
 
 constexpr std::uint32_t magic = 0x50575351;  // "QSWP"
-constexpr std::uint32_t version = 8;
+constexpr std::uint32_t version = 9;
 // The largest message body either side accepts.
 constexpr std::uint32_t max_message = 64u << 20;
 // The largest page record (64 KiB page and a 48-byte header, with room).
@@ -93,6 +98,8 @@ constexpr std::uint32_t max_key = 64u << 10;
 constexpr std::uint32_t max_value = 1u << 20;
 constexpr std::uint32_t max_secret = 1024;
 constexpr std::uint32_t max_index_name = 256;
+// The longest name of a backup (a directory under the server's --backup-dir).
+constexpr std::uint32_t max_backup_name = 255;
 // The most pages one read_pages asks for, the bytes of records its answer
 // holds before the server stops adding to it, and the bytes of records
 // after which the server sends what it has read as a part of the answer.
@@ -126,6 +133,7 @@ enum class msg : std::uint8_t {
   ping,
   outcome,
   read_pages,
+  backup,
   // responses
   ok = 64,
   error,
@@ -479,10 +487,21 @@ struct outcome_request {
   }
 };
 
+// A hot backup of the database, made by the server into directory `name`
+// under its --backup-dir (outside a transaction).
+struct backup_request {
+  static constexpr msg tag = msg::backup;
+  std::string_view name;
+  template <class M, class W>
+  static void fields(M& m, W& w) {
+    w.bytes("name", m.name, max_backup_name, 1);
+  }
+};
+
 using request = std::variant<hello_request, begin_request, write_request, commit_request, abort_request,
                              read_page_request, get_request, scan_request, allocate_request, open_index_request,
                              index_insert_request, index_erase_request, index_scan_request, log_position_request,
-                             ping_request, outcome_request, read_pages_request>;
+                             ping_request, outcome_request, read_pages_request, backup_request>;
 
 // --- responses ---
 

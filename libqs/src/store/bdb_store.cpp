@@ -53,14 +53,14 @@ bdb_store::bdb_store(const std::string& dir, const bdb_options& o)
     if (!std::filesystem::is_directory(dir, ec))
       throw invalid_argument("database " + dir + ": not a directory (a database is a directory of its own)");
     bool empty = std::filesystem::is_empty(dir, ec);
-    if (!empty && !std::filesystem::exists(std::filesystem::path(dir) / "qs.lock", ec))
+    if (!empty && !std::filesystem::exists(std::filesystem::path(dir) / database_lock_file, ec))
       throw invalid_argument("database " + dir +
                              ": the directory is not empty and holds no qs database; qs creates a database only "
                              "in an empty or absent directory");
   }
   std::filesystem::create_directories(dir, ec);
   if (ec) throw store_error("database " + dir + ": cannot create the directory: " + ec.message());
-  std::string lock_path = dir + "/qs.lock";
+  std::string lock_path = dir + "/" + database_lock_file;
   lock_fd_ = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
   if (lock_fd_ < 0 && (errno == EROFS || errno == EACCES)) {
     // Read-only media (or a directory this user may only read): a database
@@ -341,15 +341,7 @@ std::function<void()> bdb_store::backup(const std::string& target) {
   // keeps the store's own calls out; the copy then shares it with them.
   env_->about_to_write();
   bdb_env* env = env_.get();
-  return [env, target] {
-    env->backup(target);
-    // What marks a directory as a qs database (see the constructor).
-    const std::string lock_path = target + "/qs.lock";
-    int fd = ::open(lock_path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-    if (fd < 0)
-      throw store_error("database " + env->dir() + ": cannot create " + lock_path + ": " + std::strerror(errno));
-    ::close(fd);
-  };
+  return [env, target] { env->backup(target); };
 }
 
 std::vector<std::string> bdb_store::index_names() {

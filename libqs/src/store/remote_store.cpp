@@ -101,6 +101,14 @@ void remote_store::connect() {
   }
 }
 
+std::function<void()> remote_store::backup(const std::string& target) {
+  return [url = url_, o = remote_options{secret_, reconnect_budget_ms_, serializable_}, target] {
+    // Its own connection: this store's goes on serving its transactions.
+    remote_store other(url, o);
+    other.call<wire::ok_response>(wire::backup_request{target});
+  };
+}
+
 void remote_store::lost() {
   conn_.reset();
   // Nor the rest of a read_pages answer, nor a write's answer, will come.

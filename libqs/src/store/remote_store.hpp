@@ -145,6 +145,9 @@ class remote_store final : public store {
                   const std::function<bool(std::string_view, std::string_view)>& f) override;
 
   std::uint64_t log_position() override { return shipped_; }
+  // The server makes the copy, under its --backup-dir (`target` is a name
+  // there), asked on a connection of the job's own.
+  std::function<void()> backup(const std::string& target) override;
   const std::string& name() const override { return url_; }
 
  private:
