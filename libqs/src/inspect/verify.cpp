@@ -3,6 +3,7 @@
 
 #include "core/location.hpp"
 #include "core/page_heap.hpp"
+#include "inspect/object_index.hpp"
 
 #include <qs/format/keys.hpp>
 
@@ -14,15 +15,6 @@
 
 namespace qs::detail {
 namespace {
-
-// What the checks after the pass need of a page.
-struct page_summary {
-  page_kind kind = page_kind::small;
-  std::uint32_t type = 0, size = 0, index = 0;  // large objects' pages
-  std::vector<stored_object> objects;           // small pages, by offset
-  std::uint32_t available = 0;                  // small pages: bytes free
-  bool damaged = false;                         // its own problem was reported
-};
 
 struct pointer_word {
   std::uint64_t page;
@@ -56,22 +48,15 @@ class verifier {
   }
 
   void take(stored_page& p) {
-    page_summary& s = pages_[p.page];
-    s.kind = p.h.kind;
-    s.type = p.h.type;
-    s.size = p.h.size;
-    s.index = p.h.index;
+    indexed_page& s = objects_.add(p);
     if (p.page >= db_.next_page())
       problem("page " + std::to_string(p.page) + ": a record past the page counter (" +
               std::to_string(db_.next_page()) + ")");
-    if (!p.problem.empty()) {
-      s.damaged = true;
+    if (s.damaged) {
       problem(p.problem);
       return;
     }
     if (s.kind == page_kind::small) {
-      s.objects = p.objects;
-      s.available = heap_available(p.image.data(), db_.page_size());
 #if QS_SOFTWARE_SWIZZLE
       for (const stored_object& o : p.objects)
         if (o.header.tag == 0)
@@ -216,55 +201,25 @@ class verifier {
   // into a live object where it may (exact: at a payload's start, with the
   // tag when there is one).
   std::string land(std::uint64_t page, std::uint64_t offset, bool exact, std::uint32_t tag) {
-    auto it = pages_.find(page);
-    if (it == pages_.end()) return "leads to page " + std::to_string(page) + ", which has no record";
-    if (it->second.damaged) return {};  // said already
-    if (it->second.kind == page_kind::large_tail) {
-      const std::uint64_t head = page - it->second.index;
-      offset += std::uint64_t{it->second.index} * db_.page_size();
-      it = pages_.find(head);
-      if (it == pages_.end() || it->second.kind != page_kind::large_head)
-        return "leads to page " + std::to_string(page) + ", a large object's page whose head (page " +
-               std::to_string(head) + ") is missing";
-      if (it->second.damaged) return {};
-      page = head;
-    }
-    const page_summary& s = it->second;
-    const std::uint32_t ps = db_.page_size();
-    const std::string where = "leads to " + at(page, offset);
-    if (s.kind == page_kind::large_head) {
-      const std::uint64_t start = stored_database::large_payload;
-      if (offset < start || offset > start + s.size)
-        return where + ", outside the large object (" + db_.type_name(s.type) + ", " + std::to_string(s.size) +
-               " bytes) whose run starts there";
-      const std::uint64_t rel = offset - start;
-      if (exact && rel != 0) return where + ", inside a " + db_.type_name(s.type) + " rather than at its start";
-      if (!allowed(db_.schema().layout(s.type), s.type, rel, s.size))
-        return where + ", byte " + std::to_string(rel) + " of a " + db_.type_name(s.type) +
-               ", where none of its members starts";
-      return {};
-    }
-    if (offset >= ps) return where + ", past the end of a small page";
-    auto o = std::upper_bound(s.objects.begin(), s.objects.end(), offset,
-                              [](std::uint64_t off, const stored_object& x) { return off < x.offset; });
-    if (o == s.objects.begin() || offset > std::prev(o)->offset + std::uint64_t{std::prev(o)->header.size})
-      return where + ", where no object is (one deleted, or space never allocated)";
-    const stored_object& obj = *std::prev(o);
-    const std::uint64_t rel = offset - obj.offset;
-    const std::string of = db_.type_name(obj.header.type);
-    if (exact && rel != 0) return where + ", inside a " + of + " (at offset " + std::to_string(obj.offset) + ")";
+    const landing l = objects_.land(page, offset);
+    if (l.damaged) return {};  // said already
+    if (!l.found) return l.problem;
+    const std::string where = "leads to " + at(l.page, l.offset + l.rel);
+    const std::string of = db_.type_name(l.type);
+    const std::string object = l.large ? " (a large object)" : " (at offset " + std::to_string(l.offset) + ")";
+    if (exact && l.rel != 0) return where + ", inside a " + of + object;
 #if QS_SOFTWARE_SWIZZLE
-    if (exact && obj.header.tag != tag)
-      return where + ", a " + of + " whose tag is " + std::to_string(obj.header.tag) + ", not " + std::to_string(tag) +
+    if (exact && l.tag != tag)
+      return where + ", a " + of + " whose tag is " + std::to_string(l.tag) + ", not " + std::to_string(tag) +
              " (the object it named was deleted)";
 #else
     (void)tag;
 #endif
-    if (!allowed(db_.schema().layout(obj.header.type), obj.header.type, rel, obj.header.size))
-      return where + ", byte " + std::to_string(rel) + " of a " + of + " (at offset " + std::to_string(obj.offset) +
-             "), where none of its members starts";
+    if (!allowed(db_.schema().layout(l.type), l.type, l.rel, l.size))
+      return where + ", byte " + std::to_string(l.rel) + " of a " + of + object + ", where none of its members starts";
     return {};
   }
+  const std::map<std::uint64_t, indexed_page>& pages() const { return objects_.pages(); }
 
   void check_word(const pointer_word& w) {
     const std::string who = at(w.page, w.offset) + " (" + member_name(*w.layout, w.in_element) + "): ";
@@ -282,26 +237,26 @@ class verifier {
     for (const auto& [page, e] : runs_) {
       const std::string who = "page " + std::to_string(page) + ": its mapping entry for page " +
                               std::to_string(e.page) + " (" + std::to_string(e.pages) + " pages) ";
-      auto it = pages_.find(e.page);
-      if (it == pages_.end()) {
+      auto it = pages().find(e.page);
+      if (it == pages().end()) {
         problem(who + "names a page that has no record");
         continue;
       }
-      const page_summary& s = it->second;
+      const indexed_page& s = it->second;
       if (s.damaged) continue;
       const std::uint64_t pages = s.kind == page_kind::small ? 1 : large_object_pages(s.size, ps);
       if (s.kind == page_kind::large_tail)
         problem(who + "names page " + std::to_string(s.index) + " of a large object, not its head");
       else if (pages != e.pages) problem(who + "where the run has " + std::to_string(pages) + " pages");
     }
-    for (const auto& [page, s] : pages_) {
+    for (const auto& [page, s] : pages()) {
       if (s.damaged || s.kind != page_kind::large_head) continue;
       const std::uint64_t n = large_object_pages(s.size, ps);
       for (std::uint64_t i = 1; i < n; ++i) {
-        auto it = pages_.find(page + i);
+        auto it = pages().find(page + i);
         const std::string who = "page " + std::to_string(page) + ": its large object (" + db_.type_name(s.type) + ", " +
                                 std::to_string(n) + " pages) ";
-        if (it == pages_.end()) {
+        if (it == pages().end()) {
           problem(who + "lacks its page " + std::to_string(i) + " (page " + std::to_string(page + i) + ")");
         } else if (!it->second.damaged && (it->second.kind != page_kind::large_tail || it->second.index != i ||
                                            it->second.type != s.type || it->second.size != s.size)) {
@@ -309,10 +264,10 @@ class verifier {
         }
       }
     }
-    for (const auto& [page, s] : pages_) {
+    for (const auto& [page, s] : pages()) {
       if (s.damaged || s.kind != page_kind::large_tail) continue;
-      auto it = pages_.find(page - s.index);
-      if (it == pages_.end() || it->second.kind != page_kind::large_head)
+      auto it = pages().find(page - s.index);
+      if (it == pages().end() || it->second.kind != page_kind::large_head)
         problem("page " + std::to_string(page) + ": page " + std::to_string(s.index) +
                 " of a large object whose head (page " + std::to_string(page - s.index) + ") is missing");
     }
@@ -333,8 +288,8 @@ class verifier {
         problem(who + "is damaged");
         return;
       }
-      auto it = pages_.find(page);
-      if (it == pages_.end()) {
+      auto it = pages().find(page);
+      if (it == pages().end()) {
         problem(who + "names a page that has no record");
       } else if (it->second.damaged) {
       } else if (it->second.kind != page_kind::small) {
@@ -388,7 +343,7 @@ class verifier {
   stored_database& db_;
   const std::function<void(const std::string&)>& report_;
   std::uint64_t count_ = 0;
-  std::map<std::uint64_t, page_summary> pages_;  // in page order: problems come out in it
+  object_index objects_{db_.page_size()};  // in page order: problems come out in it
   std::vector<pointer_word> words_;
   std::vector<std::pair<std::uint64_t, mapping_entry>> runs_;
 };
