@@ -1,6 +1,7 @@
 // qs-inspect: looks inside a database without the program that made it.
 //
-//   qs-inspect DB stat | roots | schema | page N | object ADDRESS | verify | backup DEST
+//   qs-inspect DB stat | roots | schema | page N | object ADDRESS | verify | dump | backup DEST
+//   qs-inspect NEWDB load FILE [--page-size BYTES]
 //
 // DB is an embedded database's directory or a page server's URL (qs://
 // HOST:PORT with --secret-file or QS_SECRET, qs+unix://PATH). The types come
@@ -92,6 +93,14 @@ int main(int argc, char** argv) {
   CLI::App* verify = app.add_subcommand("verify",
                                         "checks every page, pointer, mapping object, free-space record, "
                                         "root and index entry; one line per problem");
+  CLI::App* dump = app.add_subcommand("dump", "the object graph as JSON Lines, on standard output");
+  std::string dump_file;
+  std::uint32_t load_page_size = 0;
+  CLI::App* load = app.add_subcommand("load", "reads a dump into DB, a new database");
+  load->add_option("FILE", dump_file, "the dump (- for standard input)")->required();
+  load->add_option("--page-size", load_page_size, "the new database's page size (default: the dump's)")
+      ->type_name("BYTES")
+      ->check(qs::cli::whole(4096, 65536));
   std::string target;
   CLI::App* backup = app.add_subcommand("backup", "a consistent copy of the database, live or not, into DEST");
   backup->add_option("DEST", target, "a new directory (through a page server: a name under its --backup-dir)")
@@ -106,12 +115,34 @@ int main(int argc, char** argv) {
       while (!opts.server_secret.empty() && (opts.server_secret.back() == '\n' || opts.server_secret.back() == '\r'))
         opts.server_secret.pop_back();
     }
+    if (*load) {
+      auto t0 = std::chrono::steady_clock::now();
+      std::ifstream file;
+      if (dump_file != "-") {
+        file.open(dump_file);
+        if (!file) throw qs::invalid_argument("cannot read the dump " + dump_file);
+      }
+      std::uint64_t n = qs::load_dump(dump_file == "-" ? std::cin : file, db, opts, load_page_size, bar("load"));
+      std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+      std::fprintf(stderr, "qs-inspect: loaded %llu objects into %s in %.3f s\n", static_cast<unsigned long long>(n),
+                   db.c_str(), took.count());
+      return 0;
+    }
     qs::inspector in(db, opts);
     if (*stat) in.stat(std::cout, bar("stat"));
     if (*roots) in.roots(std::cout);
     if (*schema) in.schema(std::cout);
     if (*page_cmd) in.page(page, std::cout);
     if (*object) in.object(address, std::cout);
+    if (*dump) {
+      auto t0 = std::chrono::steady_clock::now();
+      std::ios::sync_with_stdio(false);
+      std::uint64_t n = in.dump(std::cout, bar("dump"));
+      std::cout << std::flush;
+      std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+      std::fprintf(stderr, "qs-inspect: dumped %llu objects in %.3f s\n", static_cast<unsigned long long>(n),
+                   took.count());
+    }
     if (*backup) {
       auto t0 = std::chrono::steady_clock::now();
       in.backup(target);

@@ -438,3 +438,110 @@ TEST_CASE("qs-inspect backup copies a database into a new directory, and refuses
   qs::transaction tx(db);
   CHECK(db.root<Drawing*>("drawing")->count == 1500);
 }
+
+namespace {
+
+// dump, load into a new database, dump again: the same text.
+std::string round_trip(const std::string& source, const std::string& loaded, const std::string& files) {
+  run_result first = inspect({source, "dump"});
+  REQUIRE(first.status == 0);
+  {
+    std::ofstream out(files + "/first.jsonl");
+    out << first.out;
+  }
+  run_result load = inspect({loaded, "load", files + "/first.jsonl"});
+  INFO(load.err);
+  REQUIRE(load.status == 0);
+  CHECK(inspect({loaded, "verify"}).status == 0);
+  run_result second = inspect({loaded, "dump"});
+  REQUIRE(second.status == 0);
+  CHECK(second.out == first.out);
+  return first.out;
+}
+
+}  // namespace
+
+TEST_CASE("qs-inspect dump, load, dump again gives the same text, and the loaded database works") {
+  test_dir dir;
+  build(dir.sub("db"));
+  const std::string text = round_trip(dir.sub("db"), dir.sub("loaded"), dir.path());
+  // One object a line, members by name, pointers as object numbers.
+  CHECK_THAT(text, Catch::StartsWith("{\"qs_dump\":1,\"format\":\"qs 5\",\"page_size\":8192,"));
+  CHECK_THAT(text, Catch::Contains("\"type\":\"inspect_types::Circle\",\"members\":{\"Shape::id\":") &&
+                       Catch::Contains("\"r\":1.5") && Catch::Contains("{\"root\":\"drawing\",\"type\":\"P"));
+  // The program's view of the loaded database: values, pointers, virtual
+  // calls (the vtable pointers are the program's own), the B-tree.
+  auto db = qs::database::open(dir.sub("loaded"), small_options());
+  qs::transaction tx(db);
+  Drawing* d = db.root<Drawing*>("drawing");
+  REQUIRE(d);
+  CHECK(d->count == 1500);
+  CHECK(d->title == "a drawing whose title is longer than a short string");
+  REQUIRE(d->shapes.size() == 1500);
+  double area = 0;
+  for (Shape* s : d->shapes) area += s->area();
+  CHECK(area == Approx(750 * 4.0 + 750 * 3.14159 * 1.5 * 1.5));
+  CHECK(d->big->self == d->big);
+  auto& by_id = db.root<qs::btree_map<int, Shape*>>("by_id");
+  CHECK(by_id.size() == 1500);
+  CHECK(by_id.at(777) == d->shapes[777]);
+  std::uint64_t cells = 0;
+  for (Cell* c = db.root<Cell*>("cells"); c; c = c->right) cells += c->key + 1;
+  CHECK(cells == 2000 * 2001 / 2);
+}
+
+TEST_CASE("qs-inspect dump and load: a relocated database, another page size, a software-mode database") {
+  test_dir dir;
+  SECTION("relocated") {
+    qs::options o = small_options();
+    o.force_relocation_percent = 100;
+    o.relocation_policy = qs::relocation::one_time;
+    build(dir.sub("db"), o);
+    round_trip(dir.sub("db"), dir.sub("loaded"), dir.path());
+  }
+  SECTION("into pages of 16 KiB") {
+    build(dir.sub("db"));
+    run_result first = inspect({dir.sub("db"), "dump"});
+    {
+      std::ofstream out(dir.path() + "/d.jsonl");
+      out << first.out;
+    }
+    REQUIRE(inspect({dir.sub("big"), "load", "--page-size", "16384", dir.path() + "/d.jsonl"}).status == 0);
+    CHECK_THAT(inspect({dir.sub("big"), "stat"}).out, Catch::Contains("page size     16384"));
+    CHECK(inspect({dir.sub("big"), "verify"}).status == 0);
+    const std::string again = inspect({dir.sub("big"), "dump"}).out;
+    CHECK(again.substr(again.find('\n')) == first.out.substr(first.out.find('\n')));  // all but the header
+  }
+  SECTION("software mode") {
+    REQUIRE(spawn({QS_CRASH_WORKER_SOFTWARE, dir.sub("db"), "grow", "3", "200"}).wait() == 0);
+    CHECK_THAT(round_trip(dir.sub("db"), dir.sub("loaded"), dir.path()), Catch::Contains("qs 5 software"));
+  }
+#ifdef QS_OO7
+  SECTION("OO7 tiny") {
+    temp_dir files;
+    spawn_options so;
+    so.out_path = files.path() + "/gen";
+    REQUIRE(spawn({QS_OO7, "--quiet", "gen", "tiny", dir.sub("db")}, so).wait() == 0);
+    round_trip(dir.sub("db"), dir.sub("loaded"), dir.path());
+  }
+#endif
+}
+
+TEST_CASE("qs-inspect load refuses a damaged dump naming its line, and commits nothing") {
+  test_dir dir;
+  build(dir.sub("db"));
+  std::string text = inspect({dir.sub("db"), "dump"}).out;
+  // The fifth line loses its end.
+  std::size_t at = 0;
+  for (int i = 0; i < 4; ++i) at = text.find('\n', at) + 1;
+  text.erase(text.find('\n', at) - 10, 10);
+  {
+    std::ofstream out(dir.path() + "/bad.jsonl");
+    out << text;
+  }
+  run_result load = inspect({dir.sub("loaded"), "load", dir.path() + "/bad.jsonl"});
+  CHECK(load.status == 3);
+  CHECK_THAT(load.err, Catch::Contains("dump, line 5: not JSON"));
+  std::istringstream other("{\"qs_dump\":1,\"format\":\"qs 5 software\",\"page_size\":8192,\"objects\":0}\n");
+  CHECK_THROWS_AS(qs::load_dump(other, dir.sub("never")), qs::other_mode);
+}

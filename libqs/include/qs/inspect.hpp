@@ -1,5 +1,5 @@
 // qs/inspect.hpp: looking inside a database without the program that made it:
-// what the qs-inspect tool prints.
+// what the qs-inspect tool prints; and a dump of one loaded into a new one.
 //
 // An inspector opens a database (an embedded directory, or a qs:// or
 // qs+unix:// URL of a page server) at the store: no frames, no faults, no
@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <istream>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -91,6 +92,11 @@ class inspector {
   // Checks everything a damaged or buggy database could get wrong (see
   // docs/tools.md); calls `report` once per problem and returns how many.
   std::uint64_t verify(const problem& report, const progress& p = {});
+  // The object graph as JSON Lines (docs/tools.md, "The dump format"): its
+  // types, every object with its members by name and its pointers as
+  // object numbers, the roots and the index entries. Returns the objects
+  // written.
+  std::uint64_t dump(std::ostream& out, const progress& p = {});
   // Hot backup (qs::database::backup) into `target`: a new directory, or
   // through a page server a name under the server's --backup-dir. The only
   // call that writes: an embedded directory is made transactional for it
@@ -100,5 +106,18 @@ class inspector {
  private:
   std::unique_ptr<detail::stored_database> db_;
 };
+
+// Reads a dump (inspector::dump) into a new database at `target` (a
+// directory that does not exist, or is empty), in one transaction: every
+// object with its members, every pointer to the object it names (in the
+// middle of it where it did), every root and index entry. The database gets
+// the dump's page size, or `page_size` when it is not 0; `opts` gives the
+// rest (the pool, a page server's secret for a qs:// target). vtable
+// pointers are set by the program that opens it, as its pages come in.
+// Returns the objects loaded. Throws qs::invalid_argument naming the line
+// of the dump that is wrong (nothing is committed then), other_mode for a
+// dump of the other swizzling mode.
+std::uint64_t load_dump(std::istream& in, const std::string& target, const options& opts = {},
+                        std::uint32_t page_size = 0, const inspector::progress& progress = {});
 
 }  // namespace qs

@@ -312,6 +312,14 @@ void* database_impl::root_cell(std::string_view name, const type_descriptor* d, 
   });
 }
 
+void database_impl::adopt_root(std::string_view name, void* cell, const std::string& mangled_type) {
+  named([&] {
+    lock_scope g(*this);
+    tx_.require("making a root");
+    rt_.named.adopt(name, cell, mangled_type);
+  });
+}
+
 bool database_impl::has_root(std::string_view name) {
   return named([&] {
     lock_scope g(*this);

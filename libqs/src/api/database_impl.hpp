@@ -90,6 +90,9 @@ class database_impl final : public fault_target {
   void* root_cell(std::string_view name, const type_descriptor* d, std::size_t size, const std::type_info& t)
       QS_EXCLUDES(mutex_);
   bool has_root(std::string_view name) QS_EXCLUDES(mutex_);
+  // qs::load_dump: makes the object at `cell` root `name`, holding a
+  // `mangled_type` (typeid's name), in the open transaction.
+  void adopt_root(std::string_view name, void* cell, const std::string& mangled_type) QS_EXCLUDES(mutex_);
 
   // Runs f(runtime&, transaction_engine&) under the lock, and returns what
   // it returns: how the facades over the runtime (evolution_access,

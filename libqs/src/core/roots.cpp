@@ -36,6 +36,14 @@ void* roots::cell(std::string_view name_view, const type_descriptor* d, std::siz
   return p;
 }
 
+void roots::adopt(std::string_view name_view, void* cell, const std::string& type) {
+  std::string name(name_view);
+  if (!log_.open()) throw no_transaction("making the root '" + name + "' needs a transaction");
+  std::string location = refs_.location_of(cell);
+  store_.put(key_of(name), location + type);
+  cache_[name] = {location, type};
+}
+
 bool roots::exists(std::string_view name) {
   return cache_.count(std::string(name)) || store_.get(key_of(name)).has_value();
 }

@@ -40,6 +40,10 @@ class roots {
   // created when absent.
   void* cell(std::string_view name, const type_descriptor* d, std::size_t size, const std::type_info& t);
   bool exists(std::string_view name);
+  // Makes the existing object at `cell` the cell of root `name`, holding a
+  // `type` (a mangled name, as std::type_info gives it): how a loaded dump
+  // names its roots. Inside a transaction.
+  void adopt(std::string_view name, void* cell, const std::string& type);
   // One-time relocation moved the runs of cells: their records name where
   // they are now.
   void update_records();

@@ -214,6 +214,7 @@ const std::vector<std::uint32_t>& stored_database::reference_offsets(const type_
 #else
   it->second = l.pointers;
 #endif
+  std::sort(it->second.begin(), it->second.end());
   return it->second;
 }
 

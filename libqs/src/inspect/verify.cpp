@@ -3,6 +3,7 @@
 
 #include "core/location.hpp"
 #include "core/page_heap.hpp"
+#include "inspect/btree_nodes.hpp"
 #include "inspect/object_index.hpp"
 
 #include <qs/format/keys.hpp>
@@ -94,55 +95,19 @@ class verifier {
   void check_btree_node(const stored_page& p, const stored_object& o, std::vector<byte_range>& dead) {
     const type_layout* l = db_.schema().layout(o.header.type);
     if (!l || o.header.size != l->size) return;
-    const bool leaf = l->name.rfind("qs::detail::btree_leaf<", 0) == 0;
-    if (!leaf && l->name.rfind("qs::detail::btree_inner<", 0) != 0) return;
-    const member_info *count = nullptr, *keys = nullptr, *second = nullptr;
-    for (const member_info& m : l->members) {
-      if (m.path == "btree_head::count" && m.offset == 0 && m.size == 2) count = &m;
-      if (m.path == "keys" || m.path.rfind("keys[0]", 0) == 0) keys = keys ? keys : &m;
-      if (m.path == (leaf ? "vals" : "kids") || m.path.rfind(leaf ? "vals[0]" : "kids[0]", 0) == 0)
-        second = second ? second : &m;
-    }
-    if (!count || !keys || !second) return;
-    // An array of structs is flattened into its first element's members
-    // (keys[0].x, ...): its extent runs to the next member that is not
-    // part of it.
-    auto extent = [&](const member_info& first, const std::string& name) {
-      std::uint32_t end = first.offset + first.size;
-      for (const member_info& m : l->members)
-        if (m.path == name || m.path.rfind(name + "[", 0) == 0 || m.path.rfind(name + ".", 0) == 0)
-          end = std::max(end, m.offset + m.size);
-      return end;
-    };
-    const std::uint32_t keys_end = extent(*keys, "keys");
-    const std::uint32_t second_end = extent(*second, leaf ? "vals" : "kids");
+    const std::optional<btree_node_shape>& shape = nodes_.of(*l);
+    if (!shape) return;
     std::uint16_t n;
     std::memcpy(&n, p.image.data() + o.offset, 2);
     const std::string who = at(p.page, o.offset) + " (" + l->name + "): ";
-    // Slots: an array member's count, or one more than the highest index
-    // of a flattened array of structs.
-    auto slots = [&](const member_info& first, const std::string& name) {
-      if (first.path == name) return first.k == member_kind::array ? first.count : 1u;
-      std::uint32_t most = 0;
-      for (const member_info& m : l->members)
-        if (m.path.rfind(name + "[", 0) == 0)
-          most =
-              std::max(most, static_cast<std::uint32_t>(std::strtoul(m.path.c_str() + name.size() + 1, nullptr, 10)));
-      return most + 1;
-    };
-    const std::uint32_t key_slots = slots(*keys, "keys");
-    const std::uint32_t second_slots = slots(*second, leaf ? "vals" : "kids");
-    if (second_slots != (leaf ? key_slots : key_slots + 1)) return;  // not a node as qs/btree.hpp lays it out
-    const std::uint32_t key_size = (keys_end - keys->offset) / key_slots;
-    const std::uint32_t second_size = (second_end - second->offset) / second_slots;
-    if (n > key_slots) {
-      problem(who + "a count of " + std::to_string(n) + " entries in a node of " + std::to_string(key_slots));
+    auto ranges = shape->dead(n);
+    if (!ranges) {
+      problem(who + "a count of " + std::to_string(n) + " entries in a node of " + std::to_string(shape->key_slots));
       dead.push_back({o.offset, o.header.size});
       return;
     }
-    const std::uint32_t live2 = leaf ? n : (n ? n + 1u : 0u);
-    dead.push_back({o.offset + keys->offset + n * key_size, (key_slots - n) * key_size});
-    dead.push_back({o.offset + second->offset + live2 * second_size, (second_slots - live2) * second_size});
+    for (const byte_range& r : *ranges) dead.push_back({o.offset + r.offset, r.length});
+    const member_info* keys = shape->keys;
     if (keys->k == member_kind::array &&
         (keys->number == number_kind::sint || keys->number == number_kind::uint ||
          keys->number == number_kind::floating) &&
@@ -343,7 +308,8 @@ class verifier {
   stored_database& db_;
   const std::function<void(const std::string&)>& report_;
   std::uint64_t count_ = 0;
-  object_index objects_{db_.page_size()};  // in page order: problems come out in it
+  object_index objects_{db_.page_size()};
+  btree_nodes nodes_;  // in page order: problems come out in it
   std::vector<pointer_word> words_;
   std::vector<std::pair<std::uint64_t, mapping_entry>> runs_;
 };
