@@ -30,7 +30,8 @@ function(run what)
 endfunction()
 
 run("installing qs" ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
-foreach(f bin/qs-pageserver bin/qs-evolve bin/qs-schema-gen lib/libqs-hardware.a lib/libqs-software.a
+foreach(f bin/qs-pageserver bin/qs-evolve bin/qs-inspect bin/qs-inspect-software bin/qs-schema-gen
+          lib/libqs-hardware.a lib/libqs-software.a
           lib/cmake/qs/qsConfig.cmake lib/cmake/qs/QsSchema.cmake lib/pkgconfig/qs.pc include/qs/qs.hpp
           include/qs/base/error.hpp share/qs/schema-gen/qs_schema_gen.py)
   if(NOT EXISTS "${prefix}/${f}")
@@ -46,6 +47,21 @@ run("running shapes twice" ${CMAKE_COMMAND} "-DPROGRAM=${build}/shapes" -DFIRST=
     -P "${RUN_TWICE}")
 run("running runs (software mode) twice" ${CMAKE_COMMAND} "-DPROGRAM=${build}/runs" -DFIRST=1 -DSECOND=2
     -P "${RUN_TWICE}")
+
+# The installed qs-inspect reads a hardware-mode database, and runs the
+# installed qs-inspect-software for a software-mode one.
+set(dbs "${WORK}/databases")
+file(REMOVE_RECURSE "${dbs}")
+run("shapes, for qs-inspect" "${build}/shapes" "${dbs}/shapes")
+run("runs, for qs-inspect" "${build}/runs" "${dbs}/runs")
+foreach(db shapes runs)
+  run("qs-inspect ${db} verify" "${prefix}/bin/qs-inspect" "${dbs}/${db}" verify)
+  run("qs-inspect ${db} stat" "${prefix}/bin/qs-inspect" "${dbs}/${db}" stat)
+endforeach()
+if(NOT output MATCHES "software mode")
+  message(FATAL_ERROR "qs-inspect stat of a software-mode database says:\n${output}")
+endif()
+file(REMOVE_RECURSE "${dbs}")
 
 # Without CMake: pkg-config's flags, the objects compiled with -g, their
 # schema from qs-schema-gen, compiled and linked with them.

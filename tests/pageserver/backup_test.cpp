@@ -11,6 +11,7 @@
 #include <qs/inspect.hpp>
 
 #include <filesystem>
+#include <sstream>
 #include <string>
 
 using namespace qs_pstest;
@@ -33,6 +34,16 @@ TEST_CASE("a backup through the page server, taken while a client commits, holds
   qs::options o;
   o.server_secret = s.secret();
   qs::inspector(s.tcp_url(), o).backup("after");
+  // And reads the served database in a snapshot: stat and verify.
+  {
+    qs::inspector served(s.unix_url());
+    std::ostringstream stat;
+    served.stat(stat);
+    CHECK_THAT(stat.str(), Catch::Contains("(kept by the page server)") && Catch::Contains("qs_test::Pair"));
+    std::string problems;
+    CHECK(served.verify([&](const std::string& line) { problems += line + "\n"; }) == 0);
+    CHECK(problems.empty());
+  }
   CHECK(s.terminate() == 0);
   CHECK_THAT(s.log(), Catch::Contains("hot backup into " + backups + "/during"));
 
