@@ -34,14 +34,14 @@
 namespace {
 
 // A progress bar on standard error when it is a terminal; nothing when not.
-qs::inspector::progress bar(const char* what) {
+qs::inspector::progress bar(const char* what, const char* unit = "pages") {
   if (!isatty(STDERR_FILENO)) return {};
-  return [what, last = -1](std::uint64_t done, std::uint64_t total) mutable {
+  return [what, unit, last = -1](std::uint64_t done, std::uint64_t total) mutable {
     int pct = total ? static_cast<int>(done * 100 / total) : 100;
     if (pct == last) return;
     last = pct;
-    std::fprintf(stderr, "\r%s: %3d%% (%llu of %llu pages)", what, pct, static_cast<unsigned long long>(done),
-                 static_cast<unsigned long long>(total));
+    std::fprintf(stderr, "\r%s: %3d%% (%llu of %llu %s)", what, pct, static_cast<unsigned long long>(done),
+                 static_cast<unsigned long long>(total), unit);
     if (done >= total) std::fprintf(stderr, "\r\033[K");
     std::fflush(stderr);
   };
@@ -122,7 +122,8 @@ int main(int argc, char** argv) {
         file.open(dump_file);
         if (!file) throw qs::invalid_argument("cannot read the dump " + dump_file);
       }
-      std::uint64_t n = qs::load_dump(dump_file == "-" ? std::cin : file, db, opts, load_page_size, bar("load"));
+      std::uint64_t n =
+          qs::load_dump(dump_file == "-" ? std::cin : file, db, opts, load_page_size, bar("load", "objects"));
       std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
       std::fprintf(stderr, "qs-inspect: loaded %llu objects into %s in %.3f s\n", static_cast<unsigned long long>(n),
                    db.c_str(), took.count());
@@ -145,7 +146,7 @@ int main(int argc, char** argv) {
     }
     if (*backup) {
       auto t0 = std::chrono::steady_clock::now();
-      in.backup(target);
+      in.backup(target, bar("backup", "bytes"));
       std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
       std::printf("qs-inspect: backed up %s into %s in %.3f s\n", db.c_str(), target.c_str(), took.count());
     }

@@ -376,30 +376,77 @@ bdb_env::~bdb_env() {
 
 std::string bdb_env::marker_path() const { return dir_ + "/" + closed_cleanly_file; }
 
-void bdb_env::backup(const std::string& target) {
+namespace {
+
+// Berkeley DB's backup hands each file's bytes to these (set_backup_callbacks):
+// qs writes them, counting them for the backup's progress.
+struct backup_file {
+  int fd;
+  std::string path;
+};
+
+int backup_open(DbEnv*, const char* name, const char* target, void** handle) {
+  std::string path = std::string(target) + "/" + name;
+  int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  *handle = new backup_file{fd, std::move(path)};
+  return 0;
+}
+
+int backup_close(DbEnv*, const char*, void* handle) {
+  auto* f = static_cast<backup_file*>(handle);
+  int rc = ::fsync(f->fd) == 0 ? 0 : errno;
+  if (::close(f->fd) != 0 && rc == 0) rc = errno;
+  delete f;
+  return rc;
+}
+
+}  // namespace
+
+int bdb_env::backup_write(DbEnv* env, std::uint32_t gigabytes, std::uint32_t bytes, std::uint32_t size,
+                          std::uint8_t* buf, void* handle) {
+  auto* f = static_cast<backup_file*>(handle);
+  auto offset = static_cast<off_t>((std::uint64_t{gigabytes} << 30) + bytes);
+  for (std::uint32_t done = 0; done < size;) {
+    ssize_t n = ::pwrite(f->fd, buf + done, size - done, offset + done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    done += static_cast<std::uint32_t>(n);
+  }
+  auto* self = static_cast<bdb_env*>(env->get_app_private());
+  if (self && self->copying_) {
+    self->copying_->done += size;
+    if (*self->copying_->progress)
+      (*self->copying_->progress)(std::min(self->copying_->done, self->copying_->total), self->copying_->total);
+  }
+  return 0;
+}
+
+void bdb_env::backup(const std::string& target, const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
   about_to_write();
   std::error_code ec;
   if (std::filesystem::exists(target, ec) && !std::filesystem::is_empty(target, ec))
     throw invalid_argument("database " + dir_ + ": the backup's directory " + target +
                            " is not empty (a backup goes into a new directory)");
+  std::lock_guard<std::mutex> one(backup_mutex_);  // the copy's callbacks are the environment's
+  std::filesystem::create_directories(target, ec);
+  if (ec)
+    throw store_error("database " + dir_ + ": cannot create the backup's directory " + target + ": " + ec.message());
+  // What there is to copy: the data files and the log, as they are now.
+  backup_progress counting{&progress, 0, 0};
+  for (const auto& e : std::filesystem::directory_iterator(dir_, ec))
+    if (e.is_regular_file(ec)) counting.total += e.file_size(ec);
+  copying_ = &counting;
   // The copy's recovery needs every log file from the first data file
-  // copied on: none is removed until the copy is made.
-  {
-    std::lock_guard<std::mutex> g(backup_mutex_);
-    if (backups_++ == 0) {
-      int r = env_->log_set_config(DB_LOG_AUTO_REMOVE, 0);
-      if (r != 0) --backups_;
-      check(r, "log_set_config");
-    }
-  }
-  // Every commit that returned is in a log file (commits that do not
-  // flush leave theirs in the log buffer), so the copy has it.
-  int rc = env_->log_flush(nullptr);
+  // copied on: none is removed until the copy is made. Every commit that
+  // returned is in a log file (commits that do not flush leave theirs in
+  // the log buffer), so the copy has it.
+  int rc = env_->set_backup_callbacks(backup_open, backup_write, backup_close);
+  if (rc == 0) rc = env_->log_set_config(DB_LOG_AUTO_REMOVE, 0);
+  if (rc == 0) rc = env_->log_flush(nullptr);
   if (rc == 0) rc = env_->backup(target.c_str(), DB_CREATE);
-  {
-    std::lock_guard<std::mutex> g(backup_mutex_);
-    if (--backups_ == 0) check(env_->log_set_config(DB_LOG_AUTO_REMOVE, 1), "log_set_config");
-  }
+  copying_ = nullptr;
+  check(env_->log_set_config(DB_LOG_AUTO_REMOVE, 1), "log_set_config");
   check(rc, "back up into " + target);
   // The data files were read while commits went on: replaying every log
   // record copied leaves the state of the last commit copied.

@@ -200,7 +200,9 @@ class bdb_env {
   // qs::invalid_argument for a target that is not empty, qs::store_error
   // when copying or recovering failed (the target is then left as it is,
   // not a database: its clean-close mark is written last).
-  void backup(const std::string& target);
+  // `progress` (when set) is told the bytes copied of those the files held
+  // when the copy began. One backup at a time: a second waits.
+  void backup(const std::string& target, const std::function<void(std::uint64_t, std::uint64_t)>& progress = {});
 
   // Where the log ends, in bytes; after the environment broke, where it
   // ended when last asked.
@@ -284,8 +286,15 @@ class bdb_env {
   std::uint64_t pages_room_ = 0, meta_room_ = 0;
   std::uint32_t log_room_file_ = 0;
   std::mutex writing_mutex_;
-  std::mutex backup_mutex_;         // guards backups_
-  int backups_ = 0;                 // under way: log files are not removed while there is one
+  // The backup under way, whose bytes backup_write counts.
+  struct backup_progress {
+    const std::function<void(std::uint64_t, std::uint64_t)>* progress;
+    std::uint64_t done, total;
+  };
+  std::mutex backup_mutex_;  // one backup at a time
+  backup_progress* copying_ = nullptr;
+  static int backup_write(DbEnv* env, std::uint32_t gigabytes, std::uint32_t bytes, std::uint32_t size,
+                          std::uint8_t* buf, void* handle);
   std::atomic<bool> wrote_{false};  // something was written; the handles are transactional
   // Why every call is refused (set once, before broken_): reopening for
   // writing failed (the handles are closed; qs::store_error), or a write to

@@ -101,7 +101,8 @@ class inspector {
   // through a page server a name under the server's --backup-dir. The only
   // call that writes: an embedded directory is made transactional for it
   // (and closed cleanly again with the inspector).
-  void backup(const std::string& target);
+  // `p` is told the bytes copied (embedded only).
+  void backup(const std::string& target, const progress& p = {});
 
  private:
   std::unique_ptr<detail::stored_database> db_;

@@ -21,7 +21,7 @@ void inspector::schema(std::ostream& out) { detail::describe_schema(*db_, out); 
 void inspector::page(std::uint64_t n, std::ostream& out) { detail::describe_page(*db_, n, out); }
 void inspector::object(std::string_view address, std::ostream& out) { detail::describe_object(*db_, address, out); }
 std::uint64_t inspector::dump(std::ostream& out, const progress& p) { return detail::dump_database(*db_, out, p); }
-void inspector::backup(const std::string& target) { db_->st().backup(target)(); }
+void inspector::backup(const std::string& target, const progress& p) { db_->st().backup(target, p)(); }
 std::uint64_t inspector::verify(const problem& report, const progress& p) {
   return detail::verify_database(*db_, report, p);
 }

@@ -336,12 +336,12 @@ std::uint32_t bdb_store::open_index(const std::string& name, bool unique) {
   // unusable for the rest of the process if that transaction aborted.
   return env_->open_index(nullptr, name, unique);
 }
-std::function<void()> bdb_store::backup(const std::string& target) {
+std::function<void()> bdb_store::backup(const std::string& target, backup_progress progress) {
   // The environment becomes transactional here, where the runtime's lock
   // keeps the store's own calls out; the copy then shares it with them.
   env_->about_to_write();
   bdb_env* env = env_.get();
-  return [env, target] { env->backup(target); };
+  return [env, target, progress] { env->backup(target, progress); };
 }
 
 std::vector<std::string> bdb_store::index_names() {

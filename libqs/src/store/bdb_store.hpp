@@ -72,7 +72,7 @@ class bdb_store final : public store {
                   const std::function<bool(std::string_view, std::string_view)>& f) override;
 
   std::vector<std::string> index_names() override;
-  std::function<void()> backup(const std::string& target) override;
+  std::function<void()> backup(const std::string& target, backup_progress progress) override;
   std::uint64_t log_position() override;
   const std::string& name() const override { return dir_; }
 

@@ -101,7 +101,7 @@ void remote_store::connect() {
   }
 }
 
-std::function<void()> remote_store::backup(const std::string& target) {
+std::function<void()> remote_store::backup(const std::string& target, backup_progress) {
   return [url = url_, o = remote_options{secret_, reconnect_budget_ms_, serializable_}, target] {
     // Its own connection: this store's goes on serving its transactions.
     remote_store other(url, o);

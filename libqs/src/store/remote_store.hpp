@@ -147,7 +147,7 @@ class remote_store final : public store {
   std::uint64_t log_position() override { return shipped_; }
   // The server makes the copy, under its --backup-dir (`target` is a name
   // there), asked on a connection of the job's own.
-  std::function<void()> backup(const std::string& target) override;
+  std::function<void()> backup(const std::string& target, backup_progress progress) override;
   const std::string& name() const override { return url_; }
 
  private:

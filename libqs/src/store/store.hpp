@@ -210,9 +210,12 @@ class store {
   // database holding the state of one commit. The job may run on any
   // thread, without the runtime's lock, while transactions go on: it uses
   // nothing of the store's own transaction. Throws qs::invalid_argument
-  // when the store cannot be backed up.
-  virtual std::function<void()> backup(const std::string& target) {
-    (void)target;
+  // when the store cannot be backed up. `progress` (when set) is told the
+  // bytes copied, as bdb_env::backup tells them (a page server's copy
+  // tells none).
+  using backup_progress = std::function<void(std::uint64_t done, std::uint64_t total)>;
+  virtual std::function<void()> backup(const std::string& target, backup_progress progress = {}) {
+    (void)target, (void)progress;
     throw invalid_argument("database " + name() + ": this store cannot be backed up");
   }
   // Position of the end of the store's log, in bytes: the difference between
