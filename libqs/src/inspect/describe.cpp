@@ -328,7 +328,8 @@ void describe_object(stored_database& db, std::string_view address, std::ostream
   if (!where)
     throw invalid_argument("'" + std::string(address) +
                            "' is not an address in the database's home frames (0x...) nor PAGE:OFFSET");
-  auto [page, offset] = *where;
+  const std::uint64_t page = where->first;
+  const std::uint32_t offset = where->second;
   stored_page p;
   if (!db.read(page, p))
     throw invalid_argument("database " + db.name() + ": page " + std::to_string(page) + " has no record");
