@@ -268,6 +268,12 @@ TEST_CASE("qs-inspect refuses what it cannot read with a message and status 3, a
   CHECK(object.status == 3);
   CHECK_THAT(object.err, Catch::Contains("no object starts at page 1 offset 3"));
   CHECK(inspect({dir.path(), "object", "nonsense"}).status == 3);
+  {
+    auto open = qs::database::open(dir.path(), small_options());  // a live program owns it
+    run_result live = inspect({dir.path(), "backup", dir.sub("copy")});
+    CHECK(live.status == 3);
+    CHECK_THAT(live.err, Catch::Contains("open in another process") && Catch::Contains("qs::database::backup"));
+  }
   CHECK(inspect({dir.path()}).status == 2);
   CHECK(inspect({dir.path(), "page", "x"}).status == 2);
 }

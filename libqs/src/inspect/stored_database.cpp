@@ -58,8 +58,15 @@ stored_database::stored_database(const std::string& path, const options& opts) {
       throw invalid_argument("database " + path + ": no such directory");
     if (::stat((path + "/meta.db").c_str(), &st) != 0)
       throw invalid_argument("database " + path + ": not a qs database (the directory has no meta.db)");
-    store_ = std::make_unique<bdb_store>(
-        path, bdb_options{8192, opts.store_cache_bytes ? opts.store_cache_bytes : default_store_cache_bytes()});
+    try {
+      store_ = std::make_unique<bdb_store>(
+          path, bdb_options{8192, opts.store_cache_bytes ? opts.store_cache_bytes : default_store_cache_bytes()});
+    } catch (const database_in_use& e) {
+      throw database_in_use(std::string(e.what()) +
+                            ". An embedded database is inspected while no program has it open; a live one is "
+                            "backed up by its own program (qs::database::backup), or served by qs-pageserver and "
+                            "inspected and backed up through it");
+    }
   }
   store_->begin();  // a page server's snapshot; an embedded store reads what is committed
   auto f = store_->get("format");
