@@ -548,6 +548,19 @@ TEST_CASE("qs-inspect load refuses a damaged dump naming its line, and commits n
   run_result load = inspect({dir.sub("loaded"), "load", dir.path() + "/bad.jsonl"});
   CHECK(load.status == 3);
   CHECK_THAT(load.err, Catch::Contains("dump, line 5: not JSON"));
+  // Pointers the dump's own objects cannot hold.
+  const std::string head = "{\"qs_dump\":1,\"format\":\"qs 5\",\"page_size\":8192,\"objects\":1}\n";
+  std::istringstream missing(head + "{\"id\":0,\"type\":\"qs::pointer\",\"pointers\":[{\"id\":7}]}\n");
+  CHECK_THROWS_WITH(qs::load_dump(missing, dir.sub("missing")),
+                    Catch::Contains("line 2: a pointer to object 7, which the dump lacks"));
+  {
+    std::ostringstream stat;
+    qs::inspector(dir.sub("missing")).stat(stat);
+    CHECK_THAT(stat.str(), Catch::Contains("objects       0,"));  // the transaction was aborted
+  }
+  std::istringstream past(head + "{\"id\":0,\"type\":\"qs::pointer\",\"pointers\":[{\"id\":0,\"at\":9}]}\n");
+  CHECK_THROWS_WITH(qs::load_dump(past, dir.sub("past")),
+                    Catch::Contains("line 2: a pointer to byte 9 of object 0, which has 8"));
   std::istringstream other("{\"qs_dump\":1,\"format\":\"qs 5 software\",\"page_size\":8192,\"objects\":0}\n");
   CHECK_THROWS_AS(qs::load_dump(other, dir.sub("never")), qs::other_mode);
 }

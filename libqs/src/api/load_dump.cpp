@@ -76,6 +76,7 @@ class loader {
     database db = database::open(target_, o);
     transaction tx(db);
     addresses_.resize(lines_.size(), nullptr);
+    sizes_.resize(lines_.size(), 0);
     for (std::size_t i = 0; i < lines_.size(); ++i) allocate(db, i);
     for (std::size_t i = 0; i < lines_.size(); ++i) {
       fill(i);
@@ -191,6 +192,7 @@ class loader {
       bad("object " + j.at("id").dump() + " where object " + std::to_string(i) + " comes next");
     auto [d, bytes] = shape(j);
     addresses_[i] = static_cast<std::byte*>(detail::allocate(db, d, bytes));
+    sizes_[i] = bytes;
   }
 
   // The object's bytes, writable.
@@ -211,7 +213,11 @@ class loader {
     if (v.is_object() && v.contains("id")) {
       const auto id = field<std::uint64_t>(v, "id");
       if (id >= addresses_.size()) bad("a pointer to object " + std::to_string(id) + ", which the dump lacks");
-      target = addresses_[id] + (v.contains("at") ? field<std::uint64_t>(v, "at") : 0);
+      const std::uint64_t at_byte = v.contains("at") ? field<std::uint64_t>(v, "at") : 0;
+      if (at_byte > sizes_[id])
+        bad("a pointer to byte " + std::to_string(at_byte) + " of object " + std::to_string(id) + ", which has " +
+            std::to_string(sizes_[id]));
+      target = addresses_[id] + at_byte;
     } else if (!v.is_null() && !(v.is_object() && v.contains("dangling"))) {
       bad("a pointer that is not null, {\"id\":N} or {\"dangling\":...}");
     }
@@ -382,6 +388,7 @@ class loader {
   std::vector<std::uint64_t> numbers_;  // each object's line in the dump
   std::vector<json> tail_;
   std::vector<std::byte*> addresses_;
+  std::vector<std::uint64_t> sizes_;  // each object's payload bytes
   std::map<std::string, std::uint32_t> indexes_;
 };
 
