@@ -169,8 +169,10 @@ class loader {
                           static_cast<std::uint32_t>(t.vptrs.size()),
                           t.records.empty() ? nullptr : t.records.data(),
                           static_cast<std::uint32_t>(t.records.size())};
+    // Not registered as a program type (detail::note_registered): the
+    // descriptor lives only as long as the load, and the new database
+    // takes its layout when its first object is allocated.
     if (!by_name_.emplace(t.name, &t).second) bad("type " + t.name + " twice");
-    detail::note_registered(&t.d);
   }
 
   // The descriptor and payload bytes of object i.

@@ -317,7 +317,14 @@ class dumper {
     // The types objects have, by name.
     std::map<std::string, std::uint32_t> types;
     for (const dumped_object& o : objects_)
-      if (o.type >= first_stored_type) types.emplace(db_.type_name(o.type), o.type);
+      if (o.type >= first_stored_type) {
+        auto [it, fresh] = types.emplace(db_.type_name(o.type), o.type);
+        if (!fresh && it->second != o.type)
+          throw error("database " + db_.name() + ": objects of type " + it->first + " have two layouts (type indexes " +
+                      std::to_string(it->second) + " and " + std::to_string(o.type) +
+                      "), which a dump cannot tell apart: open the database with the program and "
+                      "qs::options::evolve first");
+      }
     for (const auto& [name, index] : types) {
       const type_layout* l = db_.schema().layout(index);
       if (!l) continue;
