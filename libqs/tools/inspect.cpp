@@ -10,8 +10,9 @@
 // (qs-inspect-software beside qs-inspect, and the other way round) with the
 // same arguments.
 //
-// verify and stat show their progress on standard error when it is a
-// terminal, and nothing extra otherwise.
+// stat, verify, dump, load and backup show their progress on standard error
+// when it is a terminal, and nothing extra otherwise. dump writes the dump
+// on standard output (docs/tools.md, "The dump format").
 //
 // Exit status: 0 done (verify: nothing wrong), 1 verify found problems (one
 // line each on standard output), 2 usage, 3 the database could not be read
