@@ -20,8 +20,17 @@
 // their ratio to the pages a lookup touches (its faults with prefetch
 // off), and how many pages prefetch read, watched and saw used.
 // The files stay in the OS cache (dropping it needs root; scripts/peers
-// does where it can). Not a test: it prints numbers and asserts only that
-// every form found every key.
+// does where it can).
+//
+// Last, a durable load (--load-keys, default 1,000,000): string keys
+// ("key-" and ten digits, in random order) in batches of 10,000, each batch
+// a durable commit, into a qs::btree_map<std::string, int64> and into a
+// qs::index<std::string, Item> (every key to one object), each in a
+// database of its own: the time, the commits' share of it, and the store's
+// log bytes per key.
+//
+// Not a test: it prints numbers and asserts only that every form found
+// every key.
 #include <qs/btree.hpp>
 #include <qs/qs.hpp>
 
@@ -52,6 +61,7 @@ struct Item {
 };
 
 using tree = qs::btree_map<std::int64_t, std::int64_t>;
+using string_tree = qs::btree_map<std::string, std::int64_t>;
 using memory_tree = qs::btree_map<std::int64_t, std::int64_t, std::less<std::int64_t>, qs::in_memory<>>;
 
 }  // namespace btree_bench
@@ -141,6 +151,36 @@ cold_result cold_lookups(const std::string& path, std::uint32_t pool, const char
   return r;
 }
 
+// A durable load of `keys` in batches of `batch`, each a transaction that
+// commits durably: into a qs::btree_map, or a qs::index.
+struct load_result {
+  const char* name;
+  double seconds = 0, commit_seconds = 0, log_per_key = 0;
+};
+template <class Insert>
+load_result durable_load(const char* name, const std::string& path, const std::vector<std::string>& keys,
+                         std::size_t batch, Insert insert) {
+  qs::options o;
+  o.durable = true;
+  auto db = qs::database::open(path, o);
+  load_result r{name};
+  const std::uint64_t log0 = db.stats().log_bytes;
+  auto t0 = clock_type::now();
+  double commits = 0;
+  for (std::size_t at = 0; at < keys.size(); at += batch) {
+    qs::transaction tx(db);
+    for (std::size_t i = at; i < std::min(keys.size(), at + batch); ++i)
+      insert(db, keys[i], static_cast<std::int64_t>(i));
+    auto c0 = clock_type::now();
+    tx.commit();
+    commits += ns_since(c0);
+  }
+  r.seconds = ns_since(t0) / 1e9;
+  r.commit_seconds = commits / 1e9;
+  r.log_per_key = static_cast<double>(db.stats().log_bytes - log0) / static_cast<double>(keys.size());
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,6 +198,10 @@ int main(int argc, char** argv) {
   app.add_option("--cold-lookups", cold_n, "random lookups of the cold phase, 1 to 10000000 (default 20000)")
       ->type_name("N")
       ->check(qs::cli::whole(1, 10000000));
+  std::size_t load_n = 1000000;
+  app.add_option("--load-keys", load_n, "string keys of the durable load, 0 to 10000000 (default 1000000)")
+      ->type_name("N")
+      ->check(qs::cli::whole(0, 10000000));
   app.add_option("--dir", dir, "where the database goes (default: a temporary directory, removed)")->type_name("DIR");
   if (auto status = qs::cli::parse(app, argc, argv)) return *status;
   bool own_dir = dir.empty();
@@ -261,6 +305,38 @@ int main(int argc, char** argv) {
     colds.push_back(cold_lookups(dir + "/tree", pool, "pointers", 32, qs::prefetch_order::pointers, cold_probes));
     colds.push_back(cold_lookups(dir + "/tree", pool, "both", 32, qs::prefetch_order::both, cold_probes));
   }
+  std::vector<load_result> loads;
+  constexpr std::size_t load_batch = 10000;
+  if (load_n > 0) {
+    std::vector<std::string> strings(load_n);
+    std::vector<std::uint64_t> order(load_n);
+    std::iota(order.begin(), order.end(), std::uint64_t{0});
+    std::shuffle(order.begin(), order.end(), rng);
+    for (std::size_t i = 0; i < load_n; ++i) {
+      char b[32];
+      std::snprintf(b, sizeof b, "key-%010" PRIu64, order[i] * 7919 % std::uint64_t{10000000000});
+      strings[i] = b;
+    }
+    loads.push_back(durable_load("qs::btree_map in qs", dir + "/load-tree", strings, load_batch,
+                                 [](qs::database& db, const std::string& k, std::int64_t v) {
+                                   db.root<string_tree>("t").insert({k, v});
+                                 }));
+    Item* item = nullptr;
+    loads.push_back(durable_load("qs::index (Berkeley DB)", dir + "/load-index", strings, load_batch,
+                                 [&](qs::database& db, const std::string& k, std::int64_t) {
+                                   if (!item) item = new (db) Item{1};
+                                   qs::index<std::string, Item>(db, "ix", qs::unique).insert(k, item);
+                                 }));
+    {
+      auto db = qs::database::open(dir + "/load-tree", bench_options());
+      qs::transaction tx(db);
+      const string_tree& t = db.root<string_tree>("t");
+      if (t.size() != load_n) fail("the durable load lost a key");
+      for (std::size_t i = 0; i < load_n; i += 997)
+        if (t.find(strings[i])->second != static_cast<std::int64_t>(i)) fail("the durable load lost a value");
+      tx.commit();
+    }
+  }
   if (own_dir) std::filesystem::remove_all(dir);
 
   const result& floor = results[0];
@@ -288,6 +364,14 @@ int main(int argc, char** argv) {
     std::printf("%-14s %10.2f %7.2f %12.2f %16.2f %11" PRIu64 " %8" PRIu64 " %6" PRIu64 "\n", c.name, c.lookup_us,
                 c.lookup_us / colds[0].lookup_us, c.fetched, touched > 0 ? c.fetched / touched : 0.0, c.prefetched,
                 c.watched, c.used);
+  if (!loads.empty()) {
+    std::printf("qs_btree_bench: durable load of %zu string keys in batches of %zu (a durable commit each)\n", load_n,
+                load_batch);
+    std::printf("%-26s %10s %10s %10s %14s\n", "", "s", "us/key", "commit s", "log bytes/key");
+    for (const load_result& l : loads)
+      std::printf("%-26s %10.2f %10.2f %10.2f %14.1f\n", l.name, l.seconds,
+                  l.seconds * 1e6 / static_cast<double>(load_n), l.commit_seconds, l.log_per_key);
+  }
   std::printf("BTREE keys=%zu", n);
   const char* tags[] = {"mem_tree", "std_map", "qs_tree", "qs_index"};
   for (std::size_t i = 0; i < results.size(); ++i)
@@ -298,6 +382,10 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < colds.size(); ++i)
     std::printf(" cold_%s_lookup_us=%.2f cold_%s_fetched=%.2f", cold_tags[i], colds[i].lookup_us, cold_tags[i],
                 colds[i].fetched);
+  const char* load_tags[] = {"load_tree", "load_index"};
+  for (std::size_t i = 0; i < loads.size(); ++i)
+    std::printf(" %s_s=%.3f %s_commit_s=%.3f %s_log_per_key=%.1f", load_tags[i], loads[i].seconds, load_tags[i],
+                loads[i].commit_seconds, load_tags[i], loads[i].log_per_key);
   std::printf("\n");
   return 0;
 }
