@@ -17,41 +17,8 @@
 namespace qs::detail {
 namespace {
 
-std::string hex(std::uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
 std::string mode_of(const std::string& format) {
   return format.find("software") != std::string::npos ? "software" : "hardware";
-}
-
-// The entries of every index: name, unique, entries.
-struct index_count {
-  std::string name;
-  bool unique;
-  std::uint64_t entries;
-};
-std::vector<index_count> count_indexes(store& s) {
-  std::vector<index_count> out;
-  for (const std::string& name : s.index_names()) {
-    bool unique = false;
-    std::uint32_t ix;
-    try {
-      ix = s.open_index(name, false);
-    } catch (const invalid_argument&) {
-      ix = s.open_index(name, true);
-      unique = true;
-    }
-    std::uint64_t n = 0;
-    s.index_scan(ix, "", std::string(4096, '\xff'), [&](std::string_view, std::string_view) {
-      ++n;
-      return true;
-    });
-    out.push_back({name, unique, n});
-  }
-  return out;
 }
 
 // The indexes of layouts schema evolution replaced ("h:" + name + "@" + index).
@@ -91,13 +58,7 @@ std::string value_of(const member_info& m, const std::byte* elem, std::size_t av
       if (k == number_kind::sint && size < 8 && (u >> (size * 8 - 1)) & 1) u |= ~std::uint64_t{0} << (size * 8);
       return k == number_kind::sint ? std::to_string(static_cast<std::int64_t>(u)) : std::to_string(u);
     }
-    std::string s;
-    for (std::uint32_t i = 0; i < size && i < 32; ++i) {
-      char b[4];
-      std::snprintf(b, sizeof b, "%02x", static_cast<unsigned>(q[i]));
-      s += b;
-    }
-    return s + (size > 32 ? "..." : "");
+    return hex_bytes(q, std::min<std::uint32_t>(size, 32)) + (size > 32 ? "..." : "");
   };
   switch (m.k) {
     case member_kind::vptr:
@@ -211,10 +172,13 @@ void describe_stat(stored_database& db, std::ostream& out,
   db.st().scan("s:", [&](std::string_view, std::string_view) { ++free_records; });
   out << "free list     " << free_records << " pages with room\n";
   out << "roots         " << root_count << "\n";
-  auto indexes = count_indexes(db.st());
+  auto indexes = db.indexes();
   out << "indexes       " << indexes.size() << "\n";
-  for (const auto& ix : indexes)
-    out << "  " << ix.name << " (" << (ix.unique ? "unique" : "duplicate keys") << "): " << ix.entries << " entries\n";
+  for (const auto& ix : indexes) {
+    std::uint64_t entries = 0;
+    db.for_each_entry(ix, [&](std::string_view, std::string_view) { ++entries; });
+    out << "  " << ix.name << " (" << (ix.unique ? "unique" : "duplicate keys") << "): " << entries << " entries\n";
+  }
   if (db.remote()) {
     out << "log           (kept by the page server)\n";
   } else {

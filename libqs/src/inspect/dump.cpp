@@ -20,16 +20,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string hex_bytes(const std::byte* p, std::size_t n) {
-  static const char digits[] = "0123456789abcdef";
-  std::string s(n * 2, '0');
-  for (std::size_t i = 0; i < n; ++i) {
-    s[2 * i] = digits[static_cast<unsigned>(p[i]) >> 4];
-    s[2 * i + 1] = digits[static_cast<unsigned>(p[i]) & 15];
-  }
-  return s;
-}
-
 struct dumped_object {
   std::uint64_t page;
   std::uint32_t offset;  // of the payload in its (head) page
@@ -178,26 +168,15 @@ class dumper {
       reach(r.object);
       walk();
     });
-    store& s = db_.st();
-    for (const std::string& name : s.index_names()) {
-      bool unique = false;
-      std::uint32_t ix;
-      try {
-        ix = s.open_index(name, false);
-      } catch (const invalid_argument&) {
-        ix = s.open_index(name, true);
-        unique = true;
-      }
-      s.index_scan(ix, "", std::string(4096, '\xff'), [&](std::string_view k, std::string_view v) {
+    for (const stored_database::stored_index& ix : db_.indexes())
+      db_.for_each_entry(ix, [&](std::string_view k, std::string_view v) {
         std::int64_t object = -1;
         if (v.size() >= 24) {
           location l = decode_location(v.substr(0, 24));
           object = resolve_target({l.page, l.offset, static_cast<std::uint32_t>(l.last), {}}, 0).object;
         }
-        entries_.push_back({name, unique, std::string(k), object});
-        return true;
+        entries_.push_back({ix.name, ix.unique, std::string(k), object});
       });
-    }
     for (const auto& e : entries_) {
       reach(e.object);
       walk();
@@ -214,9 +193,7 @@ class dumper {
     auto r = it->second.find(at);
     if (r == it->second.end()) return nullptr;
     if (r->second.object < 0) {
-      char b[24];
-      std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(r->second.value));
-      return json{{"dangling", b}};
+      return json{{"dangling", hex(r->second.value)}};
     }
     json j{{"id", objects_[static_cast<std::size_t>(r->second.object)].id}};
     if (r->second.rel) j["at"] = r->second.rel;

@@ -21,12 +21,6 @@
 namespace qs::detail {
 namespace {
 
-std::string hex(std::uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
 // A catalog number, checked to lie in [lo, hi].
 std::uint64_t number(store& s, const char* key, std::uint64_t lo, std::uint64_t hi) {
   auto v = s.get(key);
@@ -46,6 +40,43 @@ std::optional<std::uint64_t> parse_number(std::string_view t, int base) {
 }
 
 }  // namespace
+
+std::string hex(std::uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+std::string hex_bytes(const std::byte* p, std::size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s(n * 2, '0');
+  for (std::size_t i = 0; i < n; ++i) {
+    s[2 * i] = digits[static_cast<unsigned>(p[i]) >> 4];
+    s[2 * i + 1] = digits[static_cast<unsigned>(p[i]) & 15];
+  }
+  return s;
+}
+
+std::vector<stored_database::stored_index> stored_database::indexes() {
+  std::vector<stored_index> out;
+  for (const std::string& name : store_->index_names()) {
+    // The store refuses to open an index as what it was not made.
+    try {
+      out.push_back({name, false, store_->open_index(name, false)});
+    } catch (const invalid_argument&) {
+      out.push_back({name, true, store_->open_index(name, true)});
+    }
+  }
+  return out;
+}
+
+void stored_database::for_each_entry(const stored_index& ix,
+                                     const std::function<void(std::string_view, std::string_view)>& f) {
+  store_->index_scan(ix.number, "", std::string(4096, '\xff'), [&](std::string_view k, std::string_view v) {
+    f(k, v);
+    return true;
+  });
+}
 
 stored_database::stored_database(const std::string& path, const options& opts) {
   if (is_remote_url(path)) {

@@ -113,6 +113,15 @@ class stored_database {
   // The address of `offset` on page `page` at its home frame, or 0 when it
   // has none.
   std::uint64_t home_address(std::uint64_t page, std::uint64_t offset) const;
+  // Every index of the database, opened as it was made (unique or not).
+  struct stored_index {
+    std::string name;
+    bool unique;
+    std::uint32_t number;  // for store::index_scan
+  };
+  std::vector<stored_index> indexes();
+  // Calls f(key, value) for every entry of an index, in key order.
+  void for_each_entry(const stored_index& ix, const std::function<void(std::string_view, std::string_view)>& f);
   // The name of a type index ("type index N" when the database has none).
   std::string type_name(std::uint32_t type) const;
   // Bytes from the start of a large object's run to its payload.
@@ -130,6 +139,11 @@ class stored_database {
   std::unique_ptr<schema_registry> schema_;
   std::unordered_map<const type_layout*, std::vector<std::uint32_t>> references_;
 };
+
+// "0x..." of a value: how qs-inspect shows addresses and checksums.
+std::string hex(std::uint64_t v);
+// The bytes as lower-case hexadecimal digits, two a byte.
+std::string hex_bytes(const std::byte* p, std::size_t n);
 
 // The bytes of a mode's pointer word: 8 (an address) or 16 (a qs::ref).
 constexpr std::uint32_t pointer_word_bytes = QS_SOFTWARE_SWIZZLE ? 16 : 8;

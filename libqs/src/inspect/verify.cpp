@@ -284,25 +284,12 @@ class verifier {
   }
 
   void check_indexes() {
-    store& s = db_.st();
-    for (const std::string& name : s.index_names()) {
-      std::uint32_t ix;
-      try {
-        ix = s.open_index(name, false);
-      } catch (const invalid_argument&) {
-        ix = s.open_index(name, true);
-      }
-      std::vector<std::pair<std::string, std::string>> entries;
-      s.index_scan(ix, "", std::string(4096, '\xff'), [&](std::string_view k, std::string_view v) {
-        entries.emplace_back(k, v);
-        return true;
-      });
-      for (const auto& [k, v] : entries) {
+    for (const stored_database::stored_index& ix : db_.indexes())
+      db_.for_each_entry(ix, [&](std::string_view k, std::string_view v) {
         std::string shown;
         for (unsigned char c : k.substr(0, 32)) shown += (c >= 32 && c < 127) ? static_cast<char>(c) : '.';
-        check_location("index " + name + " entry '" + shown + "': ", v);
-      }
-    }
+        check_location("index " + ix.name + " entry '" + shown + "': ", v);
+      });
   }
 
   stored_database& db_;
