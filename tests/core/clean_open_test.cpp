@@ -1,9 +1,18 @@
 // Opening a database that was closed cleanly runs no recovery and writes no
 // file; a process killed after its first write leaves a database that the
-// next open recovers.
+// next open recovers; until its first write, a database's files are read
+// mapped, and after it through Berkeley DB's cache.
 #include <catch2/catch.hpp>
 
 #include "support.hpp"
+
+#include <qs/bdb/bdb_env.hpp>
+
+#include <db_cxx.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include <csignal>
 #include <filesystem>
@@ -90,4 +99,63 @@ TEST_CASE("kill -9 in a process that opened a cleanly closed database: the next 
       CHECK(committed_transactions(db, nodes) == p.expect + 1);
     }
   }
+}
+
+namespace {
+
+// The pages Berkeley DB handed out from its mapping of pages.db, and those it
+// read into its cache, since the environment was opened.
+std::pair<std::uint64_t, std::uint64_t> mapped_and_read(qs::detail::bdb_env& env) {
+  DB_MPOOL_STAT* g = nullptr;
+  DB_MPOOL_FSTAT** files = nullptr;
+  REQUIRE(env.env()->memp_stat(&g, &files, 0) == 0);
+  std::uint64_t mapped = 0, read = 0;
+  for (DB_MPOOL_FSTAT** f = files; f && *f; ++f)
+    if (std::string((*f)->file_name).find("pages.db") != std::string::npos) {
+      mapped += (*f)->st_map;
+      read += (*f)->st_page_in;
+    }
+  std::free(g);
+  std::free(files);
+  return {mapped, read};
+}
+
+}  // namespace
+
+TEST_CASE("until the first write, page records are read from the mapped files; after it, through the cache") {
+  test_dir dir;
+  std::string db = dir.sub("db");
+  // Larger than Berkeley DB's own limit for mapping a file (10 MiB).
+  constexpr std::uint64_t pages = 2000;
+  std::vector<std::byte> record(8192 + 64);
+  {
+    qs::detail::bdb_env env(db, 16u << 20);
+    env.about_to_write();
+    DbTxn* t = env.begin();
+    for (std::uint64_t page = 1; page <= pages; ++page) {
+      std::memset(record.data(), static_cast<int>(page), record.size());
+      env.put_record(t, page, record.data(), static_cast<std::uint32_t>(record.size()));
+    }
+    env.commit(t, true);
+  }
+  REQUIRE(std::filesystem::file_size(db + "/pages.db") > (std::uint64_t{12} << 20));
+  qs::detail::bdb_env env(db, 16u << 20);
+  auto read_all = [&] {
+    std::uint64_t right = 0;
+    for (std::uint64_t page = 1; page <= pages; ++page)
+      if (env.read_record(nullptr, page, record.data(), static_cast<std::uint32_t>(record.size())) == record.size() &&
+          record[100] == static_cast<std::byte>(page & 0xff))
+        ++right;
+    return right;
+  };
+  CHECK(read_all() == pages);
+  auto [mapped, read] = mapped_and_read(env);
+  CHECK(mapped > 0);
+  CHECK(read == 0);
+  // Transactional now: the files are reopened for writing, through the cache.
+  env.about_to_write();
+  CHECK(read_all() == pages);
+  std::tie(mapped, read) = mapped_and_read(env);
+  CHECK(mapped == 0);
+  CHECK(read > 0);
 }

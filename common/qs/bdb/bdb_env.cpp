@@ -273,6 +273,9 @@ void bdb_env::open_environment(bool recover) {
                             static_cast<std::uint32_t>(cache & ((1u << 30) - 1)), 1),
         "set_cachesize");
   std::uint32_t flags = DB_CREATE | DB_INIT_MPOOL | DB_THREAD | DB_PRIVATE;
+  // Read-only files are mapped, whatever their size (the header): 1 TiB of
+  // address space is far below what x86-64 leaves a process.
+  if (!transactional) check(env_->set_mp_mmapsize(std::size_t{1} << 40), "set_mp_mmapsize");
   if (transactional) {
     check(env_->set_lk_max_locks(max_locks_), "set_lk_max_locks");
     check(env_->set_lk_max_objects(max_locks_), "set_lk_max_objects");

@@ -34,6 +34,15 @@
 // or no mark, and then the next open recovers. An open that writes nothing
 // changes no file. Log files are 8 MiB and removed once checkpointed.
 //
+// Until its first write the environment is not transactional, and Berkeley
+// DB maps its data files read-only (set_mp_mmapsize) instead of copying
+// their B-tree pages into its cache: a read copies a record from the OS
+// page cache once. As with any mapped file, an I/O error under such a read
+// (a failing disk, or a file truncated by someone else) ends the process
+// with SIGBUS instead of an error; nothing committed is lost by it. The
+// first write reopens the environment transactional, with its files read
+// through the cache (Berkeley DB maps only files opened read-only).
+//
 // A failed write (a full disk, an I/O error) breaks the environment for
 // good: the call that met it throws qs::write_failed, Berkeley DB is told to
 // refuse everything from then on (so that no page reaches the files ahead of
