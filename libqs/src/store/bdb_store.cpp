@@ -1,6 +1,8 @@
 // The embedded store: one client's transactions on a bdb_env.
 #include "store/bdb_store.hpp"
 
+#include "util/stopwatch.hpp"
+
 #include <qs/error.hpp>
 
 #include <db_cxx.h>
@@ -10,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -215,7 +218,9 @@ bool bdb_store::read_range(
     std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
     const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
   if (!spread() || last - first + 1 < spread_pages) {
+    const auto t0 = std::chrono::steady_clock::now();
     scan_records(first, last, want, got, 256 * 1024);
+    note_read_time(ns_since(t0), last - first + 1);
     return true;
   }
   std::vector<wanted_page> wanted;
@@ -240,9 +245,11 @@ void bdb_store::read_spread(
   // Each job reads its own pages into their own slots; nothing else is
   // shared but the environment (thread-safe) and this store's fields,
   // which no one changes meanwhile.
+  std::vector<std::uint64_t> job_ns(groups, 0);
   auto job = [&](std::size_t g) {
     const std::size_t a = n * g / groups, b = n * (g + 1) / groups;
     if (a == b) return;
+    const auto t0 = std::chrono::steady_clock::now();
     std::size_t at = a;
     scan_records(
         wanted[a].page, wanted[b - 1].page,
@@ -257,12 +264,16 @@ void bdb_store::read_spread(
           wanted[at].found = true;
         },
         static_cast<std::uint32_t>(b - a > 1 ? (b - a) * (page_size_ + 1024) + 16 * 1024 : 16 * 1024));
+    job_ns[g] = ns_since(t0);
   };
   if (alone) {
     for (std::size_t g = 0; g < groups; ++g) job(g);
   } else {
     readers_.run(groups, job);
   }
+  std::uint64_t ns = 0;
+  for (std::uint64_t j : job_ns) ns += j;
+  note_read_time(ns, n);
   for (wanted_page& w : wanted)
     if (w.found) got(w.page, w.h, std::move(w.mapping));
 }

@@ -16,9 +16,10 @@
 // Prefetch (read_range, read_pages) spreads its reads over the calling
 // thread and helper threads (reader_threads.hpp: one fewer than the
 // machine's cores, at most 3), several reads in flight, when it reads 16
-// pages or more and the store transaction has written nothing (before that, its reads are plain
-// reads of what is committed); after a write, in the write transaction,
-// they are made one after the other, on the calling thread.
+// pages or more, the store transaction has written nothing (before that,
+// its reads are plain reads of what is committed), and recent reads waited
+// on the disk (spread()); otherwise, and after a write, in the write
+// transaction, they are made one after the other, on the calling thread.
 //
 // Thread-safety: one thread at a time (store.hpp).
 #pragma once
@@ -109,9 +110,23 @@ class bdb_store final : public store {
   void read_spread(std::vector<wanted_page>& wanted, bool ranges,
                    const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got);
   // Whether a prefetch may spread its reads (reader_threads.hpp), and the
-  // fewest pages it spreads.
-  bool spread() const { return readers_.helpers() > 0 && txn_ == nullptr; }
+  // fewest pages it spreads. Spreading pays while reads wait on the disk;
+  // from the OS cache a page's read is a few microseconds of copying, less
+  // than a helper's wake-up and the cores it takes from the program, so
+  // reads spread only while recent batches took disk_read_ns a page or
+  // more (read_ns_: a running average over batches, starting there: a
+  // database is opened cold).
+  bool spread() const {
+    return readers_.helpers() > 0 && txn_ == nullptr && read_ns_ >= disk_read_ns;
+  }
   static constexpr std::size_t spread_pages = 16;
+  static constexpr std::uint64_t disk_read_ns = 20000;
+  std::uint64_t read_ns_ = disk_read_ns;
+  // A batch of `pages` read in `ns` of one thread's time.
+  void note_read_time(std::uint64_t ns, std::size_t pages) {
+    if (pages == 0) return;
+    read_ns_ = (7 * read_ns_ + ns / pages) / 8;
+  }
 
   // The counters as the open transaction's allocations left them (commit
   // writes them); empty until it allocates.
