@@ -54,12 +54,18 @@ class page_words {
   }
 
   // The size of a type's elements, or 0 when the database has no such type;
-  // has_words: whether its objects hold pointers or vptrs.
-  std::uint32_t type_size(std::uint32_t type, bool& has_words) {
+  // has_words: whether its objects hold pointers or vptrs. `any_vptrs` is
+  // set when they hold vptrs (and left as it was otherwise).
+  std::uint32_t type_size(std::uint32_t type, bool& has_words, bool& any_vptrs) {
     const type_layout* l = find(type);
     if (!l) return 0;
     has_words = !l->pointers.empty() || !l->vptrs.empty();
+    any_vptrs = any_vptrs || !l->vptrs.empty();
     return l->size;
+  }
+  std::uint32_t type_size(std::uint32_t type, bool& has_words) {
+    bool vptrs = false;
+    return type_size(type, has_words, vptrs);
   }
 
  private:

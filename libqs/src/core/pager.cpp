@@ -339,8 +339,11 @@ void pager::accept_record(page_desc* d, const record_header& h, std::byte* img, 
   if (sum != h.checksum)
     throw corrupt_page(d->page, "page " + std::to_string(d->page) + " failed its checksum (stored " + hex(h.checksum) +
                                     ", computed " + hex(sum) + "); the page is not used");
-  std::string wrong = check_page(
-      h, img, page_size_, [&](std::uint32_t type, bool& has_words) { return words_.type_size(type, has_words); });
+  // The check sees every object's type: whether any has vptrs to set comes with it.
+  bool vptrs = false;
+  std::string wrong = check_page(h, img, page_size_, [&](std::uint32_t type, bool& has_words) {
+    return words_.type_size(type, has_words, vptrs);
+  });
   if (!wrong.empty())
     throw corrupt_page(d->page, "page " + std::to_string(d->page) + " holds " + wrong + "; the page is not used");
   // A page reached alone through its home frame (relocator::page_at) that
@@ -357,7 +360,7 @@ void pager::accept_record(page_desc* d, const record_header& h, std::byte* img, 
                                     " of " + std::to_string(d->run_pages()));
   d->hdr = h;
   d->mapping = std::move(mapping_object);
-  fix_vptrs(d, img);
+  if (vptrs) fix_vptrs(d, img);
   stats_.swizzle_ns += ns_since(t1);
   frames_.relocate(d, img);
 }
