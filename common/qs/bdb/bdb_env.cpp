@@ -788,6 +788,23 @@ std::optional<std::string> bdb_env::read_mapping(DbTxn* t, std::uint64_t page, s
 void bdb_env::read_range(DbTxn* t, std::uint64_t first, std::uint64_t last,
                          const std::function<bool(std::uint64_t, bool, const void*, std::uint32_t)>& f,
                          std::uint32_t bulk_bytes) {
+  // Records are put together in one buffer, and handed over from there.
+  thread_local std::vector<unsigned char> record(std::size_t{max_pieces} * piece_bytes);
+  read_range_into(
+      t, first, last,
+      [&](std::uint64_t) {
+        return record_place{record.data(), static_cast<std::uint32_t>(record.size()), nullptr, 0};
+      },
+      [&](std::uint64_t page, bool is_mapping, const void* data, std::uint32_t size) {
+        return f(page, is_mapping, is_mapping ? data : record.data(), size);
+      },
+      bulk_bytes);
+}
+
+void bdb_env::read_range_into(DbTxn* t, std::uint64_t first, std::uint64_t last,
+                              const std::function<record_place(std::uint64_t)>& place,
+                              const std::function<bool(std::uint64_t, bool, const void*, std::uint32_t)>& f,
+                              std::uint32_t bulk_bytes) {
   std::uint32_t flags = 0;
   DbTxn* rt = reading(t, flags);
   Dbc* cursor = nullptr;
@@ -808,20 +825,35 @@ void bdb_env::read_range(DbTxn* t, std::uint64_t first, std::uint64_t last,
   data.set_data(bulk.data());
   data.set_ulen(bulk_bytes);
   data.set_flags(DB_DBT_USERMEM);
-  // The record being put together from its pieces.
+  // The record being put together from its pieces, where place() said.
   std::uint64_t assembling_page = ~std::uint64_t{0};
-  thread_local std::string assembled;
-  assembled.clear();
+  record_place at;
+  std::uint32_t size = 0;
   unsigned pieces = 0;
   bool whole = false;
   auto finish = [&]() -> bool {
     bool go_on = true;
-    if (whole && !assembled.empty())
-      go_on = f(assembling_page, false, assembled.data(), static_cast<std::uint32_t>(assembled.size()));
-    assembled.clear();
+    if (whole && size > 0) go_on = f(assembling_page, false, nullptr, size);
+    size = 0;
     pieces = 0;
     whole = false;
     return go_on;
+  };
+  // Piece bytes [size, size + n) to their place; false when they do not fit.
+  auto put = [&](const unsigned char* p, std::uint32_t n) {
+    if (std::uint64_t{size} + n > std::uint64_t{at.head_bytes} + at.rest_bytes) return false;
+    if (size < at.head_bytes) {
+      const std::uint32_t h = std::min(n, at.head_bytes - size);
+      std::memcpy(static_cast<unsigned char*>(at.head) + size, p, h);
+      p += h;
+      n -= h;
+      size += h;
+    }
+    if (n) {
+      std::memcpy(static_cast<unsigned char*>(at.rest) + (size - at.head_bytes), p, n);
+      size += n;
+    }
+    return true;
   };
   for (std::uint32_t op = DB_SET_RANGE;; op = DB_NEXT) {
     int rc = cursor->get(&key, &data, op | DB_MULTIPLE_KEY);
@@ -845,13 +877,14 @@ void bdb_env::read_range(DbTxn* t, std::uint64_t first, std::uint64_t last,
       if (page != assembling_page) {
         if (!finish()) return;
         assembling_page = page;
-        whole = true;
+        at = place(page);
+        whole = at.head != nullptr;
       }
       if (kb[8] < max_pieces) {
         // The record's pieces, in order; a record with a piece missing is
         // left out (a fault on the page says what is wrong).
-        if (kb[8] != pieces || (pieces > 0 && assembled.size() % piece_bytes != 0)) whole = false;
-        if (whole) assembled.append(static_cast<const char*>(d.get_data()), d.get_size());
+        if (kb[8] != pieces || (pieces > 0 && size % piece_bytes != 0)) whole = false;
+        if (whole) whole = put(static_cast<const unsigned char*>(d.get_data()), d.get_size());
         ++pieces;
       } else if (kb[8] == 'm') {
         if (!finish()) return;

@@ -154,6 +154,24 @@ class bdb_env {
   void read_range(DbTxn* t, std::uint64_t first, std::uint64_t last,
                   const std::function<bool(std::uint64_t, bool, const void*, std::uint32_t)>& f,
                   std::uint32_t bulk_bytes = 256 * 1024);
+  // Where read_range_into puts a record's bytes: its first head_bytes at
+  // `head`, the next ones (up to rest_bytes) at `rest`; a null head skips
+  // the record.
+  struct record_place {
+    void* head = nullptr;
+    std::uint32_t head_bytes = 0;
+    void* rest = nullptr;
+    std::uint32_t rest_bytes = 0;
+  };
+  // read_range, with each record's pieces copied straight to where
+  // place(page) says (asked once per record, at its first piece), with no
+  // copy in between: f(page, false, nullptr, size) says the record is
+  // whole there. A record with a piece missing, or longer than its place,
+  // is left out (what place() received for it is to be ignored).
+  void read_range_into(DbTxn* t, std::uint64_t first, std::uint64_t last,
+                       const std::function<record_place(std::uint64_t)>& place,
+                       const std::function<bool(std::uint64_t, bool, const void*, std::uint32_t)>& f,
+                       std::uint32_t bulk_bytes = 256 * 1024);
   // Stores the page's mapping object; an empty one is removed.
   void put_mapping(DbTxn* t, std::uint64_t page, std::string_view mapping);
 

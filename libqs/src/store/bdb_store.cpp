@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -194,8 +194,15 @@ void bdb_store::scan_records(
     pending = false;
     mapping.clear();
   };
-  env_->read_range(
+  // Each record's pieces go straight to its header and its image.
+  env_->read_range_into(
       txn_, first, last,
+      [&](std::uint64_t page) -> bdb_env::record_place {
+        deliver();  // the record before (h is about to be this one's)
+        std::byte* image = want(page);
+        if (!image) return {};
+        return {&h, static_cast<std::uint32_t>(sizeof h), image, page_size_};
+      },
       [&](std::uint64_t page, bool is_mapping, const void* data, std::uint32_t size) {
         if (is_mapping) {
           if (pending && page == pending_page) mapping.assign(static_cast<const char*>(data), size);
@@ -203,9 +210,6 @@ void bdb_store::scan_records(
         }
         deliver();
         if (size != whole) return true;
-        std::byte* image = want(page);
-        if (!image) return true;
-        split_record(data, h, image);
         pending = true;
         pending_page = page;
         return true;
@@ -219,7 +223,7 @@ bool bdb_store::read_range(
     const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
   if (!spread() || last - first + 1 < spread_pages) {
     const auto t0 = std::chrono::steady_clock::now();
-    scan_records(first, last, want, got, 256 * 1024);
+    scan_records(first, last, want, got, bulk_for(last - first + 1));
     note_read_time(ns_since(t0), last - first + 1);
     return true;
   }
@@ -263,7 +267,7 @@ void bdb_store::read_spread(
           wanted[at].mapping = std::move(mapping);
           wanted[at].found = true;
         },
-        static_cast<std::uint32_t>(b - a > 1 ? (b - a) * (page_size_ + 1024) + 16 * 1024 : 16 * 1024));
+        bulk_for(wanted[b - 1].page - wanted[a].page + 1));
     job_ns[g] = ns_since(t0);
   };
   if (alone) {

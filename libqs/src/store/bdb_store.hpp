@@ -116,10 +116,15 @@ class bdb_store final : public store {
   // reads spread only while recent batches took disk_read_ns a page or
   // more (read_ns_: a running average over batches, starting there: a
   // database is opened cold).
-  bool spread() const {
-    return readers_.helpers() > 0 && txn_ == nullptr && read_ns_ >= disk_read_ns;
-  }
+  bool spread() const { return readers_.helpers() > 0 && txn_ == nullptr && read_ns_ >= disk_read_ns; }
   static constexpr std::size_t spread_pages = 16;
+  // A bulk buffer for the records of `pages` neighbouring pages (each with
+  // its mapping object), at most 256 KiB: Berkeley DB fills the whole
+  // buffer, whatever the range, so a larger one only copies records that
+  // are not wanted.
+  std::uint32_t bulk_for(std::uint64_t pages) const {
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(pages * (page_size_ + 1024) + 16 * 1024, 256 * 1024));
+  }
   static constexpr std::uint64_t disk_read_ns = 20000;
   std::uint64_t read_ns_ = disk_read_ns;
   // A batch of `pages` read in `ns` of one thread's time.
