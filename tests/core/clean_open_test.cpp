@@ -139,15 +139,24 @@ TEST_CASE("until the first write, page records are read from the mapped files; a
     env.commit(t, true);
   }
   REQUIRE(std::filesystem::file_size(db + "/pages.db") > (std::uint64_t{12} << 20));
-  qs::detail::bdb_env env(db, 16u << 20);
-  auto read_all = [&] {
+  auto read_all_from = [&](qs::detail::bdb_env& e) {
     std::uint64_t right = 0;
     for (std::uint64_t page = 1; page <= pages; ++page)
-      if (env.read_record(nullptr, page, record.data(), static_cast<std::uint32_t>(record.size())) == record.size() &&
+      if (e.read_record(nullptr, page, record.data(), static_cast<std::uint32_t>(record.size())) == record.size() &&
           record[100] == static_cast<std::byte>(page & 0xff))
         ++right;
     return right;
   };
+  {
+    // options::map_store_files = false: through the cache from the start.
+    qs::detail::bdb_env unmapped(db, 16u << 20, false, qs::detail::default_max_locks, false);
+    CHECK(read_all_from(unmapped) == pages);
+    auto [mapped, read] = mapped_and_read(unmapped);
+    CHECK(mapped == 0);
+    CHECK(read > 0);
+  }
+  qs::detail::bdb_env env(db, 16u << 20);
+  auto read_all = [&] { return read_all_from(env); };
   CHECK(read_all() == pages);
   auto [mapped, read] = mapped_and_read(env);
   CHECK(mapped > 0);

@@ -225,8 +225,9 @@ void bdb_env::refuse_if_broken() const {
   }
 }
 
-bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multiversion, std::uint32_t max_locks)
-    : dir_(dir), cache_bytes_(cache_bytes), multiversion_(multiversion), max_locks_(max_locks) {
+bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multiversion, std::uint32_t max_locks,
+                 bool map_files)
+    : dir_(dir), cache_bytes_(cache_bytes), multiversion_(multiversion), max_locks_(max_locks), map_files_(map_files) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw store_error("database " + dir + ": cannot create the directory: " + ec.message());
@@ -275,7 +276,10 @@ void bdb_env::open_environment(bool recover) {
   std::uint32_t flags = DB_CREATE | DB_INIT_MPOOL | DB_THREAD | DB_PRIVATE;
   // Read-only files are mapped, whatever their size (the header): 1 TiB of
   // address space is far below what x86-64 leaves a process.
-  if (!transactional) check(env_->set_mp_mmapsize(std::size_t{1} << 40), "set_mp_mmapsize");
+  if (!transactional) {
+    if (map_files_) check(env_->set_mp_mmapsize(std::size_t{1} << 40), "set_mp_mmapsize");
+    else check(env_->set_flags(DB_NOMMAP, 1), "set_flags DB_NOMMAP");
+  }
   if (transactional) {
     check(env_->set_lk_max_locks(max_locks_), "set_lk_max_locks");
     check(env_->set_lk_max_objects(max_locks_), "set_lk_max_objects");

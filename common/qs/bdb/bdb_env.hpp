@@ -35,7 +35,8 @@
 // changes no file. Log files are 8 MiB and removed once checkpointed.
 //
 // Until its first write the environment is not transactional, and Berkeley
-// DB maps its data files read-only (set_mp_mmapsize) instead of copying
+// DB maps its data files read-only (set_mp_mmapsize; unless told not to)
+// instead of copying
 // their B-tree pages into its cache: a read copies a record from the OS
 // page cache once. As with any mapped file, an I/O error under such a read
 // (a failing disk, or a file truncated by someone else) ends the process
@@ -99,6 +100,7 @@ struct bdb_options {
   std::uint32_t page_size;
   std::uint64_t cache_bytes;
   std::uint32_t max_locks = default_max_locks;
+  bool map_files = true;  // see bdb_env's constructor
 };
 
 class bdb_env {
@@ -107,8 +109,10 @@ class bdb_env {
   // unless its last close was clean. `multiversion`: every database keeps
   // the versions of its B-tree pages that open snapshot transactions need
   // (DB_MULTIVERSION; qs-pageserver's snapshot reads).
+  // `map_files`: until the first write, the data files are mapped (see
+  // above); false reads them through the cache.
   bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multiversion = false,
-          std::uint32_t max_locks = default_max_locks);
+          std::uint32_t max_locks = default_max_locks, bool map_files = true);
   // Checkpoints and closes; when that succeeded, marks the files as closed
   // cleanly, so that the next open runs no recovery. After a failed write
   // nothing is written: the next open recovers from the log.
@@ -302,6 +306,7 @@ class bdb_env {
   std::uint64_t cache_bytes_;
   bool multiversion_;
   std::uint32_t max_locks_;
+  bool map_files_;
   std::unique_ptr<DbEnv> env_;
   std::unique_ptr<Db> pages_;
   std::unique_ptr<Db> meta_;

@@ -128,6 +128,13 @@ struct options {
   // in use). A database opened after a clean close reads through a cache of
   // at most 16 MiB until its first write.
   std::uint64_t store_cache_bytes = 0;
+  // Embedded store: until its first write, read the database's files
+  // mapped (one copy from the OS page cache, no Berkeley DB cache between)
+  // rather than through Berkeley DB's cache. A cold read of a mapped file
+  // takes the kernel's read-ahead around it (the device's read_ahead_kb):
+  // where that is megabytes, small scattered cold reads cost more mapped;
+  // false reads through the cache.
+  bool map_store_files = true;
   // The shared secret of a qs-pageserver reached over TCP (qs://host:port).
   // When empty, the environment variable QS_SECRET gives it.
   std::string server_secret;

@@ -73,7 +73,7 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
   else
     s = std::make_unique<detail::bdb_store>(
         path, detail::bdb_options{opts.page_size, opts.store_cache_bytes,
-                                  opts.evolve ? evolution_max_locks : detail::default_max_locks});
+                                  opts.evolve ? evolution_max_locks : detail::default_max_locks, opts.map_store_files});
   return std::make_unique<detail::database_impl>(std::move(s), opts);
 }
 

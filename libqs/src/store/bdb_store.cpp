@@ -85,7 +85,7 @@ bdb_store::bdb_store(const std::string& dir, const bdb_options& o)
                           "time (use qs-pageserver to share it)");
   }
   try {
-    env_ = std::make_unique<bdb_env>(dir, o.cache_bytes, false, o.max_locks);
+    env_ = std::make_unique<bdb_env>(dir, o.cache_bytes, false, o.max_locks, o.map_files);
   } catch (...) {
     ::close(lock_fd_);
     throw;
