@@ -7,6 +7,10 @@
 // 8 KiB page) divided by N:
 //   read fault     first touch of a page whose record is in Berkeley DB's
 //                  cache: SIGSEGV, lookup, get, checksum, copy, mmap
+//                  (and in the database opened again after its clean
+//                  close, files in the OS cache: Berkeley DB reads them
+//                  mapped, or, with options::map_store_files off, through
+//                  its cache, which starts empty)
 //                  (prefetch off; then again with qs's default prefetch,
 //                  where most pages come in read ahead, without a fault;
 //                  and, prefetch off, of 256 pages of 384 pointers each to
@@ -333,7 +337,8 @@ struct qs_costs {
   const char* frames;
 };
 
-qs_costs measure_qs(const std::string& dir, int n, std::uint32_t prefetch) {
+qs_costs measure_qs(const std::string& dir, int n, std::uint32_t prefetch,
+                    std::vector<const void*>* addresses = nullptr) {
   qs::options o;
   o.pool_pages = static_cast<std::uint32_t>(n + 64);
   o.prefetch_pages = prefetch;
@@ -380,7 +385,29 @@ qs_costs measure_qs(const std::string& dir, int n, std::uint32_t prefetch) {
     c.frames = db.stats().frame_control;
   }
   if (sum == 42) std::puts("");
+  if (addresses) addresses->assign(slabs.begin(), slabs.end());
   return c;
+}
+
+// The first touch of the pages at `addresses` (the Slabs measure_qs made, at
+// their home frames) in the database opened again after its clean close,
+// its files in the OS cache: Berkeley DB reads them mapped, or through its
+// cache (options::map_store_files). Prefetch off: ns per page.
+double measure_clean_open(const std::string& dir, const std::vector<const void*>& addresses, bool mapped) {
+  qs::options o;
+  o.map_store_files = mapped;
+  o.pool_pages = static_cast<std::uint32_t>(addresses.size() + 64);
+  o.prefetch_pages = 0;
+  o.reservation_bytes = std::uint64_t{1} << 32;
+  auto db = qs::database::open(dir, o);
+  qs::transaction tx(db);
+  std::uint64_t sum = 0;
+  auto t0 = clock_type::now();
+  for (const void* s : addresses) sum += *static_cast<const volatile std::uint64_t*>(s);
+  const double ns = ns_since(t0) / static_cast<double>(addresses.size());
+  tx.commit();
+  if (sum == 42) std::puts("");
+  return ns;
 }
 
 // The first touch of 256 pages of 384 pointers each to n Slabs on other
@@ -454,7 +481,10 @@ int main(int argc, char** argv) {
   double protect = mprotect_ns(n);
   bdb_costs bdb = bdb_ns(dir + "/bare", n);
   double get = bdb.get;
-  qs_costs q = measure_qs(dir + "/qs", n, 0);
+  std::vector<const void*> slabs;
+  qs_costs q = measure_qs(dir + "/qs", n, 0, &slabs);
+  double mapped_fault = measure_clean_open(dir + "/qs", slabs, true);
+  double unmapped_fault = measure_clean_open(dir + "/qs", slabs, false);
   qs_costs qp = measure_qs(dir + "/qs-prefetch", n, qs::options{}.prefetch_pages);
   double fan_fault = measure_fans(dir + "/qs-fans", n);
   if (own_dir) std::filesystem::remove_all(dir);
@@ -481,6 +511,10 @@ int main(int argc, char** argv) {
               q.new_page / fresh);
   std::printf("  read fault (page in BDB cache)     %8.0f %7.0f %7.2f   %s\n", q.read_fault, read_floor,
               q.read_fault / read_floor, read_floor_says);
+  std::printf("  read fault, clean open, mapped     %8.0f %7.0f %7.2f   a new process, files in the OS cache\n",
+              mapped_fault, read_floor, mapped_fault / read_floor);
+  std::printf("  read fault, clean open, cached     %8.0f %7.0f %7.2f   the same, map_store_files = false\n",
+              unmapped_fault, read_floor, unmapped_fault / read_floor);
   std::printf("  read, prefetch on (per page)       %8.0f %7.0f %7.2f   (options::prefetch_pages = %u)\n",
               qp.read_fault, read_floor, qp.read_fault / read_floor, qs::options{}.prefetch_pages);
   std::printf("  read fault, 384 pointers out       %8.0f %7.0f %7.2f   a page naming 384 others, first seen\n",
