@@ -737,9 +737,11 @@ TEST_CASE_METHOD(server_fixture,
   // The page did have a mapping object of several KiB.
   std::uint32_t largest = 0;
   qs::detail::bdb_env env(dir.sub("s") + "/db", 16u << 20);
-  env.read_range(nullptr, 0, ~std::uint64_t{0}, [&](std::uint64_t, bool is_mapping, const void*, std::uint32_t n) {
-    if (is_mapping) largest = std::max(largest, n);
-    return true;
-  });
+  env.read_range_into(
+      nullptr, 0, ~std::uint64_t{0}, [](std::uint64_t) { return qs::detail::bdb_env::record_place{}; },
+      [&](std::uint64_t, bool is_mapping, const void*, std::uint32_t n) {
+        if (is_mapping) largest = std::max(largest, n);
+        return true;
+      });
   CHECK(largest > 2048);
 }

@@ -274,12 +274,6 @@ void bdb_env::open_environment(bool recover) {
                             static_cast<std::uint32_t>(cache & ((1u << 30) - 1)), 1),
         "set_cachesize");
   std::uint32_t flags = DB_CREATE | DB_INIT_MPOOL | DB_THREAD | DB_PRIVATE;
-  // Read-only files are mapped, whatever their size (the header): 1 TiB of
-  // address space is far below what x86-64 leaves a process.
-  if (!transactional) {
-    if (map_files_) check(env_->set_mp_mmapsize(std::size_t{1} << 40), "set_mp_mmapsize");
-    else check(env_->set_flags(DB_NOMMAP, 1), "set_flags DB_NOMMAP");
-  }
   if (transactional) {
     check(env_->set_lk_max_locks(max_locks_), "set_lk_max_locks");
     check(env_->set_lk_max_objects(max_locks_), "set_lk_max_objects");
@@ -297,6 +291,12 @@ void bdb_env::open_environment(bool recover) {
     check(env_->set_lk_detect(DB_LOCK_DEFAULT), "set_lk_detect");
     if (multiversion_) check(env_->set_flags(DB_MULTIVERSION, 1), "set_flags DB_MULTIVERSION");
     flags |= DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | (recover ? DB_RECOVER : 0);
+  } else if (map_files_) {
+    // Read-only files are mapped, whatever their size (the header): 1 TiB of
+    // address space is far below what x86-64 leaves a process.
+    check(env_->set_mp_mmapsize(std::size_t{1} << 40), "set_mp_mmapsize");
+  } else {
+    check(env_->set_flags(DB_NOMMAP, 1), "set_flags DB_NOMMAP");
   }
   check(env_->open(dir_.c_str(), flags, 0600), "open environment");
   if (transactional) {
@@ -787,22 +787,6 @@ std::optional<std::string> bdb_env::read_mapping(DbTxn* t, std::uint64_t page, s
   std::string v(static_cast<const char*>(data.get_data()), data.get_size());
   std::free(data.get_data());
   return v;
-}
-
-void bdb_env::read_range(DbTxn* t, std::uint64_t first, std::uint64_t last,
-                         const std::function<bool(std::uint64_t, bool, const void*, std::uint32_t)>& f,
-                         std::uint32_t bulk_bytes) {
-  // Records are put together in one buffer, and handed over from there.
-  thread_local std::vector<unsigned char> record(std::size_t{max_pieces} * piece_bytes);
-  read_range_into(
-      t, first, last,
-      [&](std::uint64_t) {
-        return record_place{record.data(), static_cast<std::uint32_t>(record.size()), nullptr, 0};
-      },
-      [&](std::uint64_t page, bool is_mapping, const void* data, std::uint32_t size) {
-        return f(page, is_mapping, is_mapping ? data : record.data(), size);
-      },
-      bulk_bytes);
 }
 
 void bdb_env::read_range_into(DbTxn* t, std::uint64_t first, std::uint64_t last,

@@ -148,16 +148,6 @@ class bdb_env {
   void delete_record(DbTxn* t, std::uint64_t page);
   // The page's mapping object; nullopt when it has none.
   std::optional<std::string> read_mapping(DbTxn* t, std::uint64_t page, std::uint32_t flags = 0);
-  // Calls f(page, is_mapping, data, size) for every record and mapping object
-  // of pages first..last, in page order (a page's record, then its mapping
-  // object), reading them in bulk; f returns false to stop. The data lives
-  // until f returns.
-  // `bulk_bytes`: how much one Berkeley DB call returns (rounded to a
-  // multiple of 1 KiB, and to pages.db's B-tree page size at least).
-  // A record with a piece missing is left out.
-  void read_range(DbTxn* t, std::uint64_t first, std::uint64_t last,
-                  const std::function<bool(std::uint64_t, bool, const void*, std::uint32_t)>& f,
-                  std::uint32_t bulk_bytes = 256 * 1024);
   // Where read_range_into puts a record's bytes: its first head_bytes at
   // `head`, the next ones (up to rest_bytes) at `rest`; a null head skips
   // the record.
@@ -167,11 +157,17 @@ class bdb_env {
     void* rest = nullptr;
     std::uint32_t rest_bytes = 0;
   };
-  // read_range, with each record's pieces copied straight to where
-  // place(page) says (asked once per record, at its first piece), with no
-  // copy in between: f(page, false, nullptr, size) says the record is
-  // whole there. A record with a piece missing, or longer than its place,
-  // is left out (what place() received for it is to be ignored).
+  // Reads the records and mapping objects of pages first..last in page
+  // order (a page's record, then its mapping object), in bulk. Each
+  // record's pieces are copied straight to where place(page) says (asked
+  // once per record, at its first piece), with no copy in between; then
+  // f(page, false, nullptr, size) says the record is whole there. A mapping
+  // object comes as f(page, true, data, size), its data living until f
+  // returns. f returns false to stop. A record with a piece missing, or
+  // longer than its place, is left out (what place() received for it is to
+  // be ignored). `bulk_bytes`: how much one Berkeley DB call returns
+  // (rounded to a multiple of 1 KiB, and to pages.db's B-tree page size at
+  // least).
   void read_range_into(DbTxn* t, std::uint64_t first, std::uint64_t last,
                        const std::function<record_place(std::uint64_t)>& place,
                        const std::function<bool(std::uint64_t, bool, const void*, std::uint32_t)>& f,

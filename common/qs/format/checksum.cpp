@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstring>
+#include <vector>
 
 namespace qs::detail {
 namespace {
@@ -38,8 +39,9 @@ __attribute__((target("sse4.2"))) std::uint64_t crc_words(std::uint64_t c, const
 class zero_shift {
  public:
   explicit zero_shift(std::size_t bytes) {
+    const std::vector<unsigned char> zeros(bytes, 0);
     std::uint32_t basis[32];
-    for (int b = 0; b < 32; ++b) basis[b] = crc_soft_zeros(std::uint32_t{1} << b, bytes);
+    for (int b = 0; b < 32; ++b) basis[b] = crc_soft(std::uint32_t{1} << b, zeros.data(), bytes);
     for (int k = 0; k < 4; ++k)
       for (std::uint32_t v = 0; v < 256; ++v) {
         std::uint32_t r = 0;
@@ -53,11 +55,6 @@ class zero_shift {
   }
 
  private:
-  static std::uint32_t crc_soft_zeros(std::uint32_t c, std::size_t n) {
-    static const auto table = make_table();
-    while (n--) c = table[c & 0xff] ^ (c >> 8);
-    return c;
-  }
   std::uint32_t t_[4][256];
 };
 

@@ -63,10 +63,6 @@ class page_words {
     any_vptrs = any_vptrs || !l->vptrs.empty();
     return l->size;
   }
-  std::uint32_t type_size(std::uint32_t type, bool& has_words) {
-    bool vptrs = false;
-    return type_size(type, has_words, vptrs);
-  }
 
  private:
   // The layout of a type index, or nullptr when the database has none.
