@@ -336,7 +336,10 @@ struct Generator {
     ref<Manual> man = make<Manual>(db.st);
     {
       auto w = write(man);
-      std::snprintf(w->title, TitleSize, "Manual         %08d", id);
+      // Formatted aside, as create_document's title.
+      char title[TitleSize] = {};
+      std::snprintf(title, sizeof title, "Manual         %08d", id);
+      std::memcpy(w->title, title, sizeof title);
       w->id = id;
       w->mod = m;
       char sentence[64];

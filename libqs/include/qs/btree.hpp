@@ -29,6 +29,9 @@
 // objects of 8160 bytes, a page of 8 KiB each (smaller nodes are placed on
 // their sibling's or parent's page when it has room); inner nodes hold keys
 // and child links, leaves keys and values, and leaves are linked both ways.
+// A leaf's entries are in key order in eight segments, each with room to
+// spare (btree_leaf), so an insert's commit logs the entries it moved
+// within one segment, not the half of the leaf after it.
 // Links are qs::ref: a raw pointer in hardware mode, where a lookup is
 // pointer chasing over resident pages, and a checked identifier in software
 // mode. qs::in_memory<> builds the same tree from new/delete.
@@ -52,6 +55,7 @@
 //  * every leaf is at the same depth; a node is at least half full, except
 //    the root and the nodes on the right edge (a load in ascending order
 //    fills nodes instead of halving them), which hold a key at least;
+//  * a leaf's segments hold no more than their slots, and count entries in all;
 //  * keys ascend in every node (strictly unless a multimap), and the keys
 //    under an inner node's child i lie between its keys i-1 and i inclusive;
 //  * leaves are linked in key order both ways, from the header's first to
@@ -66,9 +70,11 @@
 #include <qs/btree_storage.hpp>
 #include <qs/error.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <iterator>
 #include <stdexcept>
@@ -87,9 +93,12 @@ class corrupt_btree : public error {
 
 namespace detail {
 
-inline constexpr std::uint32_t btree_leaf_mark = 0x6c656166;   // "leaf"
-inline constexpr std::uint32_t btree_inner_mark = 0x696e6e72;  // "innr"
-inline constexpr std::uint32_t btree_meta_mark = 0x62747265;   // "btre"
+inline constexpr std::uint32_t btree_leaf_mark = 0x7365676c;  // "segl"
+// The mark of a leaf of the layout before segments (one sorted array):
+// refused by name, not followed.
+inline constexpr std::uint32_t btree_sorted_leaf_mark = 0x6c656166;  // "leaf"
+inline constexpr std::uint32_t btree_inner_mark = 0x696e6e72;        // "innr"
+inline constexpr std::uint32_t btree_meta_mark = 0x62747265;         // "btre"
 
 struct btree_head {
   std::uint16_t count;  // entries (leaf) or keys (inner node)
@@ -97,9 +106,20 @@ struct btree_head {
   std::uint32_t mark;
 };
 
-template <class Stored, class V, class Nodes, std::size_t Cap>
+// A leaf's entries, in key order, fill the front of its Segs segments
+// (eight, or fewer in small nodes): segment s has slots s * Cap / Segs to
+// (s + 1) * Cap / Segs - 1, of which the first fill[s] hold entries; the
+// slots after them are dead. An insert moves the entries after its place
+// within its segment only. A full segment passes an entry on to a
+// neighbour with room; when the nearest room is further away, the leaf is
+// spread evenly over its segments first, or (when too full for that) the
+// entries pass on through the full segments between (a split spreads both
+// halves). So a commit's diff of a leaf is mostly a part of one segment,
+// not half the node.
+template <class Stored, class V, class Nodes, std::size_t Cap, std::size_t Segs>
 struct btree_leaf : btree_head {
   typename Nodes::template link<btree_leaf> prev, next;
+  std::uint16_t fill[Segs];
   Stored keys[Cap];
   V vals[Cap];
 };
@@ -133,14 +153,20 @@ class basic_btree {
   template <class N>
   using link = typename Nodes::template link<N>;
   static constexpr std::size_t link_bytes = sizeof(link<btree_head>);
-  static constexpr std::size_t leaf_cap =
-      btree_fit(Nodes::node_bytes, sizeof(btree_head) + 2 * link_bytes, sizeof(stored) + sizeof(V));
+  // Eight segments of three entries at least, or as many as fit.
+  static constexpr unsigned segs = static_cast<unsigned>(std::max<std::size_t>(
+      1,
+      std::min<std::size_t>(
+          8, btree_fit(Nodes::node_bytes, sizeof(btree_head) + 2 * link_bytes + 16, sizeof(stored) + sizeof(V)) / 3)));
+  static constexpr unsigned seg_cap = static_cast<unsigned>(
+      btree_fit(Nodes::node_bytes, sizeof(btree_head) + 2 * link_bytes + 2 * segs, sizeof(stored) + sizeof(V)) / segs);
+  static constexpr std::size_t leaf_cap = std::size_t{segs} * seg_cap;
   static constexpr std::size_t inner_cap =
       btree_fit(Nodes::node_bytes, sizeof(btree_head) + link_bytes, sizeof(stored) + link_bytes);
   static_assert(leaf_cap >= 4 && inner_cap >= 4, "qs::btree_map: a node must hold 4 entries; give more node bytes");
   static_assert(leaf_cap < 65536 && inner_cap < 65536, "qs::btree_map: a node holds fewer than 65,536 entries");
   static_assert(std::is_trivially_copyable_v<V>, "a qs::btree_map value is trivially copyable (qs::ref<T> included)");
-  using leaf = btree_leaf<stored, V, Nodes, leaf_cap>;
+  using leaf = btree_leaf<stored, V, Nodes, leaf_cap, segs>;
   using inner = btree_inner<stored, Nodes, inner_cap>;
   using meta = btree_meta<leaf, Nodes>;
   static_assert(sizeof(leaf) <= Nodes::node_bytes && sizeof(inner) <= Nodes::node_bytes);
@@ -157,6 +183,7 @@ class basic_btree {
   using key_view = typename traits::view;
   using key_arg = arg;  // how a key is passed: a view for string keys
   static constexpr std::size_t leaf_capacity = leaf_cap;
+  static constexpr std::size_t leaf_segments = segs;
   static constexpr std::size_t inner_capacity = inner_cap;
 
   template <bool Const>
@@ -181,10 +208,11 @@ class basic_btree {
     // In software mode, the non-const form records the leaf's before-image.
     reference operator*() const {
       leaf* p = Const ? Nodes::get(l_) : Nodes::write(l_);
-      return {traits::view_of(p->keys[i_]), p->vals[i_]};
+      unsigned s = slot_of(p, i_);
+      return {traits::view_of(p->keys[s]), p->vals[s]};
     }
     pointer operator->() const { return {**this}; }
-    key_view key() const { return traits::view_of(Nodes::get(l_)->keys[i_]); }
+    key_view key() const { return traits::view_of(leaf_key(Nodes::get(l_), i_)); }
 
     iter& operator++() {
       const leaf* p = Nodes::get(l_);
@@ -387,11 +415,28 @@ class basic_btree {
     const btree_head* h = Nodes::get(l);
     if (!h) corrupt("a null link to a node of level " + std::to_string(level));
     bool is_leaf = level == 0;
+    if (is_leaf && h->mark == btree_sorted_leaf_mark && h->level == 0)
+      corrupt("the leaf at " + where(h) +
+              " has the layout of a qs before leaves had segments (one sorted array); this qs "
+              "does not read such a tree: read it with the qs that wrote it");
     if (h->level != level || h->mark != (is_leaf ? btree_leaf_mark : btree_inner_mark) ||
         h->count > (is_leaf ? leaf_cap : inner_cap) || (!is_leaf && h->count == 0))
       corrupt("the node at " + where(h) + " (level " + std::to_string(h->level) + ", " + std::to_string(h->count) +
               " keys, mark " + std::to_string(h->mark) + ") is not a node of level " + std::to_string(level) +
               " of this tree");
+    if (is_leaf) {
+      const leaf* lf = static_cast<const leaf*>(h);
+      unsigned sum = 0;
+      for (unsigned s = 0; s < segs; ++s) {
+        if (lf->fill[s] > seg_cap)
+          corrupt("the leaf at " + where(h) + " has " + std::to_string(lf->fill[s]) + " entries in its segment " +
+                  std::to_string(s) + " of " + std::to_string(seg_cap) + " slots");
+        sum += lf->fill[s];
+      }
+      if (sum != lf->count)
+        corrupt("the leaf at " + where(h) + " counts " + std::to_string(lf->count) + " entries, its segments " +
+                std::to_string(sum));
+    }
     return h;
   }
 
@@ -419,11 +464,28 @@ class basic_btree {
     header_ = h;
   }
 
+  // The slot of a leaf's i-th entry in key order (i < count; the leaf was
+  // visited, so its segments add up to its count).
+  static unsigned slot_of(const leaf* lf, unsigned i) {
+    for (unsigned s = 0, before = 0; s < segs; ++s) {
+      const unsigned f = lf->fill[s];
+      if (i < before + f) return s * seg_cap + (i - before);
+      before += f;
+    }
+    bad_slot(lf, i);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] static void bad_slot(const leaf* lf, unsigned i) {
+    corrupt("the leaf at " + where(lf) + " has no entry " + std::to_string(i) + " in its segments");
+  }
+  static const stored& leaf_key(const leaf* lf, unsigned i) { return lf->keys[slot_of(lf, i)]; }
   template <class It>
   static const stored& key_at(const It& it) {
-    return Nodes::get(it.l_)->keys[it.i_];
+    return leaf_key(Nodes::get(it.l_), it.i_);
   }
-  static const V& value_at(const const_iterator& it) { return Nodes::get(it.l_)->vals[it.i_]; }
+  static const V& value_at(const const_iterator& it) {
+    const leaf* lf = Nodes::get(it.l_);
+    return lf->vals[slot_of(lf, it.i_)];
+  }
 
   // The first entry at or after `p`'s slot.
   template <class It>
@@ -437,17 +499,19 @@ class basic_btree {
   template <class It>
   It find_impl(arg k) const {
     It it = make_iter<It>(descend<false>(k, nullptr));
-    if (it.l_ && !traits::after(Compare{}, Nodes::get(it.l_)->keys[it.i_], k)) return it;
+    if (it.l_ && !traits::after(Compare{}, leaf_key(Nodes::get(it.l_), it.i_), k)) return it;
     return It(this, {}, 0);
   }
 
-  template <bool Upper>
-  static unsigned search(const stored* keys, unsigned n, arg k) {
+  // The first of n keys (key(i), ascending) >= k (> k when Upper).
+  template <bool Upper, class Key>
+  static unsigned search(unsigned n, Key key, arg k) {
     Compare c{};
     unsigned lo = 0, hi = n;
     while (lo < hi) {
       unsigned mid = (lo + hi) / 2;
-      bool right = Upper ? !traits::after(c, keys[mid], k) : traits::before(c, keys[mid], k);
+      const stored& at = key(mid);
+      bool right = Upper ? !traits::after(c, at, k) : traits::before(c, at, k);
       if (right) lo = mid + 1;
       else hi = mid;
     }
@@ -467,20 +531,39 @@ class basic_btree {
     if (p) p->depth = 0;
     while (level > 0) {
       const inner* n = static_cast<const inner*>(visit(at, level));
-      unsigned i = search<Upper>(n->keys, n->count, k);
+      unsigned i = search<Upper>(
+          n->count, [n](unsigned j) -> const stored& { return n->keys[j]; }, k);
       if (p) p->s[p->depth++] = {at, i};
       at = n->kids[i];
       --level;
     }
     const leaf* lf = static_cast<const leaf*>(visit(at, 0));
-    return {Nodes::template cast<leaf>(at), search<Upper>(lf->keys, lf->count, k)};
+    return {Nodes::template cast<leaf>(at), search_leaf<Upper>(lf, k)};
+  }
+
+  // The place in a leaf (an entry index in key order) of the first key >= k
+  // (> k when Upper): in the first segment whose last key is.
+  template <bool Upper>
+  static unsigned search_leaf(const leaf* lf, arg k) {
+    Compare c{};
+    unsigned before = 0;
+    for (unsigned s = 0; s < segs; ++s) {
+      const unsigned f = lf->fill[s];
+      if (f == 0) continue;
+      const stored* keys = lf->keys + s * seg_cap;
+      if (Upper ? traits::after(c, keys[f - 1], k) : !traits::before(c, keys[f - 1], k))
+        return before + search<Upper>(
+                            f, [keys](unsigned j) -> const stored& { return keys[j]; }, k);
+      before += f;
+    }
+    return before;
   }
 
   // The path to the leaf of `it` (which must be in the tree).
   link<leaf> locate(const const_iterator& it, path& p) const {
     if (!it.l_) throw invalid_argument("qs::btree_map: erase of end()");
     const leaf* target = Nodes::get(it.l_);
-    slot at = descend<false>(traits::view_of(target->keys[it.i_]), &p);
+    slot at = descend<false>(traits::view_of(leaf_key(target, it.i_)), &p);
     for (unsigned hops = 0;; ++hops) {
       if (at.l == it.l_) return at.l;
       if (!next_leaf(p, at.l) || hops > size()) corrupt("an iterator's leaf is not on the path of its key");
@@ -524,7 +607,7 @@ class basic_btree {
     slot at = Multi ? descend<true>(k, &p) : descend<false>(k, &p);
     if constexpr (!Multi) {
       iterator it = make_iter<iterator>(at);
-      if (it.l_ && !traits::after(Compare{}, Nodes::get(it.l_)->keys[it.i_], k)) return {it, false};
+      if (it.l_ && !traits::after(Compare{}, leaf_key(Nodes::get(it.l_), it.i_), k)) return {it, false};
     }
     meta* m = writable_header();
     ++m->size;
@@ -546,15 +629,11 @@ class basic_btree {
     r->mark = btree_leaf_mark;
     slot result;
     if (at.i < lm) {
-      move_entries(r, 0, lf, lm - 1, n - (lm - 1));
-      lf->count = static_cast<std::uint16_t>(lm - 1);
-      r->count = static_cast<std::uint16_t>(n - (lm - 1));
+      split_leaf(lf, r, lm - 1);
       put_entry(lf, at.i, traits::make(k, lf), v);
       result = {at.l, at.i};
     } else {
-      move_entries(r, 0, lf, lm, n - lm);
-      lf->count = static_cast<std::uint16_t>(lm);
-      r->count = static_cast<std::uint16_t>(n - lm);
+      split_leaf(lf, r, lm);
       put_entry(r, at.i - lm, traits::make(k, r), v);
       result = {rl, at.i - lm};
     }
@@ -564,24 +643,138 @@ class basic_btree {
     else m->last = rl;
     lf->next = rl;
     const void* near = p.depth ? static_cast<const void*>(Nodes::get(p.s[p.depth - 1].node)) : lf;
-    insert_up(p, m, traits::copy(lf->keys[lf->count - 1], near), rl, append);
+    insert_up(p, m, traits::copy(leaf_key(lf, lf->count - 1u), near), rl, append);
     return {iterator(this, result.l, result.i), true};
   }
 
-  static void put_entry(leaf* lf, unsigned i, const stored& k, const V& v) {
-    for (unsigned j = lf->count; j > i; --j) {
-      lf->keys[j] = lf->keys[j - 1];
-      lf->vals[j] = lf->vals[j - 1];
+  // Where an entry inserted as the leaf's i-th (i <= count) goes: segment
+  // and position in it; at the end of a full segment, the next one's start.
+  struct seg_place {
+    unsigned s, j;
+  };
+  static seg_place insert_place(const leaf* lf, unsigned i) {
+    unsigned before = 0;
+    for (unsigned s = 0; s < segs; ++s) {
+      const unsigned f = lf->fill[s];
+      if (i <= before + f && !(i == before + f && f == seg_cap && s + 1 < segs)) return {s, i - before};
+      before += f;
     }
-    lf->keys[i] = k;
-    lf->vals[i] = v;
+    bad_slot(lf, i);
+  }
+  static void move_in_segment(leaf* lf, unsigned s, unsigned from, unsigned to, unsigned n) {
+    stored* k = lf->keys + s * seg_cap;
+    V* v = lf->vals + s * seg_cap;
+    std::memmove(static_cast<void*>(k + to), static_cast<const void*>(k + from), n * sizeof(stored));
+    std::memmove(static_cast<void*>(v + to), static_cast<const void*>(v + from), n * sizeof(V));
+  }
+  // Makes (k, v) the leaf's i-th entry in key order (i <= count < cap).
+  // In a full segment, the entry goes in and the segment's last (or first)
+  // entry passes on to the next (or previous) segment, and so on to the
+  // nearest segment with room.
+  // When the nearest room is further than a neighbour and every segment
+  // can have some, the leaf is spread evenly first (a leaf filled from its
+  // start, as the tree's first leaf is, gets room everywhere at once).
+  static void put_entry(leaf* lf, unsigned i, const stored& k, const V& v) {
+    seg_place at = insert_place(lf, i);
+    unsigned t = at.s;  // the nearest segment with room
+    for (unsigned d = 1; lf->fill[t] == seg_cap; ++d) {
+      if (d >= segs) bad_slot(lf, i);  // full: the caller splits first
+      if (at.s + d < segs && lf->fill[at.s + d] < seg_cap) t = at.s + d;
+      else if (at.s >= d && lf->fill[at.s - d] < seg_cap) t = at.s - d;
+    }
+    if ((t > at.s + 1 || t + 1 < at.s) && lf->count < segs * (seg_cap - 1)) {
+      spread(lf, lf, lf->count);
+      at = insert_place(lf, i);
+      t = at.s;
+    }
+    stored ck = k;
+    V cv = v;
+    unsigned j = at.j;
+    for (unsigned u = at.s; u < t; ++u, j = 0) {  // passing the last entry on to the right
+      const unsigned last = u * seg_cap + seg_cap - 1;
+      const stored nk = lf->keys[last];
+      const V nv = lf->vals[last];
+      move_in_segment(lf, u, j, j + 1, seg_cap - 1 - j);
+      lf->keys[u * seg_cap + j] = ck;
+      lf->vals[u * seg_cap + j] = cv;
+      ck = nk;
+      cv = nv;
+    }
+    for (unsigned u = at.s; u > t; --u, j = seg_cap) {  // passing the first entry on to the left
+      if (j == 0) continue;                             // the entry itself goes before this segment
+      const stored nk = lf->keys[u * seg_cap];
+      const V nv = lf->vals[u * seg_cap];
+      move_in_segment(lf, u, 1, 0, j - 1);
+      lf->keys[u * seg_cap + j - 1] = ck;
+      lf->vals[u * seg_cap + j - 1] = cv;
+      ck = nk;
+      cv = nv;
+    }
+    if (t < at.s) j = lf->fill[t];  // appended to the segment on the left
+    const unsigned f = lf->fill[t];
+    move_in_segment(lf, t, j, j + 1, f - j);
+    lf->keys[t * seg_cap + j] = ck;
+    lf->vals[t * seg_cap + j] = cv;
+    ++lf->fill[t];
     ++lf->count;
   }
-  static void move_entries(leaf* to, unsigned at, const leaf* from, unsigned first, unsigned n) {
-    for (unsigned j = 0; j < n; ++j) {
-      to->keys[at + j] = from->keys[first + j];
-      to->vals[at + j] = from->vals[first + j];
+  // Takes the leaf's i-th entry out (its key is not released).
+  static void remove_entry(leaf* lf, unsigned i) {
+    for (unsigned s = 0, before = 0; s < segs; ++s) {
+      const unsigned f = lf->fill[s];
+      if (i < before + f) {
+        move_in_segment(lf, s, i - before + 1, i - before, f - (i - before) - 1);
+        --lf->fill[s];
+        --lf->count;
+        return;
+      }
+      before += f;
     }
+    bad_slot(lf, i);
+  }
+  // Spreads the first n entries (key order) of `from`, then those of
+  // `more` (when not null), evenly over the segments of `to`, which may be
+  // `from`: every segment gets n / 8 entries or one more, the first ones
+  // the more.
+  static void spread(leaf* to, const leaf* from, unsigned n, const leaf* more = nullptr) {
+    stored ks[leaf_cap];
+    V vs[leaf_cap];
+    unsigned total = 0;
+    for (const leaf* src : {from, more}) {
+      if (!src) continue;
+      const unsigned take = src == from ? n : src->count;
+      for (unsigned i = 0; i < take; ++i) {
+        const unsigned at = slot_of(src, i);
+        ks[total] = src->keys[at];
+        vs[total++] = src->vals[at];
+      }
+    }
+    for (unsigned s = 0, i = 0; s < segs; ++s) {
+      const unsigned f = total / segs + (s < total % segs ? 1 : 0);
+      for (unsigned j = 0; j < f; ++j, ++i) {
+        to->keys[s * seg_cap + j] = ks[i];
+        to->vals[s * seg_cap + j] = vs[i];
+      }
+      to->fill[s] = static_cast<std::uint16_t>(f);
+    }
+    to->count = static_cast<std::uint16_t>(total);
+  }
+  // A full leaf splits: `r` (new, empty) takes its entries from `keep` on,
+  // and both are spread. A leaf whose entries all stay (an ascending load)
+  // is left as it is: full, its segments in order.
+  static void split_leaf(leaf* lf, leaf* r, unsigned keep) {
+    if (keep == lf->count) return;
+    stored ks[leaf_cap];
+    V vs[leaf_cap];
+    const unsigned n = lf->count - keep;
+    for (unsigned i = 0; i < n; ++i) {
+      const unsigned at = slot_of(lf, keep + i);
+      ks[i] = lf->keys[at];
+      vs[i] = lf->vals[at];
+    }
+    spread(lf, lf, keep);
+    for (unsigned i = 0; i < n; ++i) put_entry(r, i, ks[i], vs[i]);
+    spread(r, r, n);
   }
 
   // Puts separator `sep` and the new right sibling `right` into the parents
@@ -649,12 +842,8 @@ class basic_btree {
   iterator erase_at(path& p, link<leaf> l, unsigned i) {
     meta* m = Nodes::write(header_);
     leaf* lf = Nodes::write(l);
-    traits::release(lf->keys[i]);
-    for (unsigned j = i + 1; j < lf->count; ++j) {
-      lf->keys[j - 1] = lf->keys[j];
-      lf->vals[j - 1] = lf->vals[j];
-    }
-    --lf->count;
+    traits::release(lf->keys[slot_of(lf, i)]);
+    remove_entry(lf, i);
     --m->size;
     slot cursor{l, i};
     if (p.depth == 0) {
@@ -682,10 +871,11 @@ class basic_btree {
       link<leaf> sl = Nodes::template cast<leaf>(parent->kids[i - 1]);
       if (Nodes::get(sl)->count > leaf_min) {
         leaf* s = Nodes::write(sl);
-        put_entry(lf, 0, s->keys[s->count - 1], s->vals[s->count - 1]);
-        --s->count;
+        const unsigned at = slot_of(s, s->count - 1u);
+        put_entry(lf, 0, s->keys[at], s->vals[at]);
+        remove_entry(s, s->count - 1u);
         traits::release(parent->keys[i - 1]);
-        parent->keys[i - 1] = traits::copy(s->keys[s->count - 1], parent);
+        parent->keys[i - 1] = traits::copy(leaf_key(s, s->count - 1u), parent);
         ++cursor.i;
         return false;
       }
@@ -694,15 +884,11 @@ class basic_btree {
       link<leaf> sl = Nodes::template cast<leaf>(parent->kids[i + 1]);
       if (Nodes::get(sl)->count > leaf_min) {
         leaf* s = Nodes::write(sl);
-        move_entries(lf, lf->count, s, 0, 1);
-        ++lf->count;
-        for (unsigned j = 1; j < s->count; ++j) {
-          s->keys[j - 1] = s->keys[j];
-          s->vals[j - 1] = s->vals[j];
-        }
-        --s->count;
+        const unsigned at = slot_of(s, 0);
+        put_entry(lf, lf->count, s->keys[at], s->vals[at]);
+        remove_entry(s, 0);
         traits::release(parent->keys[i]);
-        parent->keys[i] = traits::copy(lf->keys[lf->count - 1], parent);
+        parent->keys[i] = traits::copy(leaf_key(lf, lf->count - 1u), parent);
         return false;
       }
     }
@@ -713,8 +899,7 @@ class basic_btree {
     leaf* left = Nodes::write(left_l);
     leaf* right = Nodes::write(right_l);
     if (cursor.l == right_l) cursor = {left_l, left->count + cursor.i};
-    move_entries(left, left->count, right, 0, right->count);
-    left->count = static_cast<std::uint16_t>(left->count + right->count);
+    spread(left, left, left->count, right);
     left->next = right->next;
     if (right->next) Nodes::write(right->next)->prev = left_l;
     else m->last = left_l;
@@ -793,7 +978,7 @@ class basic_btree {
     if (level == 0) {
       link<leaf> l = Nodes::template cast<leaf>(at);
       leaf* lf = Nodes::write(l);
-      for (unsigned j = 0; j < lf->count; ++j) traits::release(lf->keys[j]);
+      for (unsigned j = 0; j < lf->count; ++j) traits::release(lf->keys[slot_of(lf, j)]);
       Nodes::destroy(l);
       return;
     }
@@ -819,19 +1004,21 @@ class basic_btree {
     unsigned minimum = right_edge ? 1 : level == 0 ? leaf_min : inner_min;
     if (h->count < minimum)
       corrupt(here + " holds " + std::to_string(h->count) + " keys, fewer than " + std::to_string(minimum));
-    const stored* keys = level == 0 ? static_cast<const leaf*>(h)->keys : static_cast<const inner*>(h)->keys;
+    auto key = [&](unsigned j) -> const stored& {
+      return level == 0 ? leaf_key(static_cast<const leaf*>(h), j) : static_cast<const inner*>(h)->keys[j];
+    };
     for (unsigned j = 0; j < h->count; ++j) {
-      if (lo && traits::less(c, keys[j], *lo)) corrupt(here + ": key " + std::to_string(j) + " is below its bound");
-      if (hi && traits::less(c, *hi, keys[j])) corrupt(here + ": key " + std::to_string(j) + " is above its bound");
-      if (j > 0 && traits::less(c, keys[j], keys[j - 1]))
+      if (lo && traits::less(c, key(j), *lo)) corrupt(here + ": key " + std::to_string(j) + " is below its bound");
+      if (hi && traits::less(c, *hi, key(j))) corrupt(here + ": key " + std::to_string(j) + " is above its bound");
+      if (j > 0 && traits::less(c, key(j), key(j - 1)))
         corrupt(here + ": keys " + std::to_string(j - 1) + " and " + std::to_string(j) + " are out of order");
     }
     if (level == 0) {
       const leaf* lf = static_cast<const leaf*>(h);
       link<leaf> l = Nodes::template cast<leaf>(at);
       for (unsigned j = 0; j < lf->count; ++j) {
-        const stored* before = j > 0 ? &lf->keys[j - 1] : w.prev_key;
-        if (before && !Multi && !traits::less(c, *before, lf->keys[j]))
+        const stored* before = j > 0 ? &key(j - 1) : w.prev_key;
+        if (before && !Multi && !traits::less(c, *before, key(j)))
           corrupt(here + ": key " + std::to_string(j) + " repeats a key of a map");
       }
       if (!(lf->prev == w.last)) corrupt(here + ": its previous-leaf link is not the leaf before it");
@@ -842,7 +1029,7 @@ class basic_btree {
       }
       w.last = l;
       w.entries += lf->count;
-      if (lf->count) w.prev_key = &lf->keys[lf->count - 1];
+      if (lf->count) w.prev_key = &key(lf->count - 1u);
       return;
     }
     const inner* n = static_cast<const inner*>(h);

@@ -89,9 +89,7 @@ class dumper {
     for (const stored_object& o : p.objects)
       if (const type_layout* l = db_.schema().layout(o.header.type); l && o.header.size == l->size)
         if (const auto& shape = nodes_.of(*l)) {
-          std::uint16_t n;
-          std::memcpy(&n, p.image.data() + o.offset, 2);
-          if (auto ranges = shape->dead(n))
+          if (auto ranges = shape->dead(p.image.data() + o.offset))
             for (const byte_range& r : *ranges) dead.push_back({o.offset + r.offset, r.length});
         }
     for (const stored_word& w : db_.words(p)) {

@@ -91,7 +91,8 @@ class verifier {
   // members: a btree_head (count, level) first, then `keys`, and `vals` (a
   // leaf) or `kids` (an inner node). Slots past the count are dead (erase
   // and split leave what was there): their words are not pointers, and
-  // `dead` gets them. Numeric keys must not decrease.
+  // `dead` gets them. A leaf's segment fills add up to its count, and
+  // numeric keys must not decrease in key order (segment by segment).
   void check_btree_node(const stored_page& p, const stored_object& o, std::vector<byte_range>& dead) {
     const type_layout* l = db_.schema().layout(o.header.type);
     if (!l || o.header.size != l->size) return;
@@ -100,9 +101,11 @@ class verifier {
     std::uint16_t n;
     std::memcpy(&n, p.image.data() + o.offset, 2);
     const std::string who = at(p.page, o.offset) + " (" + l->name + "): ";
-    auto ranges = shape->dead(n);
+    const std::byte* node = p.image.data() + o.offset;
+    std::string why;
+    auto ranges = shape->dead(node, &why);
     if (!ranges) {
-      problem(who + "a count of " + std::to_string(n) + " entries in a node of " + std::to_string(shape->key_slots));
+      problem(who + why);
       dead.push_back({o.offset, o.header.size});
       return;
     }
@@ -113,7 +116,7 @@ class verifier {
          keys->number == number_kind::floating) &&
         (keys->element_size == 4 || keys->element_size == 8)) {
       auto key = [&](std::uint32_t i) -> long double {
-        const std::byte* q = p.image.data() + o.offset + keys->offset + std::uint64_t{i} * keys->element_size;
+        const std::byte* q = node + keys->offset + std::uint64_t{shape->slot(node, i)} * keys->element_size;
         if (keys->number == number_kind::floating) {
           if (keys->element_size == 4) {
             float f;
