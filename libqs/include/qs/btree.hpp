@@ -203,22 +203,26 @@ class basic_btree {
 
     iter() = default;
     template <bool C = Const, class = std::enable_if_t<C>>
-    iter(const iter<false>& o) : t_(o.t_), l_(o.l_), i_(o.i_) {}
+    iter(const iter<false>& o) : t_(o.t_), l_(o.l_), i_(o.i_), s_(o.s_) {}
 
     // In software mode, the non-const form records the leaf's before-image.
     reference operator*() const {
       leaf* p = Const ? Nodes::get(l_) : Nodes::write(l_);
-      unsigned s = slot_of(p, i_);
-      return {traits::view_of(p->keys[s]), p->vals[s]};
+      return {traits::view_of(p->keys[s_]), p->vals[s_]};
     }
     pointer operator->() const { return {**this}; }
-    key_view key() const { return traits::view_of(leaf_key(Nodes::get(l_), i_)); }
+    key_view key() const { return traits::view_of(Nodes::get(l_)->keys[s_]); }
 
     iter& operator++() {
       const leaf* p = Nodes::get(l_);
       if (++i_ >= p->count) {
         l_ = follow(p->next);
         i_ = 0;
+        s_ = l_ ? slot_of(Nodes::get(l_), 0) : 0;
+      } else if (s_ % seg_cap + 1u < p->fill[s_ / seg_cap]) {
+        ++s_;  // the next in its segment
+      } else {
+        s_ = slot_of(p, i_);
       }
       return *this;
     }
@@ -237,6 +241,7 @@ class basic_btree {
       } else {
         --i_;
       }
+      s_ = slot_of(Nodes::get(l_), i_);
       return *this;
     }
     iter operator--(int) {
@@ -249,10 +254,11 @@ class basic_btree {
    private:
     friend class basic_btree;
     friend class iter<!Const>;
-    iter(const basic_btree* t, link<leaf> l, unsigned i) : t_(t), l_(l), i_(i) {}
+    iter(const basic_btree* t, link<leaf> l, unsigned i) : t_(t), l_(l), i_(i), s_(l ? slot_of(Nodes::get(l), i) : 0) {}
     const basic_btree* t_ = nullptr;
     link<leaf> l_{};
-    unsigned i_ = 0;
+    unsigned i_ = 0;  // the entry, in key order
+    unsigned s_ = 0;  // its slot
   };
   using iterator = iter<false>;
   using const_iterator = iter<true>;
@@ -480,12 +486,9 @@ class basic_btree {
   static const stored& leaf_key(const leaf* lf, unsigned i) { return lf->keys[slot_of(lf, i)]; }
   template <class It>
   static const stored& key_at(const It& it) {
-    return leaf_key(Nodes::get(it.l_), it.i_);
+    return Nodes::get(it.l_)->keys[it.s_];
   }
-  static const V& value_at(const const_iterator& it) {
-    const leaf* lf = Nodes::get(it.l_);
-    return lf->vals[slot_of(lf, it.i_)];
-  }
+  static const V& value_at(const const_iterator& it) { return Nodes::get(it.l_)->vals[it.s_]; }
 
   // The first entry at or after `p`'s slot.
   template <class It>
