@@ -686,7 +686,7 @@ class basic_btree {
       else if (at.s >= d && lf->fill[at.s - d] < seg_cap) t = at.s - d;
     }
     if ((t > at.s + 1 || t + 1 < at.s) && lf->count < segs * (seg_cap - 1)) {
-      spread(lf, lf, lf->count);
+      spread(lf);
       at = insert_place(lf, i);
       t = at.s;
     }
@@ -723,61 +723,54 @@ class basic_btree {
   }
   // Takes the leaf's i-th entry out (its key is not released).
   static void remove_entry(leaf* lf, unsigned i) {
-    for (unsigned s = 0, before = 0; s < segs; ++s) {
-      const unsigned f = lf->fill[s];
-      if (i < before + f) {
-        move_in_segment(lf, s, i - before + 1, i - before, f - (i - before) - 1);
-        --lf->fill[s];
-        --lf->count;
-        return;
-      }
-      before += f;
-    }
-    bad_slot(lf, i);
+    const unsigned at = slot_of(lf, i), s = at / seg_cap, j = at % seg_cap;
+    move_in_segment(lf, s, j + 1, j, lf->fill[s] - j - 1u);
+    --lf->fill[s];
+    --lf->count;
   }
-  // Spreads the first n entries (key order) of `from`, then those of
-  // `more` (when not null), evenly over the segments of `to`, which may be
-  // `from`: every segment gets n / 8 entries or one more, the first ones
-  // the more.
-  static void spread(leaf* to, const leaf* from, unsigned n, const leaf* more = nullptr) {
-    stored ks[leaf_cap];
-    V vs[leaf_cap];
-    unsigned total = 0;
-    for (const leaf* src : {from, more}) {
-      if (!src) continue;
-      const unsigned take = src == from ? n : src->count;
-      for (unsigned i = 0; i < take; ++i) {
-        const unsigned at = slot_of(src, i);
-        ks[total] = src->keys[at];
-        vs[total++] = src->vals[at];
-      }
+  // A leaf's entries, copied out in key order.
+  struct leaf_entries {
+    stored keys[leaf_cap * 2];
+    V vals[leaf_cap * 2];
+    unsigned n = 0;
+    void add(const leaf* lf) {
+      for (unsigned s = 0; s < segs; ++s)
+        for (unsigned j = 0; j < lf->fill[s]; ++j, ++n) {
+          keys[n] = lf->keys[s * seg_cap + j];
+          vals[n] = lf->vals[s * seg_cap + j];
+        }
     }
-    for (unsigned s = 0, i = 0; s < segs; ++s) {
-      const unsigned f = total / segs + (s < total % segs ? 1 : 0);
+  };
+  // Lays entries first..first+n-1 of `e` evenly over the segments of `to`:
+  // every segment gets n / segs entries or one more, the first ones the more.
+  static void lay_out(leaf* to, const leaf_entries& e, unsigned first, unsigned n) {
+    for (unsigned s = 0, i = first; s < segs; ++s) {
+      const unsigned f = n / segs + (s < n % segs ? 1u : 0u);
       for (unsigned j = 0; j < f; ++j, ++i) {
-        to->keys[s * seg_cap + j] = ks[i];
-        to->vals[s * seg_cap + j] = vs[i];
+        to->keys[s * seg_cap + j] = e.keys[i];
+        to->vals[s * seg_cap + j] = e.vals[i];
       }
       to->fill[s] = static_cast<std::uint16_t>(f);
     }
-    to->count = static_cast<std::uint16_t>(total);
+    to->count = static_cast<std::uint16_t>(n);
+  }
+  // Spreads the leaf's entries evenly over its segments, with those of
+  // `more` (its right sibling, merged into it) after them.
+  static void spread(leaf* lf, const leaf* more = nullptr) {
+    leaf_entries e;
+    e.add(lf);
+    if (more) e.add(more);
+    lay_out(lf, e, 0, e.n);
   }
   // A full leaf splits: `r` (new, empty) takes its entries from `keep` on,
   // and both are spread. A leaf whose entries all stay (an ascending load)
   // is left as it is: full, its segments in order.
   static void split_leaf(leaf* lf, leaf* r, unsigned keep) {
     if (keep == lf->count) return;
-    stored ks[leaf_cap];
-    V vs[leaf_cap];
-    const unsigned n = lf->count - keep;
-    for (unsigned i = 0; i < n; ++i) {
-      const unsigned at = slot_of(lf, keep + i);
-      ks[i] = lf->keys[at];
-      vs[i] = lf->vals[at];
-    }
-    spread(lf, lf, keep);
-    for (unsigned i = 0; i < n; ++i) put_entry(r, i, ks[i], vs[i]);
-    spread(r, r, n);
+    leaf_entries e;
+    e.add(lf);
+    lay_out(lf, e, 0, keep);
+    lay_out(r, e, keep, e.n - keep);
   }
 
   // Puts separator `sep` and the new right sibling `right` into the parents
@@ -902,7 +895,7 @@ class basic_btree {
     leaf* left = Nodes::write(left_l);
     leaf* right = Nodes::write(right_l);
     if (cursor.l == right_l) cursor = {left_l, left->count + cursor.i};
-    spread(left, left, left->count, right);
+    spread(left, right);
     left->next = right->next;
     if (right->next) Nodes::write(right->next)->prev = left_l;
     else m->last = left_l;
