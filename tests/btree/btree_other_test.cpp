@@ -337,7 +337,7 @@ TEST_CASE("btree: nodes changed behind the tree's back raise qs::corrupt_btree",
     tx.commit();
   }
   // What to change, and whether a lookup must notice it (check() must).
-  enum class change { leaf_count, inner_level, leaf_mark, leaf_order, header_size, header_mark };
+  enum class change { leaf_count, leaf_fill, inner_level, leaf_mark, leaf_order, header_size, header_mark };
   struct kind {
     const char* name;
     change what;
@@ -345,6 +345,7 @@ TEST_CASE("btree: nodes changed behind the tree's back raise qs::corrupt_btree",
   };
   const kind kinds[] = {
       {"a leaf's count beyond its capacity", change::leaf_count, true},
+      {"a leaf's segment holding more than its slots", change::leaf_fill, true},
       {"the root's level", change::inner_level, true},
       {"a leaf's mark", change::leaf_mark, true},
       {"two keys of a leaf swapped", change::leaf_order, false},
@@ -359,6 +360,17 @@ TEST_CASE("btree: nodes changed behind the tree's back raise qs::corrupt_btree",
         qs::ref<meta_view> h = header_of(db.root<crash_map>("t"));
         switch (k.what) {
           case change::leaf_count: qs::write(h->first)->count = 60000; break;
+          case change::leaf_fill: {
+            // The fill counts follow the leaf's head and its two links.
+            auto* bytes = reinterpret_cast<std::byte*>(qs::write(h->first));
+            auto* fill = reinterpret_cast<std::uint16_t*>(bytes + sizeof(qs::detail::btree_head) +
+                                                          2 * sizeof(qs::ref<qs::detail::btree_head>));
+            // Segment 1's entries counted in segment 0: the count still adds up.
+            fill[0] = static_cast<std::uint16_t>(fill[0] + fill[1]);
+            fill[1] = 0;
+            REQUIRE(fill[0] > crash_map::leaf_capacity / crash_map::leaf_segments);
+            break;
+          }
           case change::inner_level: qs::write(h->root)->level = 7; break;
           case change::leaf_mark: qs::write(h->last)->mark = 0x12345678; break;
           case change::leaf_order: {
