@@ -79,10 +79,7 @@ std::optional<std::uint64_t> get_u64(detail::bdb_env& env, Db& db, DbTxn* t, std
 // Takes the lock of the identity whose key is `key` in t (released when t
 // ends); returns Berkeley DB's code.
 int lock_identity(detail::bdb_env& env, DbTxn* t, const std::string& key, db_lockmode_t mode, std::uint32_t flags) {
-  std::string object = "qs:c" + key;
-  Dbt obj = dbt(object);
-  DbLock lock;
-  return env.env()->lock_get(t->id(), flags, &obj, mode, &lock);
+  return env.lock_object(t, "qs:c" + key, mode, flags);
 }
 
 }  // namespace
@@ -93,7 +90,8 @@ commit_outcomes::commit_outcomes(detail::bdb_env& env, std::uint64_t window_seco
   db_ = std::make_unique<Db>(env_.env(), DB_CXX_NO_EXCEPTIONS);
   std::error_code ec;
   if (!std::filesystem::exists(std::filesystem::path(env_.dir()) / "outcomes.db", ec)) env_.about_to_write();
-  int rc = db_->open(nullptr, "outcomes.db", nullptr, DB_BTREE, DB_CREATE | DB_AUTO_COMMIT | DB_THREAD, 0600);
+  int rc = db_->open(nullptr, "outcomes.db", nullptr, DB_BTREE,
+                     DB_CREATE | DB_AUTO_COMMIT | DB_THREAD | env_.open_flags(), 0600);
   if (rc != 0) {
     db_->close(0);
     env_.check(rc, "open outcomes.db");

@@ -309,10 +309,7 @@ DbTxn* optimistic_transaction::writer() {
 void optimistic_transaction::lock_object(const std::string& object, bool exclusive, bool wait) {
   auto it = locks_.find(object);
   if (it != locks_.end() && (it->second || !exclusive)) return;
-  Dbt obj(const_cast<char*>(object.data()), static_cast<std::uint32_t>(object.size()));
-  DbLock lock;
-  int rc = c_.env->env()->lock_get(writer()->id(), wait ? 0 : DB_LOCK_NOWAIT, &obj,
-                                   exclusive ? DB_LOCK_WRITE : DB_LOCK_READ, &lock);
+  int rc = c_.env->lock_object(writer(), object, exclusive ? DB_LOCK_WRITE : DB_LOCK_READ, wait ? 0 : DB_LOCK_NOWAIT);
   std::string what = object.starts_with("qs:p") ? "page " + std::to_string(detail::from_be64(object.substr(4)))
                                                 : "metadata record " + object.substr(4);
   if (rc == DB_LOCK_NOTGRANTED && !wait)

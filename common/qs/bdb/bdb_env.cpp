@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -226,11 +227,27 @@ void bdb_env::refuse_if_broken() const {
 }
 
 bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multiversion, std::uint32_t max_locks,
-                 bool map_files)
+                 bool map_files, const replication_options* repl)
     : dir_(dir), cache_bytes_(cache_bytes), multiversion_(multiversion), max_locks_(max_locks), map_files_(map_files) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw store_error("database " + dir + ": cannot create the directory: " + ec.message());
+  if (repl) {
+    // A site of a group: its databases open when it is master.
+    repl_ = std::make_unique<replication>(*repl);
+    bool fresh = true;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().filename().string().starts_with("log.")) fresh = false;
+    wrote_.store(true, std::memory_order_relaxed);
+    try {
+      open_environment(true);
+      repl_->start(*env_, fresh, std::chrono::minutes(1));
+    } catch (...) {
+      close_handles();
+      throw;
+    }
+    return;
+  }
   // Recovery (which writes) only when the last close was not clean.
   const bool closed_cleanly = std::filesystem::exists(marker_path(), ec);
   // Until something is written, a cleanly closed environment is read without
@@ -274,6 +291,10 @@ void bdb_env::open_environment(bool recover) {
                             static_cast<std::uint32_t>(cache & ((1u << 30) - 1)), 1),
         "set_cachesize");
   std::uint32_t flags = DB_CREATE | DB_INIT_MPOOL | DB_THREAD | DB_PRIVATE;
+  if (repl_) {
+    repl_->configure(*env_, &bdb_env::on_event);
+    flags |= DB_INIT_REP;
+  }
   if (transactional) {
     check(env_->set_lk_max_locks(max_locks_), "set_lk_max_locks");
     check(env_->set_lk_max_objects(max_locks_), "set_lk_max_objects");
@@ -289,7 +310,10 @@ void bdb_env::open_environment(bool recover) {
     check(env_->set_lg_bsize(2u << 20), "set_lg_bsize");
     check(env_->set_lg_max(8u << 20), "set_lg_max");
     check(env_->set_lk_detect(DB_LOCK_DEFAULT), "set_lk_detect");
-    if (multiversion_) check(env_->set_flags(DB_MULTIVERSION, 1), "set_flags DB_MULTIVERSION");
+    // A replica's internal init opens the files it receives, which an
+    // environment's DB_MULTIVERSION refuses: a replicated site opens each
+    // database multiversion instead (open_flags).
+    if (multiversion_ && !repl_) check(env_->set_flags(DB_MULTIVERSION, 1), "set_flags DB_MULTIVERSION");
     flags |= DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | (recover ? DB_RECOVER : 0);
   } else if (map_files_) {
     // Read-only files are mapped, whatever their size (the header): 1 TiB of
@@ -300,7 +324,10 @@ void bdb_env::open_environment(bool recover) {
   }
   check(env_->open(dir_.c_str(), flags, 0600), "open environment");
   if (transactional) {
-    check(env_->log_set_config(DB_LOG_AUTO_REMOVE, 1), "log_set_config");
+    // A replicated site keeps its log files until replication::archive
+    // removes them: removing them at once would make every replica that
+    // falls behind start again from nothing.
+    if (!repl_) check(env_->log_set_config(DB_LOG_AUTO_REMOVE, 1), "log_set_config");
     check(env_->get_lg_max(&log_file_max_), "get_lg_max");
   }
 }
@@ -328,7 +355,8 @@ int bdb_env::open_db(std::unique_ptr<Db>& db, const char* file, std::uint32_t db
   if (db_flags) check(db->set_flags(db_flags), std::string("set_flags of ") + file);
   if (page_size) check(db->set_pagesize(page_size), std::string("set_pagesize of ") + file);
   bool writable = wrote_.load(std::memory_order_relaxed);
-  int rc = writable ? db->open(t, file, nullptr, DB_BTREE, DB_CREATE | DB_THREAD | (t ? 0 : DB_AUTO_COMMIT), 0600)
+  int rc = writable ? db->open(t, file, nullptr, DB_BTREE,
+                               DB_CREATE | DB_THREAD | (t ? 0 : DB_AUTO_COMMIT) | open_flags(), 0600)
                     : db->open(nullptr, file, nullptr, DB_BTREE, DB_RDONLY | DB_THREAD, 0600);
   if (rc != 0) {
     db->close(0);
@@ -362,13 +390,14 @@ bdb_env::~bdb_env() {
   const bool wrote = wrote_.load(std::memory_order_acquire);
   int rc = 0;
   for (auto& i : indexes_) rc |= i->db->close(0);
-  rc |= meta_->close(0);
-  rc |= pages_->close(0);
+  if (meta_) rc |= meta_->close(0);
+  if (pages_) rc |= pages_->close(0);
   // Without writes since the open, nothing changed: the files stay as they
-  // were, the mark included.
-  if (wrote) rc |= env_->txn_checkpoint(0, 0, 0);
+  // were, the mark included. A replica's checkpoints follow its master's.
+  if (wrote && (!repl_ || repl_->role() == replication::role_kind::master)) rc |= env_->txn_checkpoint(0, 0, 0);
   rc |= env_->close(0);
-  if (rc == 0 && wrote) {
+  // A replicated site recovers at every open: no mark.
+  if (rc == 0 && wrote && !repl_) {
     // Every page is in the data files and the log is flushed: the next open
     // needs no recovery.
     const std::string marker = marker_path();
@@ -556,7 +585,9 @@ void bdb_env::commit(DbTxn* t, bool durable) {
     t->abort();
     throw;
   }
+  if (repl_) replication::clear_unacknowledged();
   check(t->commit(durable ? DB_TXN_SYNC : DB_TXN_WRITE_NOSYNC), "commit");
+  const bool unacknowledged = repl_ && replication::took_unacknowledged();
   if (write_failed_.load(std::memory_order_acquire)) {
     // Berkeley DB said a write failed while the commit was written, and
     // returned 0 all the same: its commit record may be on no disk.
@@ -573,6 +604,36 @@ void bdb_env::commit(DbTxn* t, bool durable) {
     break_for_writes(after_failed_write("database " + dir_ + ": checkpoint after a commit: " + db_strerror(rc) +
                                         berkeley_db_said(said)));
   }
+  if (unacknowledged) {
+    const replication_options& o = repl_->options();
+    throw commit_unknown("database " + dir_ + ": the commit stands on the master (" + o.local.text() +
+                         ") but the replicas did not acknowledge it within " + std::to_string(o.ack_timeout.count()) +
+                         " ms as --repl-ack " + ack_policy_name(o.ack) +
+                         " asks: it is lost if this master fails before they receive it");
+  }
+}
+
+void bdb_env::on_event(DbEnv* env, std::uint32_t which, void* info) {
+  auto* self = static_cast<bdb_env*>(env->get_app_private());
+  if (self && self->repl_) self->repl_->event(which, info);
+}
+
+int bdb_env::lock_object(DbTxn* t, std::string_view object, int mode, std::uint32_t flags) {
+  std::string padded(object);
+  const std::size_t pad = (4 - (padded.size() + 1) % 4) % 4;
+  padded.append(pad, '\0');
+  padded.push_back(static_cast<char>(pad));
+  Dbt obj = dbt(padded);
+  DbLock lock;
+  return env_->lock_get(t->id(), flags, &obj, static_cast<db_lockmode_t>(mode), &lock);
+}
+
+std::uint32_t bdb_env::open_flags() const { return multiversion_ && repl_ ? DB_MULTIVERSION : 0; }
+
+void bdb_env::open_as_master() {
+  std::lock_guard<std::mutex> g(writing_mutex_);
+  if (pages_) return;
+  open_data_files();
 }
 
 void bdb_env::abort(DbTxn* t) {

@@ -62,6 +62,7 @@
 #pragma once
 
 #include <qs/base/error.hpp>
+#include <qs/bdb/replication.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -111,8 +112,15 @@ class bdb_env {
   // (DB_MULTIVERSION; qs-pageserver's snapshot reads).
   // `map_files`: until the first write, the data files are mapped (see
   // above); false reads them through the cache.
+  // `replication`: the environment is a site of a replication group
+  // (replication.hpp). It is then transactional from the start, always
+  // recovers at open (no clean-close mark), and opens its databases only
+  // when told it is the master (open_as_master); a commit whose
+  // acknowledgements did not come in time throws qs::commit_unknown (it
+  // stands on this site, and may or may not survive the loss of it).
   bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multiversion = false,
-          std::uint32_t max_locks = default_max_locks, bool map_files = true);
+          std::uint32_t max_locks = default_max_locks, bool map_files = true,
+          const replication_options* replication = nullptr);
   // Checkpoints and closes; when that succeeded, marks the files as closed
   // cleanly, so that the next open runs no recovery. After a failed write
   // nothing is written: the next open recovers from the log.
@@ -240,6 +248,23 @@ class bdb_env {
   std::uint64_t log_flushes();
   const std::string& dir() const { return dir_; }
   DbEnv* env() { return env_.get(); }
+  // Takes a Berkeley DB lock on `object` for transaction t (mode: a
+  // db_lockmode_t; flags: lock_get's), held until t ends; returns Berkeley
+  // DB's code. The object is stored padded to a multiple of 4 bytes, a
+  // length byte last: a master's commit copies its transaction's write
+  // locks into the commit record for the replicas, and Berkeley DB 5.3
+  // sizes that copy without the padding it gives each object (a heap
+  // overflow). Every lock qs takes goes through here.
+  int lock_object(DbTxn* t, std::string_view object, int mode, std::uint32_t flags);
+  // Flags every Db::open of a database in the environment adds: a
+  // replicated multiversion environment opens each database
+  // DB_MULTIVERSION (the environment's flag would refuse internal init).
+  std::uint32_t open_flags() const;
+  // The replication group this site belongs to; null when not replicated.
+  replication* replicated() { return repl_.get(); }
+  // A replicated site that became master opens its databases (creating
+  // them in a new group). Once only.
+  void open_as_master();
   // Throws for a Berkeley DB error code (nothing for 0).
   void check(int rc, const std::string& what) const;
 
@@ -321,6 +346,8 @@ class bdb_env {
   };
   std::mutex backup_mutex_;  // one backup at a time
   backup_progress* copying_ = nullptr;
+  std::unique_ptr<replication> repl_;
+  static void on_event(DbEnv* env, std::uint32_t which, void* info);
   static int backup_write(DbEnv* env, std::uint32_t gigabytes, std::uint32_t bytes, std::uint32_t size,
                           std::uint8_t* buf, void* handle);
   std::atomic<bool> wrote_{false};  // something was written; the handles are transactional

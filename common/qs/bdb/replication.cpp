@@ -1,0 +1,247 @@
+// One site of a replication group on Berkeley DB's replication manager
+// (replication.hpp).
+#include <qs/bdb/replication.hpp>
+
+#include <qs/base/error.hpp>
+
+#include <db_cxx.h>
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+namespace qs::detail {
+namespace {
+
+thread_local bool unacknowledged = false;
+
+// Whether something accepts a TCP connection at `a` within a moment.
+bool answers(const site_address& a) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  if (::getaddrinfo(a.host.c_str(), std::to_string(a.port).c_str(), &hints, &res) != 0) return false;
+  bool ok = false;
+  for (addrinfo* r = res; r && !ok; r = r->ai_next) {
+    int fd = ::socket(r->ai_family, r->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, r->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, r->ai_addr, r->ai_addrlen) == 0) {
+      ok = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t n = sizeof err;
+      if (::poll(&p, 1, 500) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &n) == 0 && err == 0) ok = true;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  return ok;
+}
+
+// Sets TCP_NODELAY on every TCP socket of the process. Berkeley DB's
+// replication manager does not: a commit's log record, sent behind a
+// message the replica has not acknowledged yet, waited for the replica's
+// delayed acknowledgement (40 ms a commit on loopback, against 1.5 ms with
+// acknowledgements off). Its sockets are the process's own, and the
+// option changes nothing else (qs-pageserver's client sockets have it).
+void no_delay_everywhere() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    char* end = nullptr;
+    const std::string name = e.path().filename().string();
+    long fd = std::strtol(name.c_str(), &end, 10);
+    if (!end || *end) continue;
+    int type = 0, domain = 0;
+    socklen_t n = sizeof type;
+    if (::getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_TYPE, &type, &n) != 0 || type != SOCK_STREAM) continue;
+    n = sizeof domain;
+    if (::getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_DOMAIN, &domain, &n) != 0 ||
+        (domain != AF_INET && domain != AF_INET6))
+      continue;
+    int one = 1;
+    ::setsockopt(static_cast<int>(fd), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+}
+
+void check(int rc, const std::string& what) {
+  if (rc != 0) throw store_error("replication: " + what + ": " + db_strerror(rc));
+}
+
+}  // namespace
+
+ack_policy parse_ack_policy(const std::string& s) {
+  if (s == "quorum") return ack_policy::quorum;
+  if (s == "all") return ack_policy::all;
+  if (s == "one") return ack_policy::one;
+  if (s == "none") return ack_policy::none;
+  throw invalid_argument("acknowledgement policy '" + s + "': expected quorum, all, one or none");
+}
+
+const char* ack_policy_name(ack_policy a) {
+  switch (a) {
+    case ack_policy::quorum: return "quorum";
+    case ack_policy::all: return "all";
+    case ack_policy::one: return "one";
+    case ack_policy::none: return "none";
+  }
+  return "?";
+}
+
+void replication::configure(DbEnv& env, void (*events)(DbEnv*, std::uint32_t, void*)) {
+  check(env.set_event_notify(events), "set_event_notify");
+  int policy = DB_REPMGR_ACKS_QUORUM;
+  switch (o_.ack) {
+    case ack_policy::quorum: policy = DB_REPMGR_ACKS_QUORUM; break;
+    case ack_policy::all: policy = DB_REPMGR_ACKS_ALL; break;
+    case ack_policy::one: policy = DB_REPMGR_ACKS_ONE; break;
+    case ack_policy::none: policy = DB_REPMGR_ACKS_NONE; break;
+  }
+  check(env.repmgr_set_ack_policy(policy), "repmgr_set_ack_policy");
+  check(env.rep_set_priority(o_.priority), "rep_set_priority");
+  // A group of two never elects two masters (each would, alone).
+  check(env.rep_set_config(DB_REPMGR_CONF_2SITE_STRICT, 1), "rep_set_config 2SITE_STRICT");
+  auto us = [](std::chrono::milliseconds t) { return static_cast<db_timeout_t>(t.count() * 1000); };
+  check(env.rep_set_timeout(DB_REP_ACK_TIMEOUT, us(o_.ack_timeout)), "ack timeout");
+  // A lost master is noticed by its closed connections at once, or by its
+  // missing heartbeats within 3 s; elections and connections are retried
+  // every second.
+  check(env.rep_set_timeout(DB_REP_HEARTBEAT_SEND, 500000), "heartbeat send");
+  check(env.rep_set_timeout(DB_REP_HEARTBEAT_MONITOR, 3000000), "heartbeat monitor");
+  check(env.rep_set_timeout(DB_REP_ELECTION_RETRY, 1000000), "election retry");
+  check(env.rep_set_timeout(DB_REP_CONNECTION_RETRY, 1000000), "connection retry");
+  // A master's checkpoint otherwise waits 30 s before its record, for the
+  // replicas to flush their caches: a commit that checkpoints, and a clean
+  // stop, would wait with it.
+  check(env.rep_set_timeout(DB_REP_CHECKPOINT_DELAY, 0), "checkpoint delay");
+}
+
+void replication::start(DbEnv& env, bool fresh, std::chrono::milliseconds patience) {
+  bool create = fresh;
+  if (create)
+    for (const site_address& p : o_.peers)
+      if (answers(p)) create = false;
+  DbSite* site = nullptr;
+  check(env.repmgr_site(o_.local.host.c_str(), o_.local.port, &site, 0), "site " + o_.local.text());
+  int rc = site->set_config(DB_LOCAL_SITE, 1);
+  if (rc == 0 && create) rc = site->set_config(DB_GROUP_CREATOR, 1);
+  site->close();
+  check(rc, "local site " + o_.local.text());
+  for (const site_address& p : o_.peers) {
+    check(env.repmgr_site(p.host.c_str(), p.port, &site, 0), "site " + p.text());
+    rc = site->set_config(DB_BOOTSTRAP_HELPER, 1);
+    if (rc == 0) rc = site->set_config(DB_REPMGR_PEER, 1);
+    site->close();
+    check(rc, "peer " + p.text());
+  }
+  const auto until = std::chrono::steady_clock::now() + patience;
+  for (;;) {
+    rc = env.repmgr_start(3, DB_REP_ELECTION);
+    // DB_REP_UNAVAIL: no site could add this one to the group yet (no
+    // master, or another site joining at the same time).
+    if (rc != DB_REP_UNAVAIL || std::chrono::steady_clock::now() >= until) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  if (rc == DB_REP_UNAVAIL)
+    throw store_error("replication: site " + o_.local.text() + " could not join the group through its peers within " +
+                      std::to_string(patience.count() / 1000) + " s: none of them is a running master");
+  check(rc, "repmgr_start at " + o_.local.text());
+}
+
+void replication::event(std::uint32_t which, void*) {
+  switch (which) {
+    case DB_EVENT_REP_MASTER:
+      is_master_ = true;
+      role_ = static_cast<int>(role_kind::master);
+      break;
+    case DB_EVENT_REP_CLIENT:
+    case DB_EVENT_REP_DUPMASTER:
+      is_master_ = false;
+      role_ = static_cast<int>(started_up_ ? role_kind::replica : role_kind::starting);
+      break;
+    case DB_EVENT_REP_STARTUPDONE:
+      started_up_ = true;
+      if (!is_master_) role_ = static_cast<int>(role_kind::replica);
+      break;
+    case DB_EVENT_REP_PERM_FAILED: unacknowledged = true; break;
+    case DB_EVENT_REP_CONNECT_ESTD: no_delay_everywhere(); break;
+    default: break;
+  }
+}
+
+bool replication::took_unacknowledged() {
+  bool was = unacknowledged;
+  unacknowledged = false;
+  return was;
+}
+
+void replication::clear_unacknowledged() { unacknowledged = false; }
+
+std::string replication::master(DbEnv& env) const {
+  if (is_master_) return o_.local.text();
+  DB_REP_STAT* st = nullptr;
+  if (env.rep_stat(&st, 0) != 0) return "unknown";
+  int eid = static_cast<int>(st->st_master);
+  std::free(st);
+  if (eid == DB_EID_INVALID) return "none";
+  DbSite* site = nullptr;
+  if (env.repmgr_site_by_eid(eid, &site) != 0) return "unknown";
+  const char* host = nullptr;
+  unsigned port = 0;
+  std::string out =
+      site->get_address(&host, &port) == 0 && host ? std::string(host) + ":" + std::to_string(port) : "unknown";
+  site->close();
+  return out;
+}
+
+std::string replication::status(DbEnv& env) const {
+  const char* roles[] = {"starting", "replica", "master"};
+  std::string out = std::string("replication: this site ") + o_.local.text() + " is " + roles[role_.load()];
+  DB_LOG_STAT* ls = nullptr;
+  if (env.log_stat(&ls, 0) == 0) {
+    out += ", log at " + std::to_string(ls->st_cur_file) + "/" + std::to_string(ls->st_cur_offset);
+    std::free(ls);
+  }
+  DB_REP_STAT* rs = nullptr;
+  if (role() != role_kind::master && env.rep_stat(&rs, 0) == 0) {
+    // How far this replica has applied the master's log, and what it waits for.
+    out += ", applied up to " + std::to_string(rs->st_next_lsn.file) + "/" + std::to_string(rs->st_next_lsn.offset);
+    if (rs->st_waiting_lsn.file)
+      out += ", waiting for " + std::to_string(rs->st_waiting_lsn.file) + "/" +
+             std::to_string(rs->st_waiting_lsn.offset) + " (" + std::to_string(rs->st_log_queued) + " records queued)";
+    std::free(rs);
+  }
+  out += "; master " + master(env) + "; acknowledgements " + ack_policy_name(o_.ack);
+  unsigned n = 0;
+  DB_REPMGR_SITE* list = nullptr;
+  if (env.repmgr_site_list(&n, &list) == 0) {
+    for (unsigned i = 0; i < n; ++i)
+      out += std::string("; site ") + list[i].host + ":" + std::to_string(list[i].port) +
+             (list[i].status == DB_REPMGR_CONNECTED ? " connected" : " not connected");
+    std::free(list);
+  }
+  return out;
+}
+
+void replication::archive(DbEnv& env) {
+  char** list = nullptr;
+  if (env.log_archive(&list, DB_ARCH_ABS) != 0 || !list) return;
+  std::vector<std::string> files;
+  for (char** p = list; *p; ++p) files.emplace_back(*p);
+  std::free(list);
+  // Oldest first; the newest few stay for replicas that fall behind.
+  if (files.size() <= kept_log_files) return;
+  std::error_code ec;
+  for (std::size_t i = 0; i + kept_log_files < files.size(); ++i) std::filesystem::remove(files[i], ec);
+}
+
+}  // namespace qs::detail
