@@ -20,6 +20,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -100,6 +101,42 @@ int main(int argc, char** argv) {
                  "qs-inspect backup NAME): each into DIR/NAME, a new directory;\n"
                  "without it the server makes none")
       ->type_name("DIR");
+  const std::string replication = "Replication (a group of sites on Berkeley DB's replication manager)";
+  std::string repl, repl_ack = "quorum";
+  std::vector<std::string> repl_peers;
+  std::uint32_t repl_priority = 100;
+  auto address_check = CLI::Validator(
+      [](std::string& v) -> std::string {
+        try {
+          if (listen_address(v).port != 0) return {};
+        } catch (const qs::error&) {
+        }
+        return "expected [HOST:]PORT with PORT from 1 to 65535, got '" + v + "'";
+      },
+      "");
+  app.add_option("--repl", repl,
+                 "this site's replication address; HOST defaults to 127.0.0.1.\n"
+                 "Berkeley DB's replication traffic is not authenticated: give a\n"
+                 "non-loopback HOST only on a trusted network. The first site\n"
+                 "started on an empty DIR, whose peers do not answer, creates the\n"
+                 "group; a site on an empty DIR that reaches a peer joins it")
+      ->type_name("[HOST:]PORT")
+      ->check(address_check)
+      ->group(replication);
+  app.add_option("--repl-peer", repl_peers, "another site's replication address (repeat for each)")
+      ->type_name("[HOST:]PORT")
+      ->check(address_check)
+      ->group(replication);
+  app.add_option("--repl-ack", repl_ack,
+                 "when the master's commit returns: quorum (default; a commit\n"
+                 "survives the loss of any one site of three), all, one, none")
+      ->type_name("POLICY")
+      ->check(CLI::IsMember({"quorum", "all", "one", "none"}))
+      ->group(replication);
+  app.add_option("--repl-priority", repl_priority, "election priority, 0 to 1000000 (default 100); 0: never master")
+      ->type_name("N")
+      ->check(qs::cli::whole(0, 1000000))
+      ->group(replication);
   app.add_option("--ready-file", o.ready_file, "once listening, write the TCP port (0 without TCP) to FILE")
       ->type_name("FILE");
   app.add_option("--cache-mb", cache_mb,
@@ -191,11 +228,14 @@ int main(int argc, char** argv) {
   app.footer(
       "SIGTERM or SIGINT stop the server cleanly: open transactions are aborted and the\n"
       "environment is checkpointed. Each connection and each error is logged on stderr.\n"
-      "SIGUSR1 logs the commit counters: commits, conflicts per commit, retries, aborts.");
+      "SIGUSR1 logs the commit counters: commits, conflicts per commit, retries, aborts,\n"
+      "and with --repl each site's role and connection. A master that finds another site\n"
+      "elected in its place exits with status 3, to be started again as a replica.");
   app.final_callback([&] {
     if (o.dir.empty()) throw CLI::ValidationError("--dir", "expected a directory, got ''");
     if (!unix_option->count() && tcp.empty())
       throw CLI::ValidationError("give --unix PATH, --tcp [HOST:]PORT, or both");
+    if (repl.empty() && !repl_peers.empty()) throw CLI::ValidationError("--repl-peer needs --repl");
     if (!tcp.empty() && secret_file.empty())
       throw CLI::ValidationError("--tcp needs --secret-file: TCP clients must present a shared secret");
   });
@@ -212,6 +252,18 @@ int main(int argc, char** argv) {
     o.txn_timeout = std::chrono::milliseconds(qs::cli::milliseconds(txn_s));
     o.snapshot_max_age = std::chrono::milliseconds(qs::cli::milliseconds(snapshot_s));
     if (!secret_file.empty()) o.secret = read_secret(secret_file);
+    if (!repl.empty()) {
+      auto site = [](const std::string& v) {
+        qs::wire::tcp_address a = listen_address(v);
+        return qs::detail::site_address{a.host, a.port};
+      };
+      qs::detail::replication_options r;
+      r.local = site(repl);
+      for (const std::string& p : repl_peers) r.peers.push_back(site(p));
+      r.ack = qs::detail::parse_ack_policy(repl_ack);
+      r.priority = repl_priority;
+      o.replication = r;
+    }
   } catch (const std::exception& e) {
     std::cerr << "qs-pageserver: " << e.what() << "\n";
     return 2;

@@ -72,12 +72,22 @@ server::server(const server_options& o) : o_(o), limits_(o.max_connections, o.ma
     throw database_in_use("database " + o_.dir + " is open in another process (" + lock_path + " is locked)");
   log_line(0, "opening the environment in " + o_.dir);
   // Multiversion: each client transaction reads a snapshot (optimistic_transaction.hpp).
-  env_ = std::make_unique<detail::bdb_env>(o_.dir, o_.cache_bytes, true);
+  if (o_.replication) {
+    const detail::replication_options& r = *o_.replication;
+    std::string peers;
+    for (const auto& p : r.peers) peers += " " + p.text();
+    log_line(0, "replication: this site is " + r.local.text() + ", its peers" + (peers.empty() ? " none" : peers) +
+                    ", acknowledgements " + detail::ack_policy_name(r.ack) + ", priority " +
+                    std::to_string(r.priority));
+  }
+  env_ = std::make_unique<detail::bdb_env>(o_.dir, o_.cache_bytes, true, detail::default_max_locks, true,
+                                           o_.replication ? &*o_.replication : nullptr);
   env_->about_to_write();  // the environment is shared from here on
   numbers_ = std::make_unique<page_numbers>(*env_);
-  outcomes_ = std::make_unique<commit_outcomes>(*env_, o_.outcome_window_seconds);
   directory_ = std::make_unique<cache_directory>(o_.directory_pages, o_.push_queue_bytes);
   timeouts_ = std::make_unique<lock_timeouts>(*env_, o_.lock_timeout, o_.txn_timeout);
+  // A site of a group serves once it is the master (run()).
+  if (!env_->replicated()) start_serving();
   if (o_.unix_path) {
     unix_fd_ = wire::listen_unix(*o_.unix_path);
     log_line(0, "listening on unix socket " + *o_.unix_path);
@@ -87,18 +97,30 @@ server::server(const server_options& o) : o_(o), limits_(o.max_connections, o.ma
     log_line(0, "listening on tcp " + o_.tcp->host + ":" + std::to_string(bound_port(tcp_fd_)) +
                     " (clients must present the shared secret)");
   }
-  if (!o_.ready_file.empty()) {
-    std::string tmp = o_.ready_file + ".tmp";
-    if (FILE* f = std::fopen(tmp.c_str(), "w")) {
-      std::fprintf(f, "%u\n", tcp_fd_ >= 0 ? bound_port(tcp_fd_) : 0u);
-      std::fclose(f);
-      std::rename(tmp.c_str(), o_.ready_file.c_str());
-    }
+  if (!env_->replicated()) write_ready_file();
+}
+
+void server::write_ready_file() {
+  if (o_.ready_file.empty()) return;
+  std::string tmp = o_.ready_file + ".tmp";
+  if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+    std::fprintf(f, "%u\n", tcp_fd_ >= 0 ? bound_port(tcp_fd_) : 0u);
+    std::fclose(f);
+    std::rename(tmp.c_str(), o_.ready_file.c_str());
   }
+}
+
+void server::start_serving() {
+  env_->open_as_master();
+  outcomes_ = std::make_unique<commit_outcomes>(*env_, o_.outcome_window_seconds);
+  serving_.store(true, std::memory_order_release);
+  if (o_.replication) log_line(0, "replication: serving clients as the master");
 }
 
 server::~server() {
   reap(true);
+  if (o_.replication && serving_.load())
+    log_line(0, "replication: the master stops; its connections close and the other sites elect another");
   if (unix_fd_ >= 0) {
     ::close(unix_fd_);
     ::unlink(o_.unix_path->c_str());
@@ -154,13 +176,40 @@ int server::run() {
       tcp_at = n;
       fds[n++] = {tcp_fd_, POLLIN, 0};
     }
-    int rc = ::poll(fds, static_cast<nfds_t>(n), 1000);
+    detail::replication* repl = env_->replicated();
+    int rc = ::poll(fds, static_cast<nfds_t>(n), repl ? 100 : 1000);
     if (rc < 0) {
       if (errno == EINTR) continue;
       log_line(0, std::string("error: poll: ") + std::strerror(errno));
       return 1;
     }
     reap(false);
+    if (repl) {
+      using role = detail::replication::role_kind;
+      const role now_role = repl->role();
+      const bool master = now_role == role::master;
+      if (!ready_ && now_role != role::starting) {
+        // A new site is initialised from the group first; a site with a
+        // log catches up. Its ready file says it has.
+        ready_ = true;
+        if (!master)
+          log_line(0, "replication: this site is a replica, caught up with the master " + repl->master(*env_->env()));
+        write_ready_file();
+      }
+      if (master && !serving_.load()) {
+        log_line(0, "replication: this site is the master");
+        start_serving();
+      } else if (!master && serving_.load()) {
+        log_line(0, "replication: this site is no longer the master (the master is " + repl->master(*env_->env()) +
+                        "); stopping, to start again as a replica");
+        return 3;
+      }
+      auto now = std::chrono::steady_clock::now();
+      if (now >= next_archive_) {
+        repl->archive(*env_->env());
+        next_archive_ = now + std::chrono::seconds(10);
+      }
+    }
     if (fds[0].revents) {
       char b[64];
       bool stopping = false;
@@ -169,6 +218,7 @@ int server::run() {
       log_line(0, counters_.line() + "; " + flushes_line());
       log_line(0, directory_->line());
       log_line(0, reads_.line());
+      if (detail::replication* r = env_->replicated()) log_line(0, r->status(*env_->env()));
       if (stopping) {
         log_line(0, "stopping (signal)");
         return 0;
@@ -210,7 +260,34 @@ void server::accept_one(int listen_fd, bool tcp) {
   raw->thread = std::thread([this, raw] { serve(raw); });
 }
 
+void server::refuse_not_master(client* c) {
+  std::vector<std::byte> buf;
+  wire::receive_limits l;
+  l.max = 4096;
+  l.deadline = c->accepted + o_.handshake_timeout;
+  try {
+    if (c->conn->receive(buf, l) == wire::received::frame) {
+      detail::replication* r = env_->replicated();
+      std::string text = "this site (" + r->options().local.text() +
+                         ") is a replica of a replication group, not its master; the master is " +
+                         r->master(*env_->env());
+      wire::writer out;
+      wire::encode(wire::error_response{wire::error_code::not_master, text}, out);
+      c->conn->send(out.finish());
+    }
+  } catch (const std::exception&) {
+  }
+  limits_.leave(c->id);
+  log_line(c->id, "connection refused: this site is not the master");
+  c->conn->shutdown();
+  c->done = true;
+}
+
 void server::serve(client* c) {
+  if (!serving_.load(std::memory_order_acquire)) {
+    refuse_not_master(c);
+    return;
+  }
   using clock = std::chrono::steady_clock;
   std::string reason = "closed by the client";
   std::string farewell;  // why the server closes the connection: its last message

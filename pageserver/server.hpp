@@ -26,6 +26,13 @@
 //    the invalidations queued for a client are bounded
 //    (cache_directory.hpp).
 //
+// A site of a replication group serves clients only while it is the master:
+// until then (and on a replica) every hello is answered `not_master`, and a
+// site that becomes master opens its databases then and serves. A master
+// that loses its place (another site was elected while it was cut off)
+// stops, with exit status 3, so that it starts again as a replica: its
+// sessions' snapshots and caches belong to a history the group left.
+//
 // run() returns when stop() is called (from the SIGTERM handler, through a
 // pipe): listeners close, every connection is shut down, threads are joined,
 // open transactions are aborted, the commit counters are logged
@@ -86,6 +93,8 @@ struct server_options {
   std::size_t push_queue_bytes = std::size_t{4} << 20;
   // Where hot backups clients ask for go (backup_dir/NAME); empty: none.
   std::string backup_dir;
+  // This server is a site of a replication group (qs/bdb/replication.hpp).
+  std::optional<detail::replication_options> replication;
 };
 
 class server {
@@ -111,6 +120,12 @@ class server {
   void accept_one(int listen_fd, bool tcp);
   void serve(client* c);
   void reap(bool all);
+  // Writes o_.ready_file: the TCP port, or 0.
+  void write_ready_file();
+  // Opens the databases and the commit outcomes: this site is the master.
+  void start_serving();
+  // Answers a connection's hello on a site that is not the master.
+  void refuse_not_master(client* c);
   // The log flushes so far, for the statistics line.
   std::string flushes_line();
 
@@ -124,6 +139,9 @@ class server {
   read_counters reads_;
   std::shared_mutex commit_gate_;  // optimistic_transaction.hpp
   std::atomic<int> sending_ahead_{0};
+  std::atomic<bool> serving_{false};                      // the session objects are ready (the master)
+  std::chrono::steady_clock::time_point next_archive_{};  // replication::archive, from run()
+  bool ready_ = false;                                    // a replicated site: its ready file is written (run())
   connection_limits limits_;
   buffer_budget budget_;
   int unix_fd_ = -1, tcp_fd_ = -1, lock_fd_ = -1;

@@ -64,6 +64,7 @@ void session::handle(std::span<const std::byte> body, wire::writer& out, bool& c
     if (dynamic_cast<const conflict*>(&e)) code = wire::error_code::conflict;
     else if (dynamic_cast<const invalid_argument*>(&e)) code = wire::error_code::invalid;
     else if (dynamic_cast<const corrupt_page*>(&e)) code = wire::error_code::corrupt;
+    else if (dynamic_cast<const commit_unknown*>(&e)) code = wire::error_code::unacknowledged;
     std::string text = e.what();
     if (state_ == state::txn && code != wire::error_code::invalid) {
       // The transaction cannot commit: its write transaction is aborted

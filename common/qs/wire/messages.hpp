@@ -2,13 +2,14 @@
 // request and per response, and their parsers and encoders (the one
 // definition both sides compile).
 //
-// Protocol version 9. A connection starts with the client's hello (magic,
+// Protocol version 10. A connection starts with the client's hello (magic,
 // version, and for TCP the shared secret); then the client sends one request
 // at a time and the server answers each with one response. Between
 // responses, and unasked, the server may also send `invalidate` messages
 // (cache coherence: pageserver/cache_directory.hpp):
 //
-//   hello         magic, version, secret               -> hello_ok | error
+//   hello         magic, version, secret               -> hello_ok | error: auth,
+//                                                         not_master (a replica)
 //   begin         pages to reserve: to write, to read  -> begun: the commit id | error: conflict
 //                 (a client whose transactions keep being refused reserves
 //                 the pages the last one wrote and read: locked before the
@@ -86,7 +87,7 @@
 namespace qs::wire {
 
 constexpr std::uint32_t magic = 0x50575351;  // "QSWP"
-constexpr std::uint32_t version = 9;
+constexpr std::uint32_t version = 10;
 // The largest message body either side accepts.
 constexpr std::uint32_t max_message = 64u << 20;
 // The largest page record (64 KiB page and a 48-byte header, with room).
@@ -159,6 +160,10 @@ const char* name_of(msg m);
 // answer to a request still to come.
 // `conflict`: the commit found what the transaction read or wrote changed
 // since its snapshot; the client retries the transaction.
+// `not_master` (to a hello): the server is a replica of a replication
+// group, not its master; a client that names several sites tries the next.
+// `unacknowledged` (to a commit only): the commit stands on the master, but
+// the replicas did not acknowledge it in time (qs::commit_unknown).
 // `crossed` (to a commit only): invalidations pushed to the client had not
 // reached it when it sent the commit; they come before this answer. The
 // transaction is still open, its commit undone: the client checks them and
@@ -171,7 +176,9 @@ enum class error_code : std::uint32_t {
   invalid = 5,
   corrupt = 6,
   closed = 7,
-  crossed = 8
+  crossed = 8,
+  not_master = 9,
+  unacknowledged = 10
 };
 
 // --- parts of messages ---
@@ -517,7 +524,7 @@ struct error_response {
   std::string_view text;
   template <class M, class W>
   static void fields(M& m, W& w) {
-    w.enumeration("code", m.code, error_code::store, error_code::crossed);
+    w.enumeration("code", m.code, error_code::store, error_code::unacknowledged);
     w.bytes("text", m.text, max_value);
   }
 };
