@@ -113,6 +113,7 @@ class database_impl final : public fault_target {
   bool faults_pages_in() const QS_NO_THREAD_SAFETY_ANALYSIS { return page_access::faults_pages_in; }
   // The store's name never changes: no lock.
   const std::string& name() const QS_NO_THREAD_SAFETY_ANALYSIS { return store_->name(); }
+  bool follows_master() const QS_NO_THREAD_SAFETY_ANALYSIS { return store_->follows_master(); }
   statistics stats() const QS_EXCLUDES(mutex_);
 
  private:

@@ -109,6 +109,12 @@ void database::run(const std::function<void()>& body, int attempts) {
                        ", each refused by a conflict; a larger `attempts` argument allows more)");
       int cap_us = 200 << std::min(attempt, 7);
       std::this_thread::sleep_for(std::chrono::microseconds(rng() % cap_us));
+    } catch (const connection_lost&) {
+      // The transaction is aborted (a commit whose outcome is unknown
+      // throws commit_unknown instead). With a replication group's sites
+      // named, the next begin finds the master, waiting for an election
+      // within options::reconnect_budget_ms.
+      if (!detail::impl_of(*this).follows_master() || attempt >= attempts) throw;
     }
   }
 }

@@ -45,6 +45,12 @@ class remote_store::crossed_commit : public store_error {
   using store_error::store_error;
 };
 
+// The site is a replica, not the master (connect()).
+class remote_store::not_master : public connection_lost {
+ public:
+  using connection_lost::connection_lost;
+};
+
 bool is_remote_url(const std::string& path) { return path.starts_with(tcp_scheme) || path.starts_with(unix_scheme); }
 
 std::unique_ptr<store> connect_remote_store(const std::string& url, const remote_options& o) {
@@ -62,10 +68,19 @@ remote_store::remote_store(const std::string& url, const remote_options& o)
     if (unix_path_.empty() || unix_path_[0] != '/')
       throw invalid_argument("server " + url + ": expected qs+unix:///absolute/path/to/socket");
   } else {
-    try {
-      tcp_ = wire::parse_tcp_address(url.substr(tcp_scheme.size()));
-    } catch (const error& e) {
-      throw invalid_argument("server " + url + ": " + e.what() + " (expected qs://host:port)");
+    std::string rest = url.substr(tcp_scheme.size());
+    for (std::size_t at = 0;;) {
+      std::size_t comma = rest.find(',', at);
+      std::string one = rest.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+      try {
+        sites_.push_back(wire::parse_tcp_address(one));
+      } catch (const error& e) {
+        throw invalid_argument("server " + url + ": " + e.what() +
+                               " (expected qs://host:port, or qs://host:port,host:port,... for the sites of a "
+                               "replication group)");
+      }
+      if (comma == std::string::npos) break;
+      at = comma + 1;
     }
   }
   connect();
@@ -87,11 +102,39 @@ void remote_store::connect() {
   held_.clear();
   drop_all_ = true;
   seen_ = checked_seen_ = 0;
+  if (sites_.size() <= 1) {
+    connect_to(0);
+    return;
+  }
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::milliseconds(reconnect_budget_ms_);
+  for (;;) {
+    std::string said;
+    for (std::size_t k = 0; k < sites_.size(); ++k) {
+      const std::size_t i = (site_ + k) % sites_.size();
+      try {
+        connect_to(i);
+        site_ = i;
+        return;
+      } catch (const connection_lost& e) {
+        said += std::string(said.empty() ? "" : "; ") + e.what();
+      }
+    }
+    if (clock::now() >= deadline)
+      throw connection_lost("server " + url_ + ": no site was the master within " +
+                            std::to_string(reconnect_budget_ms_) + " ms (options::reconnect_budget_ms): " + said);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+void remote_store::connect_to(std::size_t site) {
+  const std::string where =
+      sites_.size() > 1 ? " (site " + sites_[site].host + ":" + std::to_string(sites_[site].port) + ")" : "";
   try {
-    int fd = unix_ ? wire::connect_unix(unix_path_) : wire::connect_tcp(tcp_);
+    int fd = unix_ ? wire::connect_unix(unix_path_) : wire::connect_tcp(sites_[site]);
     conn_ = std::make_unique<wire::connection>(fd);
   } catch (const error& e) {
-    throw connection_lost("server " + url_ + ": " + e.what());
+    throw connection_lost("server " + url_ + where + ": " + e.what());
   }
   const auto& ok = call<wire::hello_ok_response>(wire::hello_request{wire::magic, wire::version, secret_});
   if (ok.version != wire::version) {
@@ -135,6 +178,12 @@ void remote_store::lost() {
     case wire::error_code::closed:
       lost();  // and the server has closed it
       throw connection_lost(msg);
+    case wire::error_code::not_master:
+      lost();  // the replica closes it
+      throw not_master(msg);
+    case wire::error_code::unacknowledged:
+      if (request == wire::msg::commit) throw commit_unknown(msg);
+      throw store_error(msg + " (an unacknowledged commit answered to " + wire::name_of(request) + ")");
     case wire::error_code::protocol:
     case wire::error_code::auth:
       lost();  // the server closes such connections

@@ -3,7 +3,12 @@
 //
 // Opened by qs::database::open("qs://host:port") (TCP, with the shared
 // secret from options::server_secret or $QS_SECRET) or
-// open("qs+unix:///path/to/socket"). Each store transaction reads one
+// open("qs+unix:///path/to/socket"). A URL may name the sites of a
+// replication group, qs://host1:port1,host2:port2,...: the store connects
+// to whichever is the master (a replica answers its hello `not_master`),
+// and after a lost connection to the master that follows, waiting up to
+// reconnect_budget_ms for an election; database::run then runs an aborted
+// transaction again there. Each store transaction reads one
 // consistent snapshot of the database on the server and takes no lock
 // (pageserver/optimistic_transaction.hpp). The store notes the version of every page it
 // reads in the transaction; the commit sends, with the writes, each written
@@ -132,6 +137,7 @@ class remote_store final : public store {
   void delete_page(std::uint64_t page) override;
   page_range allocate_pages(std::uint64_t n) override;
   bool shared() const override { return true; }
+  bool follows_master() const override { return sites_.size() > 1; }
 
   std::optional<std::string> get(std::string_view key) override;
   void put(std::string_view key, std::string_view value) override;
@@ -164,7 +170,12 @@ class remote_store final : public store {
   };
 
   class crossed_commit;
+  class not_master;
+  // Connects to the server; with several sites named, to the one that is
+  // the master, trying each in turn until one is, for up to
+  // reconnect_budget_ms (an election).
   void connect();
+  void connect_to(std::size_t site);
   void lost();
   // Takes an invalidate message in (call, poll).
   void absorb(const wire::invalidate_response& m);
@@ -259,7 +270,10 @@ class remote_store final : public store {
   std::string url_;
   bool unix_ = false;
   std::string unix_path_;
-  wire::tcp_address tcp_{};
+  // The sites named (qs://A,B,C: a replication group's), and the one
+  // connected to last (the master when there are several).
+  std::vector<wire::tcp_address> sites_;
+  std::size_t site_ = 0;
   std::string secret_;
   std::uint32_t reconnect_budget_ms_;
   bool serializable_;

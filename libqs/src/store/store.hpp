@@ -134,6 +134,10 @@ class store {
   virtual bool shared() const { return false; }
   // Cache coherence (see above).
   virtual bool coherent() const { return false; }
+  // Whether a transaction that lost its connection (qs::connection_lost,
+  // the transaction aborted) may run again: the store follows the master
+  // of a replication group to its successor (database::run retries).
+  virtual bool follows_master() const { return false; }
   // The version an invalidation gives a removed page: every copy is stale.
   static constexpr std::uint64_t removed_version = ~std::uint64_t{0} - 1;
   struct invalidation {
