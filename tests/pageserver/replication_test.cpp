@@ -1,0 +1,246 @@
+// Replication: three qs-pageserver sites on loopback in one group
+// (--repl, --repl-peer), bank clients (qs_ps_bank) that name all three sites
+// in their URL, and a master killed with SIGKILL at random moments while
+// they commit, then restarted. After each election the clients go on at
+// the new master with nothing done by the program; a replica killed and
+// restarted catches up; a fourth site joins from an empty directory. At the
+// end, with every server stopped, each site's directory is opened as an
+// embedded database: every transfer a client saw committed is there, once,
+// and money is conserved; and `qs-inspect dump` of every site is the same.
+#include <catch2/catch.hpp>
+
+#include "harness.hpp"
+#include "support.hpp"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace qs_pstest;
+
+namespace {
+
+constexpr int clients = 3;
+constexpr int transfers = 1500;
+
+// A loopback port nothing listens on now.
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t n = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string status_text(int st) {
+  if (st == timed_out) return "still running at its time limit (killed)";
+  if (st < 0) return "killed by signal " + std::to_string(-st);
+  return "exit status " + std::to_string(st);
+}
+
+std::string tail(const std::string& s, std::size_t n = 3000) {
+  return s.size() <= n ? s : "[...]" + s.substr(s.size() - n);
+}
+
+// The group: sites with fixed client and replication ports.
+struct group {
+  qs_test::temp_dir dir;
+  std::vector<std::unique_ptr<server_process>> sites;
+  std::vector<int> repl_ports, tcp_ports;
+
+  // Site i's directory and options; not started.
+  void add() {
+    const int i = static_cast<int>(sites.size());
+    sites.push_back(std::make_unique<server_process>(dir.sub("site" + std::to_string(i))));
+    repl_ports.push_back(free_port());
+    tcp_ports.push_back(0);
+  }
+  void configure(int i) {
+    std::vector<std::string> o{"--repl", "127.0.0.1:" + std::to_string(repl_ports[i])};
+    for (std::size_t j = 0; j < sites.size(); ++j)
+      if (static_cast<int>(j) != i) o.insert(o.end(), {"--repl-peer", "127.0.0.1:" + std::to_string(repl_ports[j])});
+    sites[i]->set_options(o);
+  }
+  void start(int i) {
+    configure(i);
+    sites[i]->start();
+    tcp_ports[i] = sites[i]->port();
+  }
+  std::string url(int n) const {
+    std::string u = "qs://";
+    for (int i = 0; i < n; ++i) u += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(tcp_ports[i]);
+    return u;
+  }
+  std::string db(int i) const { return dir.sub("site" + std::to_string(i)) + "/db"; }
+  // The site that last said it is the master, among those running; -1.
+  int master() const {
+    for (std::size_t i = 0; i < sites.size(); ++i) {
+      if (!sites[i]->running()) continue;
+      const std::string log = sites[i]->log();
+      auto m = log.rfind("replication: this site is the master");
+      auto r = log.rfind("replication: this site is a replica");
+      auto started = log.rfind("opening the environment");
+      if (m != std::string::npos && m > started && (r == std::string::npos || r < m)) return static_cast<int>(i);
+    }
+    return -1;
+  }
+  int wait_master(int timeout_ms = 30000) const {
+    for (int waited = 0; waited < timeout_ms; waited += 50) {
+      int m = master();
+      if (m >= 0) return m;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return -1;
+  }
+  std::string logs() const {
+    std::string out;
+    for (std::size_t i = 0; i < sites.size(); ++i)
+      out += "--- site " + std::to_string(i) + ":\n" + tail(sites[i]->log());
+    return out;
+  }
+};
+
+process bank(const group& g, const std::string& url, const std::vector<std::string>& args, const std::string& tag) {
+  std::vector<std::string> argv{QS_PS_BANK, url};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return spawn(argv, logged(g.dir.path(), tag, {"QS_SECRET=" + g.sites[0]->secret()}));
+}
+
+std::string dump(const std::string& db, const std::string& tag, const std::string& dir) {
+  process p = spawn({QS_INSPECT, db, "dump"}, logged(dir, tag));
+  int st = p.wait(60000);
+  INFO("qs-inspect dump " + db + ": " + status_text(st) + "\n" + tail(p.err()));
+  REQUIRE(st == 0);
+  return p.out();
+}
+
+}  // namespace
+
+TEST_CASE("replication: clients follow the master through SIGKILLs; every committed transfer is on every site",
+          "[replication]") {
+  group g;
+  for (int i = 0; i < 3; ++i) g.add();
+  g.start(0);  // creates the group
+  REQUIRE(g.wait_master() == 0);
+  g.start(1);
+  g.start(2);
+  const std::string url = g.url(3);
+  {
+    process setup = bank(g, url, {"setup"}, "setup");
+    int st = setup.wait(60000);
+    INFO("setup: " + status_text(st) + "\n" + setup.err() + g.logs());
+    REQUIRE(st == 0);
+  }
+  std::vector<process> ps;
+  for (int c = 0; c < clients; ++c)
+    ps.push_back(
+        bank(g, url, {"transfer", std::to_string(c), std::to_string(transfers)}, "client" + std::to_string(c)));
+  auto all_done = [&] {
+    for (auto& p : ps)
+      if (p.running()) return false;
+    return true;
+  };
+  std::minstd_rand rng(static_cast<unsigned>(::getpid()));
+  int master_kills = 0, replica_kills = 0;
+  // Kill the master at random moments while the clients commit, restart
+  // it (it rejoins as a replica); once, a replica instead.
+  for (int round = 0; round < 5 && !all_done(); ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200 + rng() % 800));
+    const int m = g.wait_master();
+    INFO(g.logs());
+    REQUIRE(m >= 0);
+    int victim = m;
+    if (round == 2) victim = (m + 1) % 3;
+    g.sites[victim]->kill9();
+    (victim == m ? master_kills : replica_kills)++;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 400));
+    g.start(victim);  // back once it has caught up
+  }
+  for (int c = 0; c < clients; ++c) {
+    int st = ps[c].wait(240000);
+    INFO("client " + std::to_string(c) + ": " + status_text(st) + "\n--- stdout:\n" + ps[c].out() + "--- stderr:\n" +
+         tail(ps[c].err()) + g.logs());
+    REQUIRE(st == 0);
+  }
+  INFO(std::to_string(master_kills) + " masters and " + std::to_string(replica_kills) + " replicas killed");
+  // (Each kill came while the clients were still committing.)
+  CHECK(master_kills >= 3);
+  CHECK(replica_kills == 1);
+
+  // A fourth site joins from an empty directory and is initialised from
+  // the group.
+  g.add();
+  for (int i = 0; i < 3; ++i) g.configure(i);  // (their next start would know it)
+  g.start(3);                                  // ready once initialised and caught up
+  // Replicas first, the master last: each has applied everything it
+  // acknowledged; give them a moment for the last commits.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const int m = g.master();
+  for (int i = 0; i < 4; ++i)
+    if (i != m) CHECK(g.sites[i]->terminate() == 0);
+  if (m >= 0) CHECK(g.sites[m]->terminate() == 0);
+
+  std::string first;
+  for (int i = 0; i < 4; ++i) {
+    // Opened as an ordinary embedded database.
+    process check = bank(g, g.db(i), {"check", std::to_string(clients), std::to_string(transfers)}, "check");
+    int st = check.wait(60000);
+    INFO("site " + std::to_string(i) + " check: " + status_text(st) + "\n" + check.out() + check.err() + g.logs());
+    CHECK(st == 0);
+    std::string d = dump(g.db(i), "dump" + std::to_string(i), g.dir.path());
+    if (i == 0) first = d;
+    INFO("site " + std::to_string(i) + "'s dump differs from site 0's");
+    CHECK(d == first);
+  }
+}
+
+TEST_CASE("replication: a replica names the master; a commit no replica acknowledges is unknown to its client",
+          "[replication]") {
+  group g;
+  for (int i = 0; i < 3; ++i) g.add();
+  g.start(0);
+  REQUIRE(g.wait_master() == 0);
+  g.start(1);
+  g.start(2);
+  {
+    process setup = bank(g, g.url(3), {"setup"}, "setup");
+    int st = setup.wait(60000);
+    INFO("setup: " + status_text(st) + "\n" + setup.err() + g.logs());
+    REQUIRE(st == 0);
+  }
+  // Told the replica alone, the client learns where the master is.
+  {
+    process p = bank(g, "qs://127.0.0.1:" + std::to_string(g.tcp_ports[1]), {"transfer", "0", "1"}, "to-replica");
+    int st = p.wait(60000);
+    INFO(status_text(st) + "\n" + p.err());
+    CHECK(st != 0);
+    CHECK(p.err().find("is a replica of a replication group, not its master; the master is 127.0.0.1:" +
+                       std::to_string(g.repl_ports[0])) != std::string::npos);
+  }
+  // With both replicas gone, the master's commit stands on the master but
+  // is not acknowledged (--repl-ack quorum): the client is told so.
+  g.sites[1]->kill9();
+  g.sites[2]->kill9();
+  {
+    process p = bank(g, g.url(3), {"transfer", "0", "1"}, "unacknowledged");
+    int st = p.wait(60000);
+    INFO(status_text(st) + "\n" + p.err() + g.logs());
+    CHECK(st != 0);
+    CHECK(p.err().find("did not acknowledge it within 5000 ms as --repl-ack quorum asks") != std::string::npos);
+  }
+}
