@@ -1,7 +1,7 @@
 // Replication: three qs-pageserver sites on loopback in one group
 // (--repl, --repl-peer), bank clients (qs_ps_bank) that name all three sites
 // in their URL, and a master killed with SIGKILL at random moments while
-// they commit, then restarted. After each election the clients go on at
+// they commit (stopped with SIGTERM once), then restarted. After each election the clients go on at
 // the new master with nothing done by the program; a replica killed and
 // restarted catches up; a fourth site joins from an empty directory. At the
 // end, with every server stopped, each site's directory is opened as an
@@ -158,7 +158,8 @@ TEST_CASE("replication: clients follow the master through SIGKILLs; every commit
   std::minstd_rand rng(static_cast<unsigned>(::getpid()));
   int master_kills = 0, replica_kills = 0;
   // Kill the master at random moments while the clients commit, restart
-  // it (it rejoins as a replica); once, a replica instead.
+  // it (it rejoins as a replica); once, a replica instead; once, stop the
+  // master cleanly.
   for (int round = 0; round < 5 && !all_done(); ++round) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200 + rng() % 800));
     const int m = g.wait_master();
@@ -166,7 +167,14 @@ TEST_CASE("replication: clients follow the master through SIGKILLs; every commit
     REQUIRE(m >= 0);
     int victim = m;
     if (round == 2) victim = (m + 1) % 3;
-    g.sites[victim]->kill9();
+    if (round == 3) {
+      // A clean stop: the master's connections close and the others elect
+      // one at once.
+      INFO(g.logs());
+      CHECK(g.sites[victim]->terminate() == 0);
+    } else {
+      g.sites[victim]->kill9();
+    }
     (victim == m ? master_kills : replica_kills)++;
     std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 400));
     g.start(victim);  // back once it has caught up
