@@ -221,6 +221,13 @@ std::string replication::status(DbEnv& env) const {
     std::free(rs);
   }
   out += "; master " + master(env) + "; acknowledgements " + ack_policy_name(o_.ack);
+  DB_REPMGR_STAT* ms = nullptr;
+  if (env.repmgr_stat(&ms, 0) == 0) {
+    // Commits that stood on the master alone (their clients told so).
+    out += " (" + std::to_string(ms->st_perm_failed) + " not acknowledged in time; " +
+           std::to_string(ms->st_connection_drop) + " connections dropped)";
+    std::free(ms);
+  }
   unsigned n = 0;
   DB_REPMGR_SITE* list = nullptr;
   if (env.repmgr_site_list(&n, &list) == 0) {
