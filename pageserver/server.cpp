@@ -117,6 +117,19 @@ void server::start_serving() {
   if (o_.replication) log_line(0, "replication: serving clients as the master");
 }
 
+bool server::try_serving() {
+  try {
+    start_serving();
+    return true;
+  } catch (const std::exception& e) {
+    // A new master's first opens can meet Berkeley DB's own locks (a
+    // replica being initialised from it): a deadlock victim, say.
+    outcomes_.reset();
+    log_line(0, std::string("replication: cannot serve yet (trying again): ") + e.what());
+    return false;
+  }
+}
+
 server::~server() {
   reap(true);
   if (o_.replication && serving_.load())
@@ -197,8 +210,9 @@ int server::run() {
         write_ready_file();
       }
       if (master && !serving_.load()) {
-        log_line(0, "replication: this site is the master");
-        start_serving();
+        if (!master_said_) log_line(0, "replication: this site is the master");
+        master_said_ = true;
+        try_serving();
       } else if (!master && serving_.load()) {
         log_line(0, "replication: this site is no longer the master (the master is " + repl->master(*env_->env()) +
                         "); stopping, to start again as a replica");

@@ -124,6 +124,9 @@ class server {
   void write_ready_file();
   // Opens the databases and the commit outcomes: this site is the master.
   void start_serving();
+  // start_serving() for a site elected master: false (logged) when it
+  // failed, to be tried again.
+  bool try_serving();
   // Answers a connection's hello on a site that is not the master.
   void refuse_not_master(client* c);
   // The log flushes so far, for the statistics line.
@@ -141,7 +144,9 @@ class server {
   std::atomic<int> sending_ahead_{0};
   std::atomic<bool> serving_{false};                      // the session objects are ready (the master)
   std::chrono::steady_clock::time_point next_archive_{};  // replication::archive, from run()
-  bool ready_ = false;                                    // a replicated site: its ready file is written (run())
+  bool ready_ = false;
+  bool master_said_ = false;  // "this site is the master" was logged                                    // a replicated
+                              // site: its ready file is written (run())
   connection_limits limits_;
   buffer_budget budget_;
   int unix_fd_ = -1, tcp_fd_ = -1, lock_fd_ = -1;

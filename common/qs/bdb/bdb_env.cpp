@@ -632,8 +632,21 @@ std::uint32_t bdb_env::open_flags() const { return multiversion_ && repl_ ? DB_M
 
 void bdb_env::open_as_master() {
   std::lock_guard<std::mutex> g(writing_mutex_);
-  if (pages_) return;
-  open_data_files();
+  if (pages_ && meta_) return;
+  if (meta_) meta_->close(0);
+  if (pages_) pages_->close(0);
+  meta_.reset();
+  pages_.reset();
+  try {
+    open_data_files();
+  } catch (...) {
+    // Opened again at the next call (another thread's lock, say).
+    if (meta_) meta_->close(0);
+    if (pages_) pages_->close(0);
+    meta_.reset();
+    pages_.reset();
+    throw;
+  }
 }
 
 void bdb_env::abort(DbTxn* t) {

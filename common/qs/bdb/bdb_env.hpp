@@ -263,7 +263,7 @@ class bdb_env {
   // The replication group this site belongs to; null when not replicated.
   replication* replicated() { return repl_.get(); }
   // A replicated site that became master opens its databases (creating
-  // them in a new group). Once only.
+  // them in a new group). Again after a failure; then nothing.
   void open_as_master();
   // Throws for a Berkeley DB error code (nothing for 0).
   void check(int rc, const std::string& what) const;
