@@ -332,6 +332,13 @@ void bdb_env::open_environment(bool recover) {
   }
 }
 
+void bdb_env::close_data_files() {
+  if (meta_) meta_->close(0);
+  if (pages_) pages_->close(0);
+  meta_.reset();
+  pages_.reset();
+}
+
 void bdb_env::close_handles() {
   {
     std::lock_guard<std::mutex> g(index_mutex_);
@@ -341,10 +348,7 @@ void bdb_env::close_handles() {
         i->db.reset();
       }
   }
-  if (meta_) meta_->close(0);
-  if (pages_) pages_->close(0);
-  meta_.reset();
-  pages_.reset();
+  close_data_files();
   if (env_) env_->close(0);
   env_.reset();
 }
@@ -633,18 +637,11 @@ std::uint32_t bdb_env::open_flags() const { return multiversion_ && repl_ ? DB_M
 void bdb_env::open_as_master() {
   std::lock_guard<std::mutex> g(writing_mutex_);
   if (pages_ && meta_) return;
-  if (meta_) meta_->close(0);
-  if (pages_) pages_->close(0);
-  meta_.reset();
-  pages_.reset();
+  close_data_files();
   try {
     open_data_files();
   } catch (...) {
-    // Opened again at the next call (another thread's lock, say).
-    if (meta_) meta_->close(0);
-    if (pages_) pages_->close(0);
-    meta_.reset();
-    pages_.reset();
+    close_data_files();  // opened again at the next call (another thread's lock, say)
     throw;
   }
 }

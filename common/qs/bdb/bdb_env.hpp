@@ -281,6 +281,8 @@ class bdb_env {
   // else read-only. Returns Berkeley DB's code; db is null unless 0.
   int open_db(std::unique_ptr<Db>& db, const char* file, std::uint32_t db_flags, std::uint32_t page_size, DbTxn* t);
   void open_data_files();
+  // Closes pages.db and meta.db (a failed or repeated open_as_master).
+  void close_data_files();
   // Opens env_: transactional (with recovery when `recover`) once anything
   // was written, else with its cache only.
   void open_environment(bool recover);

@@ -45,12 +45,6 @@ class remote_store::crossed_commit : public store_error {
   using store_error::store_error;
 };
 
-// The site is a replica, not the master (connect()).
-class remote_store::not_master : public connection_lost {
- public:
-  using connection_lost::connection_lost;
-};
-
 bool is_remote_url(const std::string& path) { return path.starts_with(tcp_scheme) || path.starts_with(unix_scheme); }
 
 std::unique_ptr<store> connect_remote_store(const std::string& url, const remote_options& o) {
@@ -180,7 +174,7 @@ void remote_store::lost() {
       throw connection_lost(msg);
     case wire::error_code::not_master:
       lost();  // the replica closes it
-      throw not_master(msg);
+      throw connection_lost(msg);
     case wire::error_code::unacknowledged:
       if (request == wire::msg::commit) throw commit_unknown(msg);
       throw store_error(msg + " (an unacknowledged commit answered to " + wire::name_of(request) + ")");

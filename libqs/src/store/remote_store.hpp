@@ -170,7 +170,6 @@ class remote_store final : public store {
   };
 
   class crossed_commit;
-  class not_master;
   // Connects to the server; with several sites named, to the one that is
   // the master, trying each in turn until one is, for up to
   // reconnect_budget_ms (an election).
