@@ -1,7 +1,9 @@
 // qs-pageserver: serves a qs database (a Berkeley DB environment in DIR) to
 // many clients over a Unix socket and/or TCP. See `qs-pageserver --help`.
 #include "log.hpp"
+#include "replication_guard.hpp"
 #include "server.hpp"
+#include "shared_secret.hpp"
 
 #include <qs/cli/cli.hpp>
 #include <qs/wire/connection.hpp>
@@ -37,25 +39,6 @@ void on_report(int) {
 // --tcp's [HOST:]PORT; HOST is 127.0.0.1 when not given.
 qs::wire::tcp_address listen_address(const std::string& v) {
   return qs::wire::parse_tcp_address(v.find(':') == std::string::npos ? "127.0.0.1:" + v : v);
-}
-
-std::string read_secret(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) throw qs::error("secret file " + path + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw qs::error("secret file " + path + " is not a regular file");
-  if (st.st_mode & 077)
-    throw qs::error("secret file " + path + " is readable or writable by group or others (mode " + [&] {
-      char b[8];
-      std::snprintf(b, sizeof b, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-      return std::string(b);
-    }() + "); chmod 600 it");
-  std::ifstream in(path);
-  std::string secret;
-  std::getline(in, secret);
-  while (!secret.empty() && (secret.back() == '\r' || secret.back() == ' ')) secret.pop_back();
-  if (secret.empty()) throw qs::error("secret file " + path + " holds no secret on its first line");
-  if (secret.size() > 1024) throw qs::error("secret file " + path + ": the secret is longer than 1024 bytes");
-  return secret;
 }
 
 }  // namespace
@@ -116,8 +99,9 @@ int main(int argc, char** argv) {
       "");
   app.add_option("--repl", repl,
                  "this site's replication address; HOST defaults to 127.0.0.1.\n"
-                 "Berkeley DB's replication traffic is not authenticated: give a\n"
-                 "non-loopback HOST only on a trusted network. The first site\n"
+                 "Sites present the shared secret (--secret-file) to each other,\n"
+                 "in the clear: a non-loopback HOST needs a trusted network or a\n"
+                 "tunnel against eavesdroppers. The first site\n"
                  "started on an empty DIR, whose peers do not answer, creates the\n"
                  "group; a site on an empty DIR that reaches a peer joins it")
       ->type_name("[HOST:]PORT")
@@ -236,6 +220,12 @@ int main(int argc, char** argv) {
     if (!unix_option->count() && tcp.empty())
       throw CLI::ValidationError("give --unix PATH, --tcp [HOST:]PORT, or both");
     if (repl.empty() && !repl_peers.empty()) throw CLI::ValidationError("--repl-peer needs --repl");
+    if (!repl.empty() && secret_file.empty())
+      throw CLI::ValidationError("--repl needs --secret-file: the sites of a group present the shared secret");
+    for (const std::string& p : repl_peers)
+      if (!repl.empty() && listen_address(p).host == listen_address(repl).host &&
+          listen_address(p).port == listen_address(repl).port)
+        throw CLI::ValidationError("--repl-peer " + p + " is this site's own address (--repl " + repl + ")");
     if (!tcp.empty() && secret_file.empty())
       throw CLI::ValidationError("--tcp needs --secret-file: TCP clients must present a shared secret");
   });
@@ -251,7 +241,7 @@ int main(int argc, char** argv) {
     o.lock_timeout = std::chrono::milliseconds(qs::cli::milliseconds(lock_s));
     o.txn_timeout = std::chrono::milliseconds(qs::cli::milliseconds(txn_s));
     o.snapshot_max_age = std::chrono::milliseconds(qs::cli::milliseconds(snapshot_s));
-    if (!secret_file.empty()) o.secret = read_secret(secret_file);
+    if (!secret_file.empty()) o.secret = qs::server::read_secret(secret_file);
     if (!repl.empty()) {
       auto site = [](const std::string& v) {
         qs::wire::tcp_address a = listen_address(v);
@@ -262,7 +252,11 @@ int main(int argc, char** argv) {
       for (const std::string& p : repl_peers) r.peers.push_back(site(p));
       r.ack = qs::detail::parse_ack_policy(repl_ack);
       r.priority = repl_priority;
+      r.creating_group = qs::server::create_replication_group;
+      r.refusal = qs::server::replication_refusal;
+      r.log = [](const std::string& line) { qs::server::log_line(0, line); };
       o.replication = r;
+      qs::server::arm_replication_guard(o.dir, r.local.port, o.secret);
     }
   } catch (const std::exception& e) {
     std::cerr << "qs-pageserver: " << e.what() << "\n";

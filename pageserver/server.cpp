@@ -3,6 +3,7 @@
 
 #include "log.hpp"
 #include "session.hpp"
+#include "shared_secret.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -281,12 +282,19 @@ void server::refuse_not_master(client* c) {
   l.deadline = c->accepted + o_.handshake_timeout;
   try {
     if (c->conn->receive(buf, l) == wire::received::frame) {
-      detail::replication* r = env_->replicated();
-      std::string text = "this site (" + r->options().local.text() +
-                         ") is a replica of a replication group, not its master; the master is " +
-                         r->master(*env_->env());
+      // Where the master is, only to a client that presents the secret.
+      const wire::request req = wire::parse_request(buf);
+      const auto* h = std::get_if<wire::hello_request>(&req);
       wire::writer out;
-      wire::encode(wire::error_response{wire::error_code::not_master, text}, out);
+      if (!h || (c->tcp && !same_secret(h->secret, o_.secret))) {
+        wire::encode(wire::error_response{wire::error_code::auth, "authentication failed: wrong shared secret"}, out);
+      } else {
+        detail::replication* r = env_->replicated();
+        std::string text = "this site (" + r->options().local.text() +
+                           ") is a replica of a replication group, not its master; the master is " +
+                           r->master(*env_->env());
+        wire::encode(wire::error_response{wire::error_code::not_master, text}, out);
+      }
       c->conn->send(out.finish());
     }
   } catch (const std::exception&) {

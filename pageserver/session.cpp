@@ -2,6 +2,7 @@
 #include "session.hpp"
 
 #include "log.hpp"
+#include "shared_secret.hpp"
 
 #include <qs/base/error.hpp>
 #include <qs/format/page_record.hpp>
@@ -20,15 +21,6 @@ class auth_failure : public qs::error {
  public:
   using qs::error::error;
 };
-
-bool same_secret(std::string_view a, std::string_view b) {
-  // Takes as long whatever the first difference.
-  unsigned d = a.size() != b.size();
-  std::size_t n = std::max(a.size(), b.size());
-  for (std::size_t i = 0; i < n; ++i)
-    d |= static_cast<unsigned char>(i < a.size() ? a[i] : 0) ^ static_cast<unsigned char>(i < b.size() ? b[i] : 0);
-  return d == 0;
-}
 
 }  // namespace
 

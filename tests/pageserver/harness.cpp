@@ -27,6 +27,11 @@ spawn_options logged(const std::string& dir, const std::string& tag, std::vector
 
 server_process::server_process(const std::string& dir) : dir_(dir) {
   std::filesystem::create_directories(dir);
+  set_secret(secret_);
+}
+
+void server_process::set_secret(const std::string& secret) {
+  secret_ = secret;
   std::string path = secret_file();
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0) throw std::runtime_error("cannot write " + path);

@@ -48,6 +48,8 @@ class server_process {
   std::string tcp_url() const { return "qs://127.0.0.1:" + std::to_string(port_); }
   int port() const { return port_; }
   const std::string& secret() const { return secret_; }
+  // Another secret for this server's later starts (its file rewritten).
+  void set_secret(const std::string& secret);
   std::string secret_file() const { return dir_ + "/secret"; }
   std::string log() const { return proc_.err(); }
 

@@ -240,6 +240,16 @@ TEST_CASE("replication: a replica names the master; a commit no replica acknowle
     CHECK(p.err().find("is a replica of a replication group, not its master; the master is 127.0.0.1:" +
                        std::to_string(g.repl_ports[0])) != std::string::npos);
   }
+  // Only a client with the secret learns it.
+  {
+    process p = spawn({QS_PS_BANK, "qs://127.0.0.1:" + std::to_string(g.tcp_ports[1]), "transfer", "0", "1"},
+                      logged(g.dir.path(), "to-replica-no-secret", {"QS_SECRET=not-the-secret"}));
+    int st = p.wait(60000);
+    INFO(status_text(st) + "\n" + p.err());
+    CHECK(st != 0);
+    CHECK(p.err().find("authentication failed: wrong shared secret") != std::string::npos);
+    CHECK(p.err().find("the master is") == std::string::npos);
+  }
   // With both replicas gone, the master's commit stands on the master but
   // is not acknowledged (--repl-ack quorum): the client is told so.
   g.sites[1]->kill9();
@@ -251,4 +261,143 @@ TEST_CASE("replication: a replica names the master; a commit no replica acknowle
     CHECK(st != 0);
     CHECK(p.err().find("did not acknowledge it within 5000 ms as --repl-ack quorum asks") != std::string::npos);
   }
+}
+
+namespace {
+
+// Whether `s`'s log says `text` within `ms`.
+bool logs_within(const server_process& s, const std::string& text, int ms = 15000) {
+  for (int waited = 0; waited < ms; waited += 50) {
+    if (s.log().find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// Connects to 127.0.0.1:port, sends `bytes`, and reads until the peer
+// closes (true) or 5 s pass (false).
+bool closed_after_sending(int port, const std::string& bytes) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  bool closed = false;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size())) {
+    timeval t{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
+    char b[256];
+    ssize_t got;
+    while ((got = ::recv(fd, b, sizeof b, 0)) > 0) {
+    }
+    closed = got == 0 || errno == ECONNRESET;
+  }
+  ::close(fd);
+  return closed;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "replication: a silent peer, a taken address, a wrong secret, another group and a stranger are refused "
+    "with a line that says so; the group keeps serving",
+    "[replication]") {
+  group g;
+  for (int i = 0; i < 3; ++i) g.add();
+  const int silent = free_port();
+  g.start(0);
+  REQUIRE(g.wait_master() == 0);
+  g.start(1);
+  // Site 2 also names a peer that does not answer.
+  g.configure(2);
+  g.sites[2]->start("", {"--repl-peer", "127.0.0.1:" + std::to_string(silent)});
+  g.tcp_ports[2] = g.sites[2]->port();
+  auto transfers_go_on = [&](const std::string& tag) {
+    process p = bank(g, g.url(3), {"transfer", "0", "3"}, tag);
+    int st = p.wait(60000);
+    INFO(tag + ": " + status_text(st) + "\n" + p.err() + g.logs());
+    CHECK(st == 0);
+  };
+  {
+    process setup = bank(g, g.url(3), {"setup"}, "setup");
+    int st = setup.wait(60000);
+    INFO("setup: " + status_text(st) + "\n" + setup.err() + g.logs());
+    REQUIRE(st == 0);
+  }
+  {
+    INFO(g.logs());
+    CHECK(logs_within(*g.sites[2], "replication: peer 127.0.0.1:" + std::to_string(silent) +
+                                       " does not answer on its replication address (Connection refused)"));
+  }
+  const std::string site0 = "127.0.0.1:" + std::to_string(g.repl_ports[0]);
+
+  // The same address as a running site's.
+  server_process twin(g.dir.sub("twin"));
+  twin.set_options({"--repl", site0, "--repl-peer", "127.0.0.1:" + std::to_string(g.repl_ports[1])});
+  CHECK_THROWS_WITH(twin.start(), Catch::Contains("error: replication: repmgr_start at " + site0) &&
+                                      Catch::Contains("Address already in use"));
+  {
+    process p = spawn({QS_PAGESERVER, "--dir", g.dir.sub("own") + "/db", "--tcp", "0", "--secret-file",
+                       g.sites[0]->secret_file(), "--repl", site0, "--repl-peer", site0},
+                      logged(g.dir.path(), "own"));
+    CHECK(p.wait(15000) == 2);
+    CHECK(p.err().find("--repl-peer " + site0 + " is this site's own address") != std::string::npos);
+  }
+
+  // A new site with another secret cannot join, and says why; the site it
+  // asked says so too.
+  server_process stranger(g.dir.sub("stranger"));
+  stranger.set_secret("another-secret");
+  stranger.set_options({"--repl", "127.0.0.1:" + std::to_string(free_port()), "--repl-peer", site0});
+  CHECK_THROWS_WITH(stranger.start(), Catch::Contains("cannot join the group: peer " + site0 +
+                                                      " refused this site: this site's shared secret is wrong"));
+  {
+    INFO(g.logs());
+    CHECK(logs_within(*g.sites[0], "it presented a wrong shared secret"));
+  }
+
+  // The directory of another group's site (another database) put in the
+  // place of site 1, as a wrong restore would: the sites refuse each
+  // other both ways, and neither database is initialised from the other.
+  server_process other(g.dir.sub("other"));
+  other.set_options({"--repl", "127.0.0.1:" + std::to_string(free_port())});
+  other.start();  // alone: it creates a group of its own
+  CHECK(other.terminate() == 0);
+  CHECK(g.sites[1]->terminate() == 0);
+  std::filesystem::remove_all(g.db(1));
+  std::filesystem::copy(g.dir.sub("other") + "/db", g.db(1), std::filesystem::copy_options::recursive);
+  std::string said;
+  try {
+    g.start(1);
+    said = g.sites[1]->log();
+  } catch (const std::exception& e) {
+    said = e.what();  // it could not join
+  }
+  {
+    INFO(said + g.logs());
+    CHECK(said.find(" refused this site: it belongs to another replication group (another database)") !=
+          std::string::npos);
+    // The group's sites connect to site 1's address, and are refused.
+    bool refused = false;
+    for (int waited = 0; waited < 15000 && !refused; waited += 50) {
+      for (int i : {0, 2})
+        refused = refused || g.sites[i]->log().find("it belongs to another replication group") != std::string::npos;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    CHECK(refused);
+  }
+  g.sites[1]->kill9();
+
+  // Bytes that are no hello are refused.
+  CHECK(closed_after_sending(g.repl_ports[0], "GET / HTTP/1.0\r\nHost: site0\r\n\r\n"));
+  {
+    INFO(g.logs());
+    CHECK(logs_within(*g.sites[0], "what it sent is not a qs replication hello"));
+  }
+
+  // Through all of it, the group serves (sites 0 and 2; site 1 is the
+  // other group's directory).
+  CHECK(g.wait_master() == 0);
+  transfers_go_on("after");
 }

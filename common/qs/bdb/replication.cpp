@@ -25,27 +25,34 @@ namespace {
 
 thread_local bool unacknowledged = false;
 
-// Whether something accepts a TCP connection at `a` within a moment.
-bool answers(const site_address& a) {
+// Whether something accepts a TCP connection at `a` within a moment: ""
+// when it does, else why not.
+std::string answers(const site_address& a) {
   addrinfo hints{}, *res = nullptr;
   hints.ai_socktype = SOCK_STREAM;
-  if (::getaddrinfo(a.host.c_str(), std::to_string(a.port).c_str(), &hints, &res) != 0) return false;
-  bool ok = false;
-  for (addrinfo* r = res; r && !ok; r = r->ai_next) {
+  if (int rc = ::getaddrinfo(a.host.c_str(), std::to_string(a.port).c_str(), &hints, &res); rc != 0)
+    return std::string("its host is not known: ") + ::gai_strerror(rc);
+  std::string why = "no address";
+  for (addrinfo* r = res; r && !why.empty(); r = r->ai_next) {
     int fd = ::socket(r->ai_family, r->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, r->ai_protocol);
     if (fd < 0) continue;
+    int err = 0;
     if (::connect(fd, r->ai_addr, r->ai_addrlen) == 0) {
-      ok = true;
-    } else if (errno == EINPROGRESS) {
+      why.clear();
+    } else if (errno != EINPROGRESS) {
+      err = errno;
+    } else {
       pollfd p{fd, POLLOUT, 0};
-      int err = 0;
       socklen_t n = sizeof err;
-      if (::poll(&p, 1, 500) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &n) == 0 && err == 0) ok = true;
+      if (::poll(&p, 1, 500) != 1) err = ETIMEDOUT;
+      else if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &n) != 0) err = errno;
+      if (err == 0) why.clear();
     }
+    if (err) why = std::strerror(err);
     ::close(fd);
   }
   ::freeaddrinfo(res);
-  return ok;
+  return why;
 }
 
 // Sets TCP_NODELAY on every TCP socket of the process. Berkeley DB's
@@ -126,10 +133,16 @@ void replication::configure(DbEnv& env, void (*events)(DbEnv*, std::uint32_t, vo
 }
 
 void replication::start(DbEnv& env, bool fresh, std::chrono::milliseconds patience) {
+  // A peer that does not answer is said at once (Berkeley DB goes on
+  // trying it, silently).
   bool create = fresh;
-  if (create)
-    for (const site_address& p : o_.peers)
-      if (answers(p)) create = false;
+  for (const site_address& p : o_.peers) {
+    const std::string why = answers(p);
+    if (why.empty()) create = false;
+    else if (o_.log)
+      o_.log("replication: peer " + p.text() + " does not answer on its replication address (" + why + ")");
+  }
+  if (create && o_.creating_group) o_.creating_group();
   DbSite* site = nullptr;
   check(env.repmgr_site(o_.local.host.c_str(), o_.local.port, &site, 0), "site " + o_.local.text());
   int rc = site->set_config(DB_LOCAL_SITE, 1);
@@ -149,6 +162,8 @@ void replication::start(DbEnv& env, bool fresh, std::chrono::milliseconds patien
     // DB_REP_UNAVAIL: no site could add this one to the group yet (no
     // master, or another site joining at the same time).
     if (rc != DB_REP_UNAVAIL || std::chrono::steady_clock::now() >= until) break;
+    if (std::string why = o_.refusal ? o_.refusal() : std::string(); !why.empty())
+      throw store_error("replication: site " + o_.local.text() + " cannot join the group: " + why);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   if (rc == DB_REP_UNAVAIL)

@@ -35,9 +35,10 @@
 //   is made (a commit otherwise waits for the replica's delayed
 //   acknowledgement of the message before it: 40 ms).
 //
-// Berkeley DB's replication traffic is not authenticated: it listens on
-// loopback by default, and a site on another address must be reached only
-// through a network that is trusted (a private network or a tunnel).
+// Berkeley DB's replication traffic is not authenticated by itself: it
+// listens on loopback by default, and qs-pageserver puts a handshake with
+// the shared secret in front of each of its connections (the server's
+// replication_guard.hpp).
 //
 // Thread-safety: role(), master() and took_unacknowledged() from any
 // thread; the rest from the thread that owns the environment.
@@ -46,6 +47,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -70,6 +72,14 @@ struct replication_options {
   std::uint32_t priority = 100;
   // How long a commit waits for its acknowledgements.
   std::chrono::milliseconds ack_timeout{5000};
+  // Called before the replication manager starts when this site creates
+  // the group.
+  std::function<void()> creating_group;
+  // Why a peer refused this site (its secret or group), or "": a site that
+  // cannot join says so at once rather than at the end of its patience.
+  std::function<std::string()> refusal;
+  // Where the site's own lines go (the server's log), from start().
+  std::function<void(const std::string&)> log;
 };
 
 // "quorum", "all", "one", "none"; throws qs::invalid_argument otherwise.
