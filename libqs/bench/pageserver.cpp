@@ -6,7 +6,9 @@
 //   qs_pageserver_bench [PAGES] [SECONDS]      (defaults 2000 pages, 2 s per client count)
 //
 // (`qs_pageserver_bench client URL WORKLOAD ID SECONDS` is one of its own
-// client processes; it starts them itself.)
+// client processes; it starts them itself. `qs_pageserver_bench counters
+// URL` makes their counters in a database served elsewhere: scripts/replication
+// runs the clients against replication groups.)
 //
 // It starts its own qs-pageserver (loopback TCP, a temporary directory) and
 // prints:
@@ -46,6 +48,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -276,11 +279,14 @@ int read_mostly(qs::database& db, int write_percent, int id, double seconds) {
 // commits, its attempts (runs of the transaction's body, each retry after a
 // conflict included), the transactions that gave up (a qs::error out of
 // db.run, such as a deadlock on the last attempt) and whether an error ended
-// it early (0 or 1). It goes on after a transaction that gave up, and exits
+// it early (0 or 1), then the median and 99th percentile of its
+// transactions' latency in microseconds (a db.run, its retries included).
+// It goes on after a transaction that gave up, and exits
 // normally whatever is thrown; the first of each kind of error goes to
 // stderr.
 int client(const std::string& url, const std::string& workload, int id, double seconds) {
   long commits = 0, attempts = 0, gave_up = 0, ended = 0;
+  std::vector<double> latency;
   try {
     auto db = qs::database::open(url, [] {
       qs::options o = bench_options();
@@ -316,12 +322,14 @@ int client(const std::string& url, const std::string& workload, int id, double s
     while (since(t0) < seconds) {
       Slab* counter = counters[shared ? rng() % shared_counters : 0];
       try {
+        const auto began = clock_type::now();
         db.run([&] {
           ++attempts;
           if (shared) seen = common->value;
           if (allocating) counter->notes = new (db) Note{counter->value, counter->notes};
           counter->value += 1;
         });
+        latency.push_back(since(began) * 1e6);
         ++commits;
       } catch (const qs::error& e) {
         if (++gave_up == 1)
@@ -335,7 +343,14 @@ int client(const std::string& url, const std::string& workload, int id, double s
     ended = 1;
     std::fprintf(stderr, "client %d (%s): an exception of unknown type\n", id, workload.c_str());
   }
-  std::printf("%ld %ld %ld %ld\n", commits, attempts, gave_up, ended);
+  auto percentile = [&](double q) {
+    if (latency.empty()) return 0.0;
+    const auto k = static_cast<std::size_t>(q * static_cast<double>(latency.size() - 1));
+    std::nth_element(latency.begin(), latency.begin() + static_cast<std::ptrdiff_t>(k), latency.end());
+    return latency[k];
+  };
+  const double p50 = percentile(0.5), p99 = percentile(0.99);
+  std::printf("%ld %ld %ld %ld %.0f %.0f\n", commits, attempts, gave_up, ended, p50, p99);
   return 0;
 }
 
@@ -453,8 +468,21 @@ int main(int argc, char** argv) {
       ->check(qs::cli::one_of({"disjoint", "shared", "allocating", "read-mostly-1", "read-mostly-10"}));
   as_client->add_option("ID", id)->required()->check(qs::cli::whole(0, max_clients - 1));
   as_client->add_option("SECONDS", client_seconds)->required()->check(qs::cli::seconds(3600));
+  // The counters of the throughput clients, in a database served elsewhere
+  // (scripts/replication).
+  CLI::App* as_counters = app.add_subcommand("counters", "")->group("");
+  as_counters->add_option("URL", client_url)->required();
   if (auto status = qs::cli::parse(app, argc, argv)) return *status;
   if (*as_client) return client(client_url, workload, id, client_seconds);
+  if (*as_counters) {
+    try {
+      create_counters(client_url);
+      return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "qs_pageserver_bench counters: %s\n", e.what());
+      return 1;
+    }
+  }
   char tmpl[] = "/tmp/qs-psbench-XXXXXX";
   if (!::mkdtemp(tmpl)) return 1;
   std::string dir = tmpl;
