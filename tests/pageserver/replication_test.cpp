@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "harness.hpp"
+#include "replication_group.hpp"
 #include "support.hpp"
 
 #include <netinet/in.h>
@@ -34,19 +35,6 @@ namespace {
 constexpr int clients = 3;
 constexpr int transfers = 1500;
 
-// A loopback port nothing listens on now.
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t n = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 std::string status_text(int st) {
   if (st == timed_out) return "still running at its time limit (killed)";
   if (st < 0) return "killed by signal " + std::to_string(-st);
@@ -57,68 +45,18 @@ std::string tail(const std::string& s, std::size_t n = 3000) {
   return s.size() <= n ? s : "[...]" + s.substr(s.size() - n);
 }
 
-// The group: sites with fixed client and replication ports.
-struct group {
-  qs_test::temp_dir dir;
-  std::vector<std::unique_ptr<server_process>> sites;
-  std::vector<int> repl_ports, tcp_ports;
-
-  // Site i's directory and options; not started.
-  void add() {
-    const int i = static_cast<int>(sites.size());
-    sites.push_back(std::make_unique<server_process>(dir.sub("site" + std::to_string(i))));
-    repl_ports.push_back(free_port());
-    tcp_ports.push_back(0);
-  }
-  void configure(int i) {
-    std::vector<std::string> o{"--repl", "127.0.0.1:" + std::to_string(repl_ports[i])};
-    for (std::size_t j = 0; j < sites.size(); ++j)
-      if (static_cast<int>(j) != i) o.insert(o.end(), {"--repl-peer", "127.0.0.1:" + std::to_string(repl_ports[j])});
-    sites[i]->set_options(o);
-  }
-  void start(int i) {
-    configure(i);
-    sites[i]->start();
-    tcp_ports[i] = sites[i]->port();
-  }
-  std::string url(int n) const {
-    std::string u = "qs://";
-    for (int i = 0; i < n; ++i) u += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(tcp_ports[i]);
-    return u;
-  }
-  std::string db(int i) const { return dir.sub("site" + std::to_string(i)) + "/db"; }
-  // The site that last said it is the master, among those running; -1.
-  int master() const {
-    for (std::size_t i = 0; i < sites.size(); ++i) {
-      if (!sites[i]->running()) continue;
-      const std::string log = sites[i]->log();
-      auto m = log.rfind("replication: this site is the master");
-      auto r = log.rfind("replication: this site is a replica");
-      auto started = log.rfind("opening the environment");
-      if (m != std::string::npos && m > started && (r == std::string::npos || r < m)) return static_cast<int>(i);
-    }
-    return -1;
-  }
-  int wait_master(int timeout_ms = 30000) const {
-    for (int waited = 0; waited < timeout_ms; waited += 50) {
-      int m = master();
-      if (m >= 0) return m;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return -1;
-  }
-  std::string logs() const {
-    std::string out;
-    for (std::size_t i = 0; i < sites.size(); ++i)
-      out += "--- site " + std::to_string(i) + ":\n" + tail(sites[i]->log());
-    return out;
-  }
+// A group in a test directory of its own.
+struct test_dir {
+  qs_test::temp_dir tmp;
+};
+struct group : test_dir, replication_group {
+  group() : replication_group(tmp.path()) {}
 };
 
 process bank(const group& g, const std::string& url, const std::vector<std::string>& args, const std::string& tag) {
   std::vector<std::string> argv{QS_PS_BANK, url};
   argv.insert(argv.end(), args.begin(), args.end());
-  return spawn(argv, logged(g.dir.path(), tag, {"QS_SECRET=" + g.sites[0]->secret()}));
+  return spawn(argv, logged(g.dir, tag, {"QS_SECRET=" + g.sites[0]->secret()}));
 }
 
 std::string dump(const std::string& db, const std::string& tag, const std::string& dir) {
@@ -210,7 +148,7 @@ TEST_CASE("replication: clients follow the master through SIGKILLs; every commit
     int st = check.wait(60000);
     INFO("site " + std::to_string(i) + " check: " + status_text(st) + "\n" + check.out() + check.err() + g.logs());
     CHECK(st == 0);
-    std::string d = dump(g.db(i), "dump" + std::to_string(i), g.dir.path());
+    std::string d = dump(g.db(i), "dump" + std::to_string(i), g.dir);
     if (i == 0) first = d;
     INFO("site " + std::to_string(i) + "'s dump differs from site 0's");
     CHECK(d == first);
@@ -243,7 +181,7 @@ TEST_CASE("replication: a replica names the master; a commit no replica acknowle
   // Only a client with the secret learns it.
   {
     process p = spawn({QS_PS_BANK, "qs://127.0.0.1:" + std::to_string(g.tcp_ports[1]), "transfer", "0", "1"},
-                      logged(g.dir.path(), "to-replica-no-secret", {"QS_SECRET=not-the-secret"}));
+                      logged(g.dir, "to-replica-no-secret", {"QS_SECRET=not-the-secret"}));
     int st = p.wait(60000);
     INFO(status_text(st) + "\n" + p.err());
     CHECK(st != 0);
@@ -333,21 +271,21 @@ TEST_CASE(
   const std::string site0 = "127.0.0.1:" + std::to_string(g.repl_ports[0]);
 
   // The same address as a running site's.
-  server_process twin(g.dir.sub("twin"));
+  server_process twin(g.dir + "/twin");
   twin.set_options({"--repl", site0, "--repl-peer", "127.0.0.1:" + std::to_string(g.repl_ports[1])});
   CHECK_THROWS_WITH(twin.start(), Catch::Contains("error: replication: repmgr_start at " + site0) &&
                                       Catch::Contains("Address already in use"));
   {
-    process p = spawn({QS_PAGESERVER, "--dir", g.dir.sub("own") + "/db", "--tcp", "0", "--secret-file",
+    process p = spawn({QS_PAGESERVER, "--dir", g.dir + "/own" + "/db", "--tcp", "0", "--secret-file",
                        g.sites[0]->secret_file(), "--repl", site0, "--repl-peer", site0},
-                      logged(g.dir.path(), "own"));
+                      logged(g.dir, "own"));
     CHECK(p.wait(15000) == 2);
     CHECK(p.err().find("--repl-peer " + site0 + " is this site's own address") != std::string::npos);
   }
 
   // A new site with another secret cannot join, and says why; the site it
   // asked says so too.
-  server_process stranger(g.dir.sub("stranger"));
+  server_process stranger(g.dir + "/stranger");
   stranger.set_secret("another-secret");
   stranger.set_options({"--repl", "127.0.0.1:" + std::to_string(free_port()), "--repl-peer", site0});
   CHECK_THROWS_WITH(stranger.start(), Catch::Contains("cannot join the group: peer " + site0 +
@@ -360,13 +298,13 @@ TEST_CASE(
   // The directory of another group's site (another database) put in the
   // place of site 1, as a wrong restore would: the sites refuse each
   // other both ways, and neither database is initialised from the other.
-  server_process other(g.dir.sub("other"));
+  server_process other(g.dir + "/other");
   other.set_options({"--repl", "127.0.0.1:" + std::to_string(free_port())});
   other.start();  // alone: it creates a group of its own
   CHECK(other.terminate() == 0);
   CHECK(g.sites[1]->terminate() == 0);
   std::filesystem::remove_all(g.db(1));
-  std::filesystem::copy(g.dir.sub("other") + "/db", g.db(1), std::filesystem::copy_options::recursive);
+  std::filesystem::copy(g.dir + "/other" + "/db", g.db(1), std::filesystem::copy_options::recursive);
   std::string said;
   try {
     g.start(1);

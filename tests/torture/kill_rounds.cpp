@@ -2,6 +2,7 @@
 #include "kill_rounds.hpp"
 
 #include "harness.hpp"
+#include "replication_group.hpp"
 #include "small_fs.hpp"
 #include "temp_dir.hpp"
 
@@ -137,7 +138,8 @@ class torture {
         else if (kind == 'b') run_client_through_server(st);
         else if (kind == 'c') run_server(st);
         else if (kind == 'd') run_disk_full(st);
-        else throw std::runtime_error(std::string("unknown kind ") + kind + " (a, b, c or d)");
+        else if (kind == 'e') run_replicated(st);
+        else throw std::runtime_error(std::string("unknown kind ") + kind + " (a, b, c, d or e)");
       } catch (const std::exception& e) {
         std::printf("FAILED: kind %c, round %d: %s\n", kind, st.rounds, e.what());
         std::printf("replay: scripts/torture %d --seed %llu --kinds %c (work directory kept: %s)\n", c_.rounds,
@@ -174,7 +176,8 @@ class torture {
 
   // --- processes ---
   victim start_writer(const std::string& dir, const std::string& tag, const std::string& target, int part,
-                      std::pair<int, int> options, const std::string& pause, const std::string& go = "") {
+                      std::pair<int, int> options, const std::string& pause, const std::string& go = "",
+                      const std::string& hold = "") {
     std::vector<std::string> argv{c_.self,
                                   "write",
                                   target,
@@ -183,6 +186,7 @@ class torture {
                                   std::to_string(options.first),
                                   std::to_string(options.second)};
     if (!go.empty()) argv.insert(argv.end(), {"--go", go});
+    if (!hold.empty()) argv.insert(argv.end(), {"--hold", hold});
     std::vector<std::string> env{"QS_SECRET=" + secret_};
     victim v;
     int fds[2] = {-1, -1};
@@ -443,11 +447,135 @@ class torture {
     server.kill9();
   }
 
+  // --- e: the sites of a replication group, under three writers ---
+  // Three sites (--repl-ack quorum) and three writers through the
+  // three-site URL, which follow the master (a lost connection or an
+  // unknown commit is said, and the writer goes on at once). Each round
+  // kills a site with SIGKILL after a random delay, the master in three
+  // rounds of four and a replica in the rest, in a quarter of them kills it
+  // again as it recovers, restarts it (it rejoins and catches up), and
+  // checks through the group, while the writers go on: every commit a
+  // writer reported before the check is at the master, nothing partial.
+  // At the end the writers are killed and the sites stopped, and each
+  // site's directory is checked as an embedded database: each holds every
+  // reported commit, and all hold the same.
+  void run_replicated(kind_stats& st) {
+    constexpr int writers = 3;
+    const std::string dir = work_ + "/e", go = dir + "/go", hold = dir + "/hold";
+    fs::create_directories(dir);
+    qs_pstest::replication_group g(dir);
+    for (int i = 0; i < 3; ++i) g.add();
+    secret_ = g.sites[0]->secret();
+    g.start(0);  // creates the group
+    if (g.wait_master() != 0) throw round_failed("the first site did not become the master:\n" + g.logs());
+    g.start(1);
+    g.start(2);
+    write_atomically(go, "1000000000");  // the group serves on: a writer never waits
+    const std::string url = g.url(3);
+    std::vector<victim> w;
+    std::vector<std::int64_t> floors(writers, 0);
+    const std::array<std::pair<int, int>, writers> options{{{16, 0}, {256, 1}, {16, 2}}};
+    for (int p = 0; p < writers; ++p)
+      w.push_back(
+          start_writer(dir, "writer" + std::to_string(p), url, p, options[static_cast<std::size_t>(p)], "", go, hold));
+    auto writers_alive = [&](const std::string& when) {
+      for (int p = 0; p < writers; ++p)
+        if (!w[static_cast<std::size_t>(p)].proc.running())
+          throw round_failed("writer " + std::to_string(p) + " ended " + when + ": " +
+                             w[static_cast<std::size_t>(p)].proc.err() + "\n" + g.logs());
+    };
+    for (int r = 0; r < c_.rounds; ++r, ++st.rounds) {
+      kill_choice k{"", uniform(100, 1500)};
+      sleep_ms(k.delay_ms);
+      const int m = g.wait_master();
+      if (m < 0) throw round_failed("no site is the master:\n" + g.logs());
+      const bool master = chance(75);
+      const int site = master ? m : (m + uniform(1, 2)) % 3;
+      g.sites[static_cast<std::size_t>(site)]->kill9();
+      ++st.kills;
+      ++st.how[master ? "master" : "replica"];
+      std::string text = std::string(master ? "the master" : "a replica") + " killed " + k.describe();
+      if (chance(25)) {  // killed again as it recovers
+        std::vector<std::string> argv{QS_PAGESERVER,
+                                      "--dir",
+                                      g.db(site),
+                                      "--tcp",
+                                      "127.0.0.1:" + std::to_string(g.tcp_ports[static_cast<std::size_t>(site)]),
+                                      "--secret-file",
+                                      g.sites[static_cast<std::size_t>(site)]->secret_file()};
+        for (const std::string& o : g.options(site)) argv.push_back(o);
+        process q = qs_pstest::spawn(argv, qs_pstest::logged(dir, "recovering"));
+        kill_choice rk{"", uniform(0, 30)};
+        sleep_ms(rk.delay_ms);
+        q.kill9();
+        ++st.recovery_kills;
+        text += ", then again " + rk.describe();
+      }
+      try {
+        g.start(site);  // rejoins, and is ready once it has caught up
+      } catch (const std::exception& e) {
+        throw round_failed(std::string("the killed site did not come back: ") + e.what() + "\n" + g.logs());
+      }
+      if (g.wait_master() < 0) throw round_failed("no site is the master after the restart:\n" + g.logs());
+      // The writers stop between transactions for the check (it reads a
+      // database nobody writes); each may have committed once more than it
+      // said (a commit whose outcome it could not learn).
+      write_atomically(hold, std::to_string(r + 1));
+      const std::string held = "held " + std::to_string(r + 1);
+      for (int p = 0; p < writers; ++p)
+        for (int waited = 0; w[static_cast<std::size_t>(p)].proc.out().find(held) == std::string::npos; waited += 5) {
+          writers_alive("during the round");
+          if (waited > 120000)
+            throw round_failed("writer " + std::to_string(p) + " did not stop for the check within 120 s:\n" +
+                               g.logs());
+          sleep_ms(5);
+        }
+      for (int p = 0; p < writers; ++p)
+        floors[static_cast<std::size_t>(p)] =
+            std::max(floors[static_cast<std::size_t>(p)], last_committed(w[static_cast<std::size_t>(p)].proc.out()));
+      std::vector<std::int64_t> holds = check(dir, url, floors);
+      for (int p = 0; p < writers; ++p) {
+        if (holds[static_cast<std::size_t>(p)] > floors[static_cast<std::size_t>(p)]) ++st.one_more;
+        floors[static_cast<std::size_t>(p)] = holds[static_cast<std::size_t>(p)];
+      }
+      fs::remove(hold);
+      log_round('e', r,
+                text + "; holds " + std::to_string(holds[0]) + " " + std::to_string(holds[1]) + " " +
+                    std::to_string(holds[2]));
+    }
+    for (int p = 0; p < writers; ++p) {
+      w[static_cast<std::size_t>(p)].proc.kill9();
+      floors[static_cast<std::size_t>(p)] =
+          std::max(floors[static_cast<std::size_t>(p)], last_committed(w[static_cast<std::size_t>(p)].proc.out()));
+    }
+    sleep_ms(500);  // a commit a killed writer sent ends at the master
+    // Every site applies what the master has; then the replicas stop, and
+    // the master last.
+    std::vector<std::int64_t> at_master = check(dir, url, floors, 1);
+    sleep_ms(1500);
+    const int m = g.master();
+    for (int i = 0; i < 3; ++i)
+      if (i != m && g.sites[static_cast<std::size_t>(i)]->terminate() != 0)
+        throw round_failed("site " + std::to_string(i) + " did not stop cleanly:\n" + g.logs());
+    if (m >= 0 && g.sites[static_cast<std::size_t>(m)]->terminate() != 0)
+      throw round_failed("the master did not stop cleanly:\n" + g.logs());
+    for (int i = 0; i < 3; ++i) {
+      std::vector<std::int64_t> holds = check(dir, g.db(i), floors, 1);
+      if (holds != at_master)
+        throw round_failed("site " + std::to_string(i) + " holds " + std::to_string(holds[0]) + " " +
+                           std::to_string(holds[1]) + " " + std::to_string(holds[2]) + ", the master held " +
+                           std::to_string(at_master[0]) + " " + std::to_string(at_master[1]) + " " +
+                           std::to_string(at_master[2]));
+    }
+    for (std::int64_t f : at_master) st.committed += f;
+  }
+
   void report(char kind, const kind_stats& st) {
     static const std::map<char, const char*> names{{'a', "embedded writer"},
                                                    {'b', "writer through qs-pageserver"},
                                                    {'c', "qs-pageserver under 3 writers"},
-                                                   {'d', "embedded writer on a disk that fills"}};
+                                                   {'d', "embedded writer on a disk that fills"},
+                                                   {'e', "sites of a replication group under 3 writers"}};
     auto name = names.find(kind);
     std::printf("kind %c (%s): %d rounds in %.1f s, %d kills (", kind, name == names.end() ? "?" : name->second,
                 st.rounds, st.seconds, st.kills);

@@ -9,7 +9,12 @@
 //      writers live on, and go on with their cached pages once it is back);
 //   d  an embedded writer on a small tmpfs filled to a random point: it
 //      runs until the full disk stops it or is killed, and the checker runs
-//      once there is room again (skipped, saying so, when not root).
+//      once there is room again (skipped, saying so, when not root);
+//   e  the sites of a replication group of three (--repl-ack quorum): the
+//      master, or a replica, killed while three writers commit through the
+//      group's URL and follow the master; every commit a writer reported is
+//      at the new master after each round, and on every site, each opened
+//      embedded, at the end.
 // A victim is killed after a random delay (from its start, so that some
 // kills land while it opens and recovers the database) or where it stops at
 // a random pass of a random pause point (qs/pause_point.hpp). In a quarter
@@ -35,7 +40,7 @@ namespace qs_torture {
 struct torture_config {
   int rounds = 10;  // per kind
   std::uint64_t seed = 0;
-  std::string kinds = "abcd";
+  std::string kinds = "abcde";
   std::string dir;  // work directory; empty: a fresh one under $TMPDIR
   bool keep = false;
   bool verbose = false;

@@ -1,9 +1,9 @@
 // qs_torture: the crash torture of qs (scripts/torture). One program in three
 // roles:
-//   qs_torture run N [--seed S] [--kinds abcd] [--dir D] [--keep] [--verbose]
+//   qs_torture run N [--seed S] [--kinds abcde] [--dir D] [--keep] [--verbose]
 //       N rounds of each kind of victim (kill_rounds.hpp); S defaults to a
 //       fresh random seed, printed first
-//   qs_torture write TARGET PART SEED POOL RELOCATION [--go FILE] [--txns N] [--break partial|leak:K]
+//   qs_torture write TARGET PART SEED POOL RELOCATION [--go FILE] [--hold FILE] [--txns N] [--break partial|leak:K]
 //       the writer (writer.hpp); TARGET a directory or a page server's URL
 //   qs_torture check TARGET SEED FLOOR...
 //       the checker (check.hpp), one FLOOR per partition: K, or K+N when N
@@ -27,10 +27,11 @@
 namespace {
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: qs_torture run N [--seed S] [--kinds abcd] [--dir D] [--keep] [--verbose]\n"
-               "       qs_torture write TARGET PART SEED POOL RELOCATION [--go FILE] [--txns N] [--break HOW:K]\n"
-               "       qs_torture check TARGET SEED FLOOR...\n");
+  std::fprintf(
+      stderr,
+      "usage: qs_torture run N [--seed S] [--kinds abcde] [--dir D] [--keep] [--verbose]\n"
+      "       qs_torture write TARGET PART SEED POOL RELOCATION [--go FILE] [--hold FILE] [--txns N] [--break HOW:K]\n"
+      "       qs_torture check TARGET SEED FLOOR...\n");
   return 2;
 }
 
@@ -69,7 +70,9 @@ int write(const std::vector<std::string>& a) {
   c.options.pool_pages = static_cast<std::uint32_t>(number(a.at(3)));
   c.options.relocation = static_cast<int>(number(a.at(4)));
   for (std::size_t i = 5; i < a.size(); ++i) {
-    if (a[i] == "--go") {
+    if (a[i] == "--hold") {
+      c.hold = a.at(++i);
+    } else if (a[i] == "--go") {
       c.go = a.at(++i);
     } else if (a[i] == "--txns") {
       c.max_txns = static_cast<std::int64_t>(number(a.at(++i)));

@@ -103,6 +103,7 @@ TEST_CASE("ten kills of each kind: every committed transaction survives, no part
   CHECK(out.find("kind a (") != std::string::npos);
   CHECK(out.find("kind b (") != std::string::npos);
   CHECK(out.find("kind c (") != std::string::npos);
+  CHECK(out.find("kind e (") != std::string::npos);
   // The full disk's kind, or why it could not run (not root).
   CHECK((out.find("kind d (") != std::string::npos || out.find("kind d skipped") != std::string::npos));
 }

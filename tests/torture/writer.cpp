@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -187,6 +188,10 @@ int run_writer(const writer_config& c) {
     std::optional<heads_index> ix;
     std::int64_t losses = 0, committed = 0;
     for (std::int64_t n = 0; n < c.max_txns;) {
+      if (!c.hold.empty() && std::filesystem::exists(c.hold)) {
+        say("held %lld", static_cast<long long>(read_number(c.hold)));
+        while (std::filesystem::exists(c.hold)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
       try {
         if (!db) db.emplace(qs::database::open(c.target, open_options(c.options)));
         if (!ix) ix.emplace(*db, index_name(c.part), qs::unique);

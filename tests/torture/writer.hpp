@@ -14,6 +14,10 @@
 // losses) and waits until the file `go` holds a number of at least N, then
 // goes on with the same database handle and its cached pages.
 //
+// With `hold`, the writer begins no transaction while that file exists:
+// it writes "held N" (N: the number in the file) once and waits, so that
+// a check sees a database nobody writes.
+//
 // Thread-safety: one writer per process.
 #pragma once
 
@@ -34,7 +38,8 @@ struct writer_config {
   std::uint64_t seed = 0;
   writer_options options;
   std::int64_t max_txns = 1000000;
-  std::string go;  // see above; empty: a lost connection ends the writer
+  std::string go;    // see above; empty: a lost connection ends the writer
+  std::string hold;  // see above
   // For the checker's own tests, a transaction broken on purpose: at
   // transaction `break_at` the writer leaves out half of the plan
   // ("partial": everything after the first rewrite), or allocates an Item nothing points to ("leak").
