@@ -37,6 +37,7 @@ std::vector<std::string> replication_group::options(int i) const {
   std::vector<std::string> o{"--repl", "127.0.0.1:" + std::to_string(repl_ports[static_cast<std::size_t>(i)])};
   for (std::size_t j = 0; j < sites.size(); ++j)
     if (static_cast<int>(j) != i) o.insert(o.end(), {"--repl-peer", "127.0.0.1:" + std::to_string(repl_ports[j])});
+  o.insert(o.end(), extra.begin(), extra.end());
   return o;
 }
 
@@ -78,7 +79,8 @@ std::string replication_group::logs() const {
   std::string out;
   for (std::size_t i = 0; i < sites.size(); ++i) {
     const std::string log = sites[i]->log();
-    out += "--- site " + std::to_string(i) + ":\n" + (log.size() <= 3000 ? log : "[...]" + log.substr(log.size() - 3000));
+    out +=
+        "--- site " + std::to_string(i) + ":\n" + (log.size() <= 3000 ? log : "[...]" + log.substr(log.size() - 3000));
   }
   return out;
 }

@@ -27,10 +27,12 @@ struct replication_group {
   std::string dir;
   std::vector<std::unique_ptr<server_process>> sites;
   std::vector<int> repl_ports, tcp_ports;
+  // More options for every site (--repl-ack none, say).
+  std::vector<std::string> extra;
 
   // Site i's directory and ports; not started.
   void add();
-  // Site i's replication options: --repl and every other site a peer.
+  // Site i's replication options: --repl, every other site a peer, extra.
   std::vector<std::string> options(int i) const;
   // Sets them for site i's next start.
   void configure(int i) { sites[static_cast<std::size_t>(i)]->set_options(options(i)); }
