@@ -2,6 +2,8 @@
 // directory (see bdb_env.hpp).
 #include <qs/bdb/bdb_env.hpp>
 
+#include <qs/bdb/allocation_slack.hpp>
+
 #include <qs/base/error.hpp>
 
 #include <db_cxx.h>
@@ -233,7 +235,9 @@ bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multive
   std::filesystem::create_directories(dir, ec);
   if (ec) throw store_error("database " + dir + ": cannot create the directory: " + ec.message());
   if (repl) {
-    // A site of a group: its databases open when it is master.
+    // A site of a group: its databases open when it is master. Berkeley
+    // DB's elections can write past their tally (allocation_slack.hpp).
+    install_allocation_slack();
     repl_ = std::make_unique<replication>(*repl);
     bool fresh = true;
     for (const auto& e : std::filesystem::directory_iterator(dir, ec))

@@ -35,6 +35,10 @@
 //   is made (a commit otherwise waits for the replica's delayed
 //   acknowledgement of the message before it: 40 ms).
 //
+// * Elections. Berkeley DB 5.3 can count one voter more than its tally
+//   holds and write past it: a replicated environment installs
+//   allocation_slack.hpp first.
+//
 // Berkeley DB's replication traffic is not authenticated by itself: it
 // listens on loopback by default, and qs-pageserver puts a handshake with
 // the shared secret in front of each of its connections (the server's
