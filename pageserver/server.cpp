@@ -220,6 +220,10 @@ int server::run() {
         return 3;
       }
       auto now = std::chrono::steady_clock::now();
+      if (now >= next_report_) {
+        repl->report_progress(*env_->env());  // a replica's, for the master's status line
+        next_report_ = now + std::chrono::seconds(1);
+      }
       if (now >= next_archive_) {
         repl->archive(*env_->env());
         next_archive_ = now + std::chrono::seconds(10);

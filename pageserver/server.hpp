@@ -144,6 +144,7 @@ class server {
   std::atomic<int> sending_ahead_{0};
   std::atomic<bool> serving_{false};                      // the session objects are ready (the master)
   std::chrono::steady_clock::time_point next_archive_{};  // replication::archive, from run()
+  std::chrono::steady_clock::time_point next_report_{};   // replication::report_progress, from run()
   bool ready_ = false;
   bool master_said_ = false;  // "this site is the master" was logged                                    // a replicated
                               // site: its ready file is written (run())

@@ -169,6 +169,20 @@ TEST_CASE("replication: a replica names the master; a commit no replica acknowle
     INFO("setup: " + status_text(st) + "\n" + setup.err() + g.logs());
     REQUIRE(st == 0);
   }
+  // The master's status line (SIGUSR1) says how far each replica is
+  // behind, from what the replicas report every second.
+  for (int i : {1, 2}) {
+    const std::string said =
+        "site 127.0.0.1:" + std::to_string(g.repl_ports[static_cast<std::size_t>(i)]) + " connected, applied up to ";
+    bool found = false;
+    for (int waited = 0; waited < 10000 && !found; waited += 250) {
+      g.sites[0]->signal(SIGUSR1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      found = g.sites[0]->log().find(said) != std::string::npos;
+    }
+    INFO(g.logs());
+    CHECK(found);
+  }
   // Told the replica alone, the client learns where the master is.
   {
     process p = bank(g, "qs://127.0.0.1:" + std::to_string(g.tcp_ports[1]), {"transfer", "0", "1"}, "to-replica");

@@ -296,7 +296,7 @@ void bdb_env::open_environment(bool recover) {
         "set_cachesize");
   std::uint32_t flags = DB_CREATE | DB_INIT_MPOOL | DB_THREAD | DB_PRIVATE;
   if (repl_) {
-    repl_->configure(*env_, &bdb_env::on_event);
+    repl_->configure(*env_, &bdb_env::on_event, &bdb_env::on_message);
     flags |= DB_INIT_REP;
   }
   if (transactional) {
@@ -624,6 +624,11 @@ void bdb_env::commit(DbTxn* t, bool durable) {
 void bdb_env::on_event(DbEnv* env, std::uint32_t which, void* info) {
   auto* self = static_cast<bdb_env*>(env->get_app_private());
   if (self && self->repl_) self->repl_->event(which, info);
+}
+
+void bdb_env::on_message(DbEnv* env, DbChannel*, Dbt* messages, std::uint32_t n, std::uint32_t) {
+  auto* self = static_cast<bdb_env*>(env->get_app_private());
+  if (self && self->repl_) self->repl_->message(messages, n);
 }
 
 int bdb_env::lock_object(DbTxn* t, std::string_view object, int mode, std::uint32_t flags) {

@@ -350,6 +350,8 @@ class bdb_env {
   backup_progress* copying_ = nullptr;
   std::unique_ptr<replication> repl_;
   static void on_event(DbEnv* env, std::uint32_t which, void* info);
+  // Berkeley DB's message callback: passes a message to replication.
+  static void on_message(DbEnv* env, DbChannel* channel, Dbt* messages, std::uint32_t n, std::uint32_t flags);
   static int backup_write(DbEnv* env, std::uint32_t gigabytes, std::uint32_t bytes, std::uint32_t size,
                           std::uint8_t* buf, void* handle);
   std::atomic<bool> wrote_{false};  // something was written; the handles are transactional

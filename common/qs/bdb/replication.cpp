@@ -14,10 +14,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
+#include <string_view>
 #include <thread>
 
 namespace qs::detail {
@@ -104,8 +107,10 @@ const char* ack_policy_name(ack_policy a) {
   return "?";
 }
 
-void replication::configure(DbEnv& env, void (*events)(DbEnv*, std::uint32_t, void*)) {
+void replication::configure(DbEnv& env, void (*events)(DbEnv*, std::uint32_t, void*),
+                            void (*messages)(DbEnv*, DbChannel*, Dbt*, std::uint32_t, std::uint32_t)) {
   check(env.set_event_notify(events), "set_event_notify");
+  check(env.repmgr_msg_dispatch(messages, 0), "repmgr_msg_dispatch");
   int policy = DB_REPMGR_ACKS_QUORUM;
   switch (o_.ack) {
     case ack_policy::quorum: policy = DB_REPMGR_ACKS_QUORUM; break;
@@ -193,6 +198,41 @@ void replication::event(std::uint32_t which, void*) {
   }
 }
 
+namespace {
+constexpr std::string_view progress_word = "qs-applied ";
+}
+
+void replication::report_progress(DbEnv& env) {
+  if (role() != role_kind::replica) return;
+  DB_REP_STAT* rs = nullptr;
+  if (env.rep_stat(&rs, 0) != 0) return;
+  const DB_LSN applied = rs->st_next_lsn;
+  std::free(rs);
+  std::string text = std::string(progress_word) + o_.local.text() + " " + std::to_string(applied.file) + " " +
+                     std::to_string(applied.offset);
+  DbChannel* channel = nullptr;
+  if (env.repmgr_channel(DB_EID_MASTER, &channel, 0) != 0 || !channel) return;
+  Dbt m(text.data(), static_cast<std::uint32_t>(text.size()));
+  channel->send_msg(&m, 1, 0);  // no master now: the next report
+  channel->close();
+}
+
+void replication::message(const Dbt* messages, std::uint32_t n) {
+  // From a site that passed the handshake, read as hostile all the same:
+  // a malformed report is dropped.
+  if (n != 1 || !messages || messages->get_size() > 300) return;
+  const std::string text(static_cast<const char*>(messages->get_data()), messages->get_size());
+  if (!text.starts_with(progress_word)) return;
+  std::istringstream in(text.substr(progress_word.size()));
+  std::string site;
+  std::uint64_t file = 0, offset = 0;
+  if (!(in >> site >> file >> offset) || file > UINT32_MAX || offset > UINT32_MAX || site.size() > 280) return;
+  std::lock_guard<std::mutex> l(progress_mutex_);
+  if (progress_.size() >= 64 && !progress_.count(site)) return;
+  progress_[site] = {static_cast<std::uint32_t>(file), static_cast<std::uint32_t>(offset),
+                     std::chrono::steady_clock::now()};
+}
+
 bool replication::took_unacknowledged() {
   bool was = unacknowledged;
   unacknowledged = false;
@@ -243,12 +283,34 @@ std::string replication::status(DbEnv& env) const {
            std::to_string(ms->st_connection_drop) + " connections dropped)";
     std::free(ms);
   }
+  // On the master, how far each replica is behind, from its last report:
+  // bytes of log (log files are lg_max bytes).
+  std::uint32_t cur_file = 0, cur_offset = 0, lg_max = 0;
+  if (DB_LOG_STAT* ls2 = nullptr; role() == role_kind::master && env.log_stat(&ls2, 0) == 0) {
+    cur_file = ls2->st_cur_file;
+    cur_offset = ls2->st_cur_offset;
+    std::free(ls2);
+    env.get_lg_max(&lg_max);
+  }
   unsigned n = 0;
   DB_REPMGR_SITE* list = nullptr;
   if (env.repmgr_site_list(&n, &list) == 0) {
-    for (unsigned i = 0; i < n; ++i)
-      out += std::string("; site ") + list[i].host + ":" + std::to_string(list[i].port) +
-             (list[i].status == DB_REPMGR_CONNECTED ? " connected" : " not connected");
+    const auto now = std::chrono::steady_clock::now();
+    for (unsigned i = 0; i < n; ++i) {
+      const std::string name = std::string(list[i].host) + ":" + std::to_string(list[i].port);
+      out += "; site " + name + (list[i].status == DB_REPMGR_CONNECTED ? " connected" : " not connected");
+      if (role() != role_kind::master) continue;
+      std::lock_guard<std::mutex> l(progress_mutex_);
+      auto it = progress_.find(name);
+      if (it == progress_.end()) continue;
+      const progress& p = it->second;
+      const std::int64_t behind =
+          (static_cast<std::int64_t>(cur_file) - p.file) * lg_max + (static_cast<std::int64_t>(cur_offset) - p.offset);
+      const auto ago = std::chrono::duration_cast<std::chrono::milliseconds>(now - p.at).count();
+      out += ", applied up to " + std::to_string(p.file) + "/" + std::to_string(p.offset) + " (" +
+             std::to_string(std::max<std::int64_t>(behind, 0)) + " bytes of log behind, said " +
+             std::to_string(ago / 1000) + "." + std::to_string(ago % 1000 / 100) + " s ago)";
+    }
     std::free(list);
   }
   return out;

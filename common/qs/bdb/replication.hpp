@@ -52,10 +52,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
+class DbChannel;
 class DbEnv;
+class Dbt;
 
 namespace qs::detail {
 
@@ -101,7 +105,10 @@ class replication {
   // Before DbEnv::open: the event callback, timeouts, acknowledgement
   // policy, priority and the sites. `events` is the environment's event
   // callback, which must pass every event to event().
-  void configure(DbEnv& env, void (*events)(DbEnv*, std::uint32_t, void*));
+  // `messages` is the environment's message callback (Berkeley DB's
+  // message channels), which must pass every message to message().
+  void configure(DbEnv& env, void (*events)(DbEnv*, std::uint32_t, void*),
+                 void (*messages)(DbEnv*, DbChannel*, Dbt*, std::uint32_t, std::uint32_t));
   // After DbEnv::open (with DB_INIT_REP): starts the replication manager,
   // creating the group when `fresh` (no environment was in the directory)
   // and no peer answers. Retries while the group cannot take this site yet
@@ -111,6 +118,13 @@ class replication {
 
   // Called from the environment's event callback (any thread).
   void event(std::uint32_t which, void* info);
+  // Called from the environment's message callback (any thread): a
+  // replica's report of how far it has applied the master's log.
+  void message(const Dbt* messages, std::uint32_t n);
+  // A replica tells the master how far it has applied its log (over the
+  // replication connection, a message channel); the master's status line
+  // shows how far each replica is behind. Call every second or so.
+  void report_progress(DbEnv& env);
 
   role_kind role() const { return static_cast<role_kind>(role_.load(std::memory_order_acquire)); }
   // Whether the last commit of the calling thread missed its
@@ -122,7 +136,8 @@ class replication {
   // The master's replication address, or "none" when no master is known.
   std::string master(DbEnv& env) const;
   // One line: this site's role and log position, the master, and each
-  // site with its connection state.
+  // site with its connection state; on the master, how far behind each
+  // replica said it was, and when.
   std::string status(DbEnv& env) const;
   // Removes the log files no recovery needs beyond the newest few.
   void archive(DbEnv& env);
@@ -135,6 +150,13 @@ class replication {
   std::atomic<int> role_{static_cast<int>(role_kind::starting)};
   std::atomic<bool> started_up_{false};
   std::atomic<bool> is_master_{false};
+  // What each replica last reported (master), by its address.
+  struct progress {
+    std::uint32_t file = 0, offset = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  mutable std::mutex progress_mutex_;
+  std::map<std::string, progress> progress_;
 };
 
 }  // namespace qs::detail
