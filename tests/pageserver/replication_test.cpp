@@ -439,3 +439,58 @@ TEST_CASE(
     CHECK(d == first);
   }
 }
+
+TEST_CASE("replication: a master cut off while the others elect another steps down when it is back, and rejoins",
+          "[replication]") {
+  group g;
+  for (int i = 0; i < 3; ++i) g.add();
+  g.start(0);
+  REQUIRE(g.wait_master() == 0);
+  g.start(1);
+  g.start(2);
+  auto run = [&](const std::vector<std::string>& args, const std::string& tag) {
+    process p = bank(g, g.url(3), args, tag);
+    int st = p.wait(60000);
+    INFO(tag + ": " + status_text(st) + "\n" + p.out() + p.err() + g.logs());
+    return st;
+  };
+  REQUIRE(run({"setup"}, "setup") == 0);
+  REQUIRE(run({"transfer", "0", "10"}, "before") == 0);
+  // The master stops answering (SIGSTOP): its heartbeats stop, and the
+  // others elect one of themselves after 3 s.
+  g.sites[0]->signal(SIGSTOP);
+  int elected = -1;
+  for (int waited = 0; waited < 30000 && elected < 0; waited += 50) {
+    for (int i : {1, 2})
+      if (g.sites[static_cast<std::size_t>(i)]->log().find("replication: this site is the master") != std::string::npos)
+        elected = i;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  INFO(g.logs());
+  REQUIRE(elected >= 1);
+  REQUIRE(run({"transfer", "1", "10"}, "while-cut-off") == 0);
+  // Back, the old master finds another elected: it stops serving and
+  // exits with status 3, to be started again as a replica.
+  g.sites[0]->signal(SIGCONT);
+  bool exited = false;
+  for (int waited = 0; waited < 30000 && !exited; waited += 50) {
+    exited = !g.sites[0]->running();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(exited);
+  CHECK(g.sites[0]->terminate() == 3);
+  CHECK(g.sites[0]->log().find("replication: this site is no longer the master") != std::string::npos);
+  g.start(0);  // rejoins as a replica
+  REQUIRE(run({"transfer", "2", "10"}, "after") == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  for (int i = 0; i < 3; ++i)
+    if (i != elected) CHECK(g.sites[static_cast<std::size_t>(i)]->terminate() == 0);
+  CHECK(g.sites[static_cast<std::size_t>(elected)]->terminate() == 0);
+  for (int i = 0; i < 3; ++i) {
+    // Every site: the thirty transfers, once each, and the money adds up.
+    process p = bank(g, g.db(i), {"check", "3", "10"}, "check" + std::to_string(i));
+    int st = p.wait(60000);
+    INFO("site " + std::to_string(i) + ": " + status_text(st) + "\n" + p.out() + p.err());
+    CHECK(st == 0);
+  }
+}

@@ -130,6 +130,13 @@ void remote_store::connect_to(std::size_t site) {
   } catch (const error& e) {
     throw connection_lost("server " + url_ + where + ": " + e.what());
   }
+  // A site of a group that takes the connection but does not answer (a
+  // stopped or hung process) is passed over for the next.
+  struct answer_by_guard {
+    std::optional<std::chrono::steady_clock::time_point>& by;
+    ~answer_by_guard() { by.reset(); }
+  } guard{answer_by_};
+  if (sites_.size() > 1) answer_by_ = std::chrono::steady_clock::now() + group_hello_wait;
   const auto& ok = call<wire::hello_ok_response>(wire::hello_request{wire::magic, wire::version, secret_});
   if (ok.version != wire::version) {
     lost();
@@ -227,7 +234,14 @@ const Response& remote_store::answer(wire::msg type, wire::writer* request) {
   try {
     if (request) conn_->send(request->finish());
     for (;;) {
-      if (!conn_->receive(in_, wire::max_message)) throw wire::io_error("the server closed the connection");
+      if (answer_by_) {
+        wire::receive_limits l;
+        l.max = wire::max_message;
+        l.deadline = *answer_by_;
+        if (conn_->receive(in_, l) != wire::received::frame) throw wire::io_error("the server closed the connection");
+      } else if (!conn_->receive(in_, wire::max_message)) {
+        throw wire::io_error("the server closed the connection");
+      }
       resp_ = wire::parse_response(in_);
       // Invalidations come between answers, unasked.
       const auto* inv = std::get_if<wire::invalidate_response>(&resp_);
@@ -291,7 +305,14 @@ void remote_store::poll() {
     // Anything else that comes unasked is a farewell (the server is
     // closing): left for the next call to read and report.
     while (conn_->ready_frame_type() == static_cast<std::uint8_t>(wire::msg::invalidate)) {
-      if (!conn_->receive(in_, wire::max_message)) throw wire::io_error("the server closed the connection");
+      if (answer_by_) {
+        wire::receive_limits l;
+        l.max = wire::max_message;
+        l.deadline = *answer_by_;
+        if (conn_->receive(in_, l) != wire::received::frame) throw wire::io_error("the server closed the connection");
+      } else if (!conn_->receive(in_, wire::max_message)) {
+        throw wire::io_error("the server closed the connection");
+      }
       wire::response r = wire::parse_response(in_);
       absorb(std::get<wire::invalidate_response>(r));
     }

@@ -172,7 +172,9 @@ class remote_store final : public store {
   class crossed_commit;
   // Connects to the server; with several sites named, to the one that is
   // the master, trying each in turn until one is, for up to
-  // reconnect_budget_ms (an election).
+  // reconnect_budget_ms (an election). A site that takes the connection
+  // but does not answer the hello within group_hello_wait (a stopped or
+  // hung process) is passed over.
   void connect();
   void connect_to(std::size_t site);
   void lost();
@@ -278,6 +280,9 @@ class remote_store final : public store {
   bool serializable_;
   std::unique_ptr<wire::connection> conn_;
   std::vector<std::byte> in_;
+  // When set, an answer must have come by then (a group's hello: a site
+  // that does not answer is passed over for the next).
+  std::optional<std::chrono::steady_clock::time_point> answer_by_;
   wire::response resp_;
   std::uint32_t page_size_ = 8192;
   bool in_txn_ = false;
@@ -342,6 +347,8 @@ class remote_store final : public store {
   std::uint64_t spare_left_ = 0;
   std::uint64_t next_ask_ = 1;
   static constexpr std::uint64_t max_ask = 64;
+  // How long a site of a group may take to answer the hello.
+  static constexpr std::chrono::seconds group_hello_wait{2};
 };
 
 }  // namespace qs::detail
