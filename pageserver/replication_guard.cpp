@@ -5,7 +5,8 @@
 #include "log.hpp"
 #include "shared_secret.hpp"
 
-#include <arpa/inet.h>
+#include <qs/wire/connection.hpp>
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -121,21 +122,6 @@ void take_group(guard& g, const group_id& theirs) {
   if (g.have_group || theirs == group_id{}) return;
   store_group(g, theirs);
   log_line(0, "replication: this site joins the group " + hex(theirs));
-}
-
-std::string peer_name(const sockaddr* a) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  unsigned port = 0;
-  if (a->sa_family == AF_INET) {
-    auto* in = reinterpret_cast<const sockaddr_in*>(a);
-    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-    port = ntohs(in->sin_port);
-  } else if (a->sa_family == AF_INET6) {
-    auto* in = reinterpret_cast<const sockaddr_in6*>(a);
-    ::inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof host);
-    port = ntohs(in->sin6_port);
-  }
-  return std::string(host) + ":" + std::to_string(port);
 }
 
 bool is_tcp(int fd) {
@@ -271,15 +257,6 @@ bool check_hello(int fd, std::string& why) {
   return verdict == accepted;
 }
 
-unsigned local_port(int fd) {
-  sockaddr_storage a{};
-  socklen_t n = sizeof a;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n) != 0) return 0;
-  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&a)->sin_port);
-  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&a)->sin6_port);
-  return 0;
-}
-
 // Logs what a peer said when it differs from what it said last.
 void peer_says(const std::string& peer, const std::string& what) {
   guard& g = state();
@@ -345,7 +322,7 @@ extern "C" int connect(int fd, const sockaddr* addr, socklen_t len) {
     return rc;
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0 || (flags & O_NONBLOCK) || !is_tcp(fd)) return rc;
-  const std::string peer = peer_name(addr);
+  const std::string peer = qs::wire::address_text(addr);
   if (rc != 0) {
     const int e = errno;
     peer_says(peer, std::string("does not answer (") + std::strerror(e) + "); Berkeley DB tries again every second");
@@ -382,12 +359,12 @@ extern "C" int accept(int fd, sockaddr* addr, socklen_t* len) {
     std::lock_guard<std::mutex> l(g.m);
     port = g.port;
   }
-  if (local_port(fd) != port) return s;
+  if (qs::wire::bound_port(fd) != port) return s;
   std::string why;
   if (check_hello(s, why)) return s;
   ::close(s);
   if (!why.empty()) {
-    const std::string who = peer_name(reinterpret_cast<sockaddr*>(&from));
+    const std::string who = qs::wire::address_text(reinterpret_cast<sockaddr*>(&from));
     const std::string host = who.substr(0, who.rfind(':'));
     const auto now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> l(g.m);

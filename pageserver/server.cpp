@@ -5,7 +5,6 @@
 #include "session.hpp"
 #include "shared_secret.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -29,27 +28,7 @@ std::string peer_name(int fd, bool tcp) {
   sockaddr_storage a{};
   socklen_t n = sizeof a;
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &n) != 0) return "tcp peer";
-  char host[INET6_ADDRSTRLEN] = "?";
-  unsigned port = 0;
-  if (a.ss_family == AF_INET) {
-    auto* s = reinterpret_cast<sockaddr_in*>(&a);
-    ::inet_ntop(AF_INET, &s->sin_addr, host, sizeof host);
-    port = ntohs(s->sin_port);
-  } else if (a.ss_family == AF_INET6) {
-    auto* s = reinterpret_cast<sockaddr_in6*>(&a);
-    ::inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof host);
-    port = ntohs(s->sin6_port);
-  }
-  return std::string("tcp ") + host + ":" + std::to_string(port);
-}
-
-unsigned bound_port(int fd) {
-  sockaddr_storage a{};
-  socklen_t n = sizeof a;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n) != 0) return 0;
-  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&a)->sin_port);
-  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&a)->sin6_port);
-  return 0;
+  return "tcp " + wire::address_text(reinterpret_cast<sockaddr*>(&a));
 }
 
 }  // namespace
@@ -95,7 +74,7 @@ server::server(const server_options& o) : o_(o), limits_(o.max_connections, o.ma
   }
   if (o_.tcp) {
     tcp_fd_ = wire::listen_tcp(*o_.tcp);
-    log_line(0, "listening on tcp " + o_.tcp->host + ":" + std::to_string(bound_port(tcp_fd_)) +
+    log_line(0, "listening on tcp " + o_.tcp->host + ":" + std::to_string(wire::bound_port(tcp_fd_)) +
                     " (clients must present the shared secret)");
   }
   if (!env_->replicated()) write_ready_file();
@@ -105,7 +84,7 @@ void server::write_ready_file() {
   if (o_.ready_file.empty()) return;
   std::string tmp = o_.ready_file + ".tmp";
   if (FILE* f = std::fopen(tmp.c_str(), "w")) {
-    std::fprintf(f, "%u\n", tcp_fd_ >= 0 ? bound_port(tcp_fd_) : 0u);
+    std::fprintf(f, "%u\n", tcp_fd_ >= 0 ? wire::bound_port(tcp_fd_) : 0u);
     std::fclose(f);
     std::rename(tmp.c_str(), o_.ready_file.c_str());
   }

@@ -67,6 +67,25 @@ std::string dump(const std::string& db, const std::string& tag, const std::strin
   return p.out();
 }
 
+// Each of the first n sites' directories, its server stopped, opened as an
+// ordinary embedded database: `qs_ps_bank check CHECK_ARGS` passes, and
+// `qs-inspect dump` gives what site 0's gives.
+void check_every_site(const group& g, int n, const std::vector<std::string>& check_args) {
+  std::vector<std::string> args{"check"};
+  args.insert(args.end(), check_args.begin(), check_args.end());
+  std::string first;
+  for (int i = 0; i < n; ++i) {
+    process check = bank(g, g.db(i), args, "check" + std::to_string(i));
+    int st = check.wait(60000);
+    INFO("site " + std::to_string(i) + " check: " + status_text(st) + "\n" + check.out() + check.err() + g.logs());
+    CHECK(st == 0);
+    std::string d = dump(g.db(i), "dump" + std::to_string(i), g.dir);
+    if (i == 0) first = d;
+    INFO("site " + std::to_string(i) + "'s dump differs from site 0's");
+    CHECK(d == first);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("replication: clients follow the master through SIGKILLs; every committed transfer is on every site",
@@ -141,18 +160,7 @@ TEST_CASE("replication: clients follow the master through SIGKILLs; every commit
     if (i != m) CHECK(g.sites[i]->terminate() == 0);
   if (m >= 0) CHECK(g.sites[m]->terminate() == 0);
 
-  std::string first;
-  for (int i = 0; i < 4; ++i) {
-    // Opened as an ordinary embedded database.
-    process check = bank(g, g.db(i), {"check", std::to_string(clients), std::to_string(transfers)}, "check");
-    int st = check.wait(60000);
-    INFO("site " + std::to_string(i) + " check: " + status_text(st) + "\n" + check.out() + check.err() + g.logs());
-    CHECK(st == 0);
-    std::string d = dump(g.db(i), "dump" + std::to_string(i), g.dir);
-    if (i == 0) first = d;
-    INFO("site " + std::to_string(i) + "'s dump differs from site 0's");
-    CHECK(d == first);
-  }
+  check_every_site(g, 4, {std::to_string(clients), std::to_string(transfers)});
 }
 
 TEST_CASE("replication: a replica names the master; a commit no replica acknowledges is unknown to its client",
@@ -430,14 +438,7 @@ TEST_CASE(
   for (int i = 0; i < 3; ++i)
     if (i != m) CHECK(g.sites[static_cast<std::size_t>(i)]->terminate() == 0);
   CHECK(g.sites[static_cast<std::size_t>(m)]->terminate() == 0);
-  std::string first;
-  for (int i = 0; i < 3; ++i) {
-    CHECK(run(g.db(i), {"check", "1", "20"}, "site" + std::to_string(i)) == 0);
-    const std::string d = dump(g.db(i), "dump" + std::to_string(i), g.dir);
-    if (i == 0) first = d;
-    INFO("site " + std::to_string(i) + "'s dump differs from site 0's");
-    CHECK(d == first);
-  }
+  check_every_site(g, 3, {"1", "20"});
 }
 
 TEST_CASE("replication: a master cut off while the others elect another steps down when it is back, and rejoins",

@@ -316,4 +316,28 @@ int listen_unix(const std::string& path) {
   return fd;
 }
 
+std::string address_text(const ::sockaddr* a) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  unsigned port = 0;
+  if (a->sa_family == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(a);
+    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    port = ntohs(in->sin_port);
+  } else if (a->sa_family == AF_INET6) {
+    auto* in = reinterpret_cast<const sockaddr_in6*>(a);
+    ::inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof host);
+    port = ntohs(in->sin6_port);
+  }
+  return std::string(host) + ":" + std::to_string(port);
+}
+
+unsigned bound_port(int fd) {
+  sockaddr_storage a{};
+  socklen_t n = sizeof a;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n) != 0) return 0;
+  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&a)->sin_port);
+  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&a)->sin6_port);
+  return 0;
+}
+
 }  // namespace qs::wire

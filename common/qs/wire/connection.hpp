@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+struct sockaddr;
+
 namespace qs::wire {
 
 class io_error : public qs::error {
@@ -112,6 +114,11 @@ int connect_tcp(const tcp_address& a);
 int connect_unix(const std::string& path);
 int listen_tcp(const tcp_address& a);
 int listen_unix(const std::string& path);
+
+// An IPv4 or IPv6 socket address as "host:port" ("?:0" for another family).
+std::string address_text(const ::sockaddr* a);
+// The local port a TCP socket is bound to; 0 when it has none.
+unsigned bound_port(int fd);
 
 // TCP keepalive on a connected socket: after 60 s without traffic the kernel
 // probes the peer every 10 s, and after 6 unanswered probes (or data unacknowledged

@@ -229,19 +229,19 @@ void remote_store::connection_failed(wire::msg type, const wire::io_error& e) {
                         (in_txn_ && type != wire::msg::commit ? "; the transaction is aborted" : ""));
 }
 
+void remote_store::receive_frame() {
+  wire::receive_limits l;
+  l.max = wire::max_message;
+  if (answer_by_) l.deadline = *answer_by_;
+  if (conn_->receive(in_, l) != wire::received::frame) throw wire::io_error("the server closed the connection");
+}
+
 template <class Response>
 const Response& remote_store::answer(wire::msg type, wire::writer* request) {
   try {
     if (request) conn_->send(request->finish());
     for (;;) {
-      if (answer_by_) {
-        wire::receive_limits l;
-        l.max = wire::max_message;
-        l.deadline = *answer_by_;
-        if (conn_->receive(in_, l) != wire::received::frame) throw wire::io_error("the server closed the connection");
-      } else if (!conn_->receive(in_, wire::max_message)) {
-        throw wire::io_error("the server closed the connection");
-      }
+      receive_frame();
       resp_ = wire::parse_response(in_);
       // Invalidations come between answers, unasked.
       const auto* inv = std::get_if<wire::invalidate_response>(&resp_);
@@ -305,14 +305,7 @@ void remote_store::poll() {
     // Anything else that comes unasked is a farewell (the server is
     // closing): left for the next call to read and report.
     while (conn_->ready_frame_type() == static_cast<std::uint8_t>(wire::msg::invalidate)) {
-      if (answer_by_) {
-        wire::receive_limits l;
-        l.max = wire::max_message;
-        l.deadline = *answer_by_;
-        if (conn_->receive(in_, l) != wire::received::frame) throw wire::io_error("the server closed the connection");
-      } else if (!conn_->receive(in_, wire::max_message)) {
-        throw wire::io_error("the server closed the connection");
-      }
+      receive_frame();
       wire::response r = wire::parse_response(in_);
       absorb(std::get<wire::invalidate_response>(r));
     }

@@ -177,6 +177,9 @@ class remote_store final : public store {
   // hung process) is passed over.
   void connect();
   void connect_to(std::size_t site);
+  // Reads the next frame into in_ (by answer_by_, when set); throws
+  // wire::io_error when the server closed the connection or was late.
+  void receive_frame();
   void lost();
   // Takes an invalidate message in (call, poll).
   void absorb(const wire::invalidate_response& m);
