@@ -111,14 +111,25 @@ bool server::try_serving() {
 }
 
 server::~server() {
-  reap(true);
-  if (o_.replication && serving_.load())
-    log_line(0, "replication: the master stops; its connections close and the other sites elect another");
+  // No new client from here (a client of a group looks for the next
+  // master), and no commit once the sessions have ended.
   if (unix_fd_ >= 0) {
     ::close(unix_fd_);
     ::unlink(o_.unix_path->c_str());
   }
   if (tcp_fd_ >= 0) ::close(tcp_fd_);
+  reap(true);
+  detail::replication* repl = env_ ? env_->replicated() : nullptr;
+  if (repl && serving_.load() && repl->role() == detail::replication::role_kind::master) {
+    try {
+      log_line(0, "replication: the master stops: waiting (at most " + std::to_string(hand_over_patience.count()) +
+                      " ms) until the replicas have all of its log");
+      log_line(0, repl->hand_over(*env_->env(), hand_over_patience));
+      log_line(0, "replication: the master stops; its connections close and the other sites elect another");
+    } catch (const std::exception& e) {
+      log_line(0, std::string("replication: hand-over: ") + e.what());
+    }
+  }
   timeouts_.reset();
   numbers_.reset();
   outcomes_.reset();
@@ -201,7 +212,7 @@ int server::run() {
       auto now = std::chrono::steady_clock::now();
       if (now >= next_report_) {
         repl->report_progress(*env_->env());  // a replica's, for the master's status line
-        next_report_ = now + std::chrono::seconds(1);
+        next_report_ = now + std::chrono::milliseconds(250);
       }
       if (now >= next_archive_) {
         repl->archive(*env_->env());

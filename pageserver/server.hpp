@@ -35,7 +35,10 @@
 //
 // run() returns when stop() is called (from the SIGTERM handler, through a
 // pipe): listeners close, every connection is shut down, threads are joined,
-// open transactions are aborted, the commit counters are logged
+// open transactions are aborted; a master of a group then hands over: it
+// waits, at most hand_over_patience, until the connected replicas have all
+// of its log (replication::hand_over), so that the election its leaving
+// starts loses no commit; the commit counters are logged
 // (commit_counters.hpp; report() logs them any time, from SIGUSR1) and the
 // environment is checkpointed and closed.
 #pragma once
@@ -64,6 +67,10 @@
 #include <thread>
 
 namespace qs::server {
+
+// How long a master's clean stop waits for its replicas to have all of its
+// log (a replica stopped but connected holds the stop up this long).
+inline constexpr std::chrono::milliseconds hand_over_patience{10000};
 
 struct server_options {
   std::string dir;

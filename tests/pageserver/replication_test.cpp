@@ -441,6 +441,61 @@ TEST_CASE(
   check_every_site(g, 3, {"1", "20"});
 }
 
+TEST_CASE(
+    "replication: a master stopped cleanly hands over: it waits until a replica has all of its log, so that even "
+    "--repl-ack none loses nothing",
+    "[replication]") {
+  group g;
+  g.extra = {"--repl-ack", "none"};
+  for (int i = 0; i < 3; ++i) g.add();
+  g.start(0);
+  REQUIRE(g.wait_master() == 0);
+  g.start(1);
+  g.start(2);
+  auto run = [&](const std::string& url, const std::vector<std::string>& args, const std::string& tag) {
+    process p = bank(g, url, args, tag);
+    int st = p.wait(60000);
+    INFO(tag + ": " + status_text(st) + "\n" + p.out() + p.err() + g.logs());
+    return st;
+  };
+  REQUIRE(run(g.url(3), {"setup"}, "setup") == 0);
+  REQUIRE(run(g.url(3), {"transfer", "0", "10"}, "shipped") == 0);
+  // The replicas stop reading: ten more commits return on the master alone
+  // (--repl-ack none), their log waiting in the replicas' sockets.
+  g.sites[1]->signal(SIGSTOP);
+  g.sites[2]->signal(SIGSTOP);
+  REQUIRE(run(g.url(3), {"transfer", "1", "10"}, "unshipped") == 0);
+  // SIGTERM: the master takes no more clients and waits for its replicas.
+  g.sites[0]->signal(SIGTERM);
+  INFO(g.logs());
+  REQUIRE(logs_within(*g.sites[0], "until the replicas have all of its log"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  CHECK(g.sites[0]->running());
+  // The replicas go on, read the rest of the log and say so; the master
+  // then leaves, and they elect one of themselves.
+  g.sites[1]->signal(SIGCONT);
+  g.sites[2]->signal(SIGCONT);
+  bool exited = false;
+  for (int waited = 0; waited < 30000 && !exited; waited += 50) {
+    exited = !g.sites[0]->running();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(exited);
+  CHECK(g.sites[0]->terminate() == 0);
+  CHECK(g.sites[0]->log().find("replication: handed over in ") != std::string::npos);
+  const int m = g.wait_master();
+  REQUIRE((m == 1 || m == 2));
+  // Every commit is there: both clients' ten transfers, once each.
+  CHECK(run(g.url(3), {"check", "2", "10"}, "after-hand-over") == 0);
+  g.start(0);  // rejoins as a replica
+  REQUIRE(run(g.url(3), {"transfer", "2", "0"}, "after-rejoin") == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  for (int i = 0; i < 3; ++i)
+    if (i != m) CHECK(g.sites[static_cast<std::size_t>(i)]->terminate() == 0);
+  CHECK(g.sites[static_cast<std::size_t>(m)]->terminate() == 0);
+  check_every_site(g, 3, {"2", "10"});
+}
+
 TEST_CASE("replication: a master cut off while the others elect another steps down when it is back, and rejoins",
           "[replication]") {
   group g;

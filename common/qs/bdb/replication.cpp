@@ -316,6 +316,60 @@ std::string replication::status(DbEnv& env) const {
   return out;
 }
 
+std::string replication::hand_over(DbEnv& env, std::chrono::milliseconds patience) {
+  DB_LOG_STAT* ls = nullptr;
+  if (env.log_stat(&ls, 0) != 0) return "replication: no hand-over (the log's end is unknown)";
+  const std::uint32_t end_file = ls->st_cur_file, end_offset = ls->st_cur_offset;
+  std::free(ls);
+  const std::string end = std::to_string(end_file) + "/" + std::to_string(end_offset);
+  const auto began = std::chrono::steady_clock::now();
+  const auto deadline = began + patience;
+  std::vector<std::string> have, lack;
+  for (;;) {
+    have.clear();
+    lack.clear();
+    unsigned n = 0;
+    DB_REPMGR_SITE* list = nullptr;
+    if (env.repmgr_site_list(&n, &list) == 0) {
+      for (unsigned i = 0; i < n; ++i) {
+        if (list[i].status != DB_REPMGR_CONNECTED) continue;
+        const std::string name = std::string(list[i].host) + ":" + std::to_string(list[i].port);
+        std::lock_guard<std::mutex> l(progress_mutex_);
+        auto it = progress_.find(name);
+        // A report from before the hand-over began counts: the log it
+        // names is the replica's.
+        const bool caught_up =
+            it != progress_.end() &&
+            (it->second.file > end_file || (it->second.file == end_file && it->second.offset >= end_offset));
+        (caught_up ? have : lack)
+            .push_back(caught_up ? name
+                                 : name + (it == progress_.end() ? " (no report)"
+                                                                 : " at " + std::to_string(it->second.file) + "/" +
+                                                                       std::to_string(it->second.offset)));
+      }
+      std::free(list);
+    }
+    if (lack.empty() || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const std::string& x : v) out += (out.empty() ? "" : ", ") + x;
+    return out;
+  };
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
+  if (have.empty() && lack.empty())
+    return "replication: no replica is connected to hand over to; the log up to " + end +
+           " is on this site alone (commits acknowledged by replicas are on them too)";
+  if (have.empty())
+    return "replication: no replica has all of this site's log (up to " + end + ") after " +
+           std::to_string(took.count()) + " ms: " + join(lack) +
+           "; commits past what they have stand on this site alone until it starts again";
+  return "replication: handed over in " + std::to_string(took.count()) + " ms: " + join(have) + " ha" +
+         (have.size() == 1 ? "s" : "ve") + " all of this site's log (up to " + end + ")" +
+         (lack.empty() ? "" : "; still behind: " + join(lack));
+}
+
 void replication::archive(DbEnv& env) {
   char** list = nullptr;
   if (env.log_archive(&list, DB_ARCH_ABS) != 0 || !list) return;

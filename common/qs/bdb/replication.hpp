@@ -123,7 +123,8 @@ class replication {
   void message(const Dbt* messages, std::uint32_t n);
   // A replica tells the master how far it has applied its log (over the
   // replication connection, a message channel); the master's status line
-  // shows how far each replica is behind. Call every second or so.
+  // shows how far each replica is behind, and hand_over() waits for them.
+  // Call a few times a second.
   void report_progress(DbEnv& env);
 
   role_kind role() const { return static_cast<role_kind>(role_.load(std::memory_order_acquire)); }
@@ -139,6 +140,15 @@ class replication {
   // site with its connection state; on the master, how far behind each
   // replica said it was, and when.
   std::string status(DbEnv& env) const;
+  // A clean stop of the master, once no commit can begin: waits until
+  // every connected replica says it has all of this site's log (their
+  // reports, report_progress), at most `patience`, so that the election
+  // after this site closes its connections finds every commit, whatever
+  // the acknowledgement policy. Returns a line saying which replicas have
+  // it, and when none has, what may be lost. Berkeley DB 5.3 cannot name
+  // the next master: the election that follows the close picks the site
+  // with the most log, one of those that caught up.
+  std::string hand_over(DbEnv& env, std::chrono::milliseconds patience);
   // Removes the log files no recovery needs beyond the newest few.
   void archive(DbEnv& env);
   const replication_options& options() const { return o_; }
