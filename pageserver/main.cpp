@@ -12,13 +12,11 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -222,10 +220,12 @@ int main(int argc, char** argv) {
     if (repl.empty() && !repl_peers.empty()) throw CLI::ValidationError("--repl-peer needs --repl");
     if (!repl.empty() && secret_file.empty())
       throw CLI::ValidationError("--repl needs --secret-file: the sites of a group present the shared secret");
-    for (const std::string& p : repl_peers)
-      if (!repl.empty() && listen_address(p).host == listen_address(repl).host &&
-          listen_address(p).port == listen_address(repl).port)
-        throw CLI::ValidationError("--repl-peer " + p + " is this site's own address (--repl " + repl + ")");
+    if (!repl.empty()) {
+      const qs::wire::tcp_address own = listen_address(repl);
+      for (const std::string& p : repl_peers)
+        if (const qs::wire::tcp_address peer = listen_address(p); peer.host == own.host && peer.port == own.port)
+          throw CLI::ValidationError("--repl-peer " + p + " is this site's own address (--repl " + repl + ")");
+    }
     if (!tcp.empty() && secret_file.empty())
       throw CLI::ValidationError("--tcp needs --secret-file: TCP clients must present a shared secret");
   });

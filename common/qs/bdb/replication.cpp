@@ -261,10 +261,15 @@ std::string replication::master(DbEnv& env) const {
 std::string replication::status(DbEnv& env) const {
   const char* roles[] = {"starting", "replica", "master"};
   std::string out = std::string("replication: this site ") + o_.local.text() + " is " + roles[role_.load()];
-  DB_LOG_STAT* ls = nullptr;
-  if (env.log_stat(&ls, 0) == 0) {
-    out += ", log at " + std::to_string(ls->st_cur_file) + "/" + std::to_string(ls->st_cur_offset);
+  // The log's end; on the master, how far behind each replica is is
+  // measured from it in bytes (log files are lg_max bytes).
+  std::uint32_t cur_file = 0, cur_offset = 0, lg_max = 0;
+  if (DB_LOG_STAT* ls = nullptr; env.log_stat(&ls, 0) == 0) {
+    cur_file = ls->st_cur_file;
+    cur_offset = ls->st_cur_offset;
     std::free(ls);
+    out += ", log at " + std::to_string(cur_file) + "/" + std::to_string(cur_offset);
+    env.get_lg_max(&lg_max);
   }
   DB_REP_STAT* rs = nullptr;
   if (role() != role_kind::master && env.rep_stat(&rs, 0) == 0) {
@@ -283,15 +288,7 @@ std::string replication::status(DbEnv& env) const {
            std::to_string(ms->st_connection_drop) + " connections dropped)";
     std::free(ms);
   }
-  // On the master, how far each replica is behind, from its last report:
-  // bytes of log (log files are lg_max bytes).
-  std::uint32_t cur_file = 0, cur_offset = 0, lg_max = 0;
-  if (DB_LOG_STAT* ls2 = nullptr; role() == role_kind::master && env.log_stat(&ls2, 0) == 0) {
-    cur_file = ls2->st_cur_file;
-    cur_offset = ls2->st_cur_offset;
-    std::free(ls2);
-    env.get_lg_max(&lg_max);
-  }
+  // On the master, how far each replica is behind, from its last report.
   unsigned n = 0;
   DB_REPMGR_SITE* list = nullptr;
   if (env.repmgr_site_list(&n, &list) == 0) {
