@@ -321,10 +321,11 @@ std::string replication::hand_over(DbEnv& env, std::chrono::milliseconds patienc
   const std::string end = std::to_string(end_file) + "/" + std::to_string(end_offset);
   const auto began = std::chrono::steady_clock::now();
   const auto deadline = began + patience;
-  std::vector<std::string> have, lack;
+  std::vector<std::string> have, lack, silent;
   for (;;) {
     have.clear();
     lack.clear();
+    silent.clear();
     unsigned n = 0;
     DB_REPMGR_SITE* list = nullptr;
     if (env.repmgr_site_list(&n, &list) == 0) {
@@ -334,19 +335,20 @@ std::string replication::hand_over(DbEnv& env, std::chrono::milliseconds patienc
         std::lock_guard<std::mutex> l(progress_mutex_);
         auto it = progress_.find(name);
         // A report from before the hand-over began counts: the log it
-        // names is the replica's.
-        const bool caught_up =
-            it != progress_.end() &&
-            (it->second.file > end_file || (it->second.file == end_file && it->second.offset >= end_offset));
-        (caught_up ? have : lack)
-            .push_back(caught_up ? name
-                                 : name + (it == progress_.end() ? " (no report)"
-                                                                 : " at " + std::to_string(it->second.file) + "/" +
-                                                                       std::to_string(it->second.offset)));
+        // names is the replica's. A site that never reported (one being
+        // initialised from the group) holds the hand-over up only while
+        // no other site has caught up.
+        if (it == progress_.end()) {
+          silent.push_back(name + " (no report)");
+        } else if (it->second.file > end_file || (it->second.file == end_file && it->second.offset >= end_offset)) {
+          have.push_back(name);
+        } else {
+          lack.push_back(name + " at " + std::to_string(it->second.file) + "/" + std::to_string(it->second.offset));
+        }
       }
       std::free(list);
     }
-    if (lack.empty() || std::chrono::steady_clock::now() >= deadline) break;
+    if ((lack.empty() && (silent.empty() || !have.empty())) || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   auto join = [](const std::vector<std::string>& v) {
@@ -355,6 +357,7 @@ std::string replication::hand_over(DbEnv& env, std::chrono::milliseconds patienc
     return out;
   };
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
+  lack.insert(lack.end(), silent.begin(), silent.end());
   if (have.empty() && lack.empty())
     return "replication: no replica is connected to hand over to; the log up to " + end +
            " is on this site alone (commits acknowledged by replicas are on them too)";

@@ -142,9 +142,10 @@ class replication {
   std::string status(DbEnv& env) const;
   // A clean stop of the master, once no commit can begin: waits until
   // every connected replica says it has all of this site's log (their
-  // reports, report_progress), at most `patience`, so that the election
-  // after this site closes its connections finds every commit, whatever
-  // the acknowledgement policy. Returns a line saying which replicas have
+  // reports, report_progress; a site that never reported, one being
+  // initialised, only while no other has), at most `patience`, so that
+  // the election after this site closes its connections finds every
+  // commit, whatever the acknowledgement policy. Returns a line saying which replicas have
   // it, and when none has, what may be lost. Berkeley DB 5.3 cannot name
   // the next master: the election that follows the close picks the site
   // with the most log, one of those that caught up.
