@@ -211,7 +211,7 @@ int server::run() {
       }
       auto now = std::chrono::steady_clock::now();
       if (now >= next_report_) {
-        repl->report_progress(*env_->env());  // a replica's, for the master's status line
+        repl->report_progress(*env_->env());  // a replica's, for the master's status line and hand-over
         next_report_ = now + std::chrono::milliseconds(250);
       }
       if (now >= next_archive_) {

@@ -86,16 +86,47 @@ void check_every_site(const group& g, int n, const std::vector<std::string>& che
   }
 }
 
-}  // namespace
-
-TEST_CASE("replication: clients follow the master through SIGKILLs; every committed transfer is on every site",
-          "[replication]") {
-  group g;
+// Three sites, site 0 the group's creator and master.
+void start_three(group& g) {
   for (int i = 0; i < 3; ++i) g.add();
   g.start(0);  // creates the group
   REQUIRE(g.wait_master() == 0);
   g.start(1);
   g.start(2);
+}
+
+// Runs qs_ps_bank URL ARGS and returns its exit status; when it failed,
+// what it and the sites said goes with the next assertion.
+int run_bank(const group& g, const std::string& url, const std::vector<std::string>& args, const std::string& tag) {
+  process p = bank(g, url, args, tag);
+  int st = p.wait(60000);
+  if (st != 0) UNSCOPED_INFO(tag + ": " + status_text(st) + "\n" + p.out() + p.err() + g.logs());
+  return st;
+}
+
+// Whether site `s` has exited within `ms`.
+bool exits_within(const server_process& s, int ms) {
+  for (int waited = 0; waited < ms; waited += 50) {
+    if (!s.running()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return !s.running();
+}
+
+// Stops every site with SIGTERM, the master `m` (or -1) last: each exits
+// with status 0.
+void stop_every_site(group& g, int m) {
+  for (int i = 0; i < static_cast<int>(g.sites.size()); ++i)
+    if (i != m) CHECK(g.sites[static_cast<std::size_t>(i)]->terminate() == 0);
+  if (m >= 0) CHECK(g.sites[static_cast<std::size_t>(m)]->terminate() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("replication: clients follow the master through SIGKILLs; every committed transfer is on every site",
+          "[replication]") {
+  group g;
+  start_three(g);
   const std::string url = g.url(3);
   {
     process setup = bank(g, url, {"setup"}, "setup");
@@ -166,11 +197,7 @@ TEST_CASE("replication: clients follow the master through SIGKILLs; every commit
 TEST_CASE("replication: a replica names the master; a commit no replica acknowledges is unknown to its client",
           "[replication]") {
   group g;
-  for (int i = 0; i < 3; ++i) g.add();
-  g.start(0);
-  REQUIRE(g.wait_master() == 0);
-  g.start(1);
-  g.start(2);
+  start_three(g);
   {
     process setup = bank(g, g.url(3), {"setup"}, "setup");
     int st = setup.wait(60000);
@@ -391,19 +418,9 @@ TEST_CASE(
     "[replication]") {
   group g;
   g.extra = {"--repl-ack", "none"};
-  for (int i = 0; i < 3; ++i) g.add();
-  g.start(0);
-  REQUIRE(g.wait_master() == 0);
-  g.start(1);
-  g.start(2);
-  auto run = [&](const std::string& url, const std::vector<std::string>& args, const std::string& tag) {
-    process p = bank(g, url, args, tag);
-    int st = p.wait(60000);
-    INFO(tag + ": " + status_text(st) + "\n" + p.out() + p.err() + g.logs());
-    return st;
-  };
-  REQUIRE(run(g.url(3), {"setup"}, "setup") == 0);
-  REQUIRE(run(g.url(3), {"transfer", "0", "20"}, "shipped") == 0);
+  start_three(g);
+  REQUIRE(run_bank(g, g.url(3), {"setup"}, "setup") == 0);
+  REQUIRE(run_bank(g, g.url(3), {"transfer", "0", "20"}, "shipped") == 0);
   // Both replicas have applied all of it ...
   bool caught_up = false;
   for (int tries = 0; tries < 100 && !caught_up; ++tries) {
@@ -417,7 +434,7 @@ TEST_CASE(
   // sockets. With --repl-ack none the master's commits return all the same.
   g.sites[1]->signal(SIGSTOP);
   g.sites[2]->signal(SIGSTOP);
-  REQUIRE(run(g.url(3), {"transfer", "1", "5"}, "unshipped") == 0);
+  REQUIRE(run_bank(g, g.url(3), {"transfer", "1", "5"}, "unshipped") == 0);
   // The master fails, and the replicas with it, before they read them.
   for (int i = 0; i < 3; ++i) g.sites[static_cast<std::size_t>(i)]->kill9();
   // The replicas come back and elect one of themselves (two of three).
@@ -429,15 +446,13 @@ TEST_CASE(
   // What --repl-ack none lost: the five transfers of client 1, which only
   // the old master had. Nothing else: client 0's twenty are all there,
   // once, and the money adds up (check replays client 0 alone).
-  CHECK(run(g.url(3), {"check", "1", "20"}, "after-failover") == 0);
+  CHECK(run_bank(g, g.url(3), {"check", "1", "20"}, "after-failover") == 0);
   // The old master rejoins: its five transfers are rolled back, and every
   // site ends with the same objects.
   g.start(0);
-  REQUIRE(run(g.url(3), {"transfer", "0", "0"}, "after-rejoin") == 0);
+  REQUIRE(run_bank(g, g.url(3), {"transfer", "0", "0"}, "after-rejoin") == 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  for (int i = 0; i < 3; ++i)
-    if (i != m) CHECK(g.sites[static_cast<std::size_t>(i)]->terminate() == 0);
-  CHECK(g.sites[static_cast<std::size_t>(m)]->terminate() == 0);
+  stop_every_site(g, m);
   check_every_site(g, 3, {"1", "20"});
 }
 
@@ -447,24 +462,14 @@ TEST_CASE(
     "[replication]") {
   group g;
   g.extra = {"--repl-ack", "none"};
-  for (int i = 0; i < 3; ++i) g.add();
-  g.start(0);
-  REQUIRE(g.wait_master() == 0);
-  g.start(1);
-  g.start(2);
-  auto run = [&](const std::string& url, const std::vector<std::string>& args, const std::string& tag) {
-    process p = bank(g, url, args, tag);
-    int st = p.wait(60000);
-    INFO(tag + ": " + status_text(st) + "\n" + p.out() + p.err() + g.logs());
-    return st;
-  };
-  REQUIRE(run(g.url(3), {"setup"}, "setup") == 0);
-  REQUIRE(run(g.url(3), {"transfer", "0", "10"}, "shipped") == 0);
+  start_three(g);
+  REQUIRE(run_bank(g, g.url(3), {"setup"}, "setup") == 0);
+  REQUIRE(run_bank(g, g.url(3), {"transfer", "0", "10"}, "shipped") == 0);
   // The replicas stop reading: ten more commits return on the master alone
   // (--repl-ack none), their log waiting in the replicas' sockets.
   g.sites[1]->signal(SIGSTOP);
   g.sites[2]->signal(SIGSTOP);
-  REQUIRE(run(g.url(3), {"transfer", "1", "10"}, "unshipped") == 0);
+  REQUIRE(run_bank(g, g.url(3), {"transfer", "1", "10"}, "unshipped") == 0);
   // SIGTERM: the master takes no more clients and waits for its replicas.
   g.sites[0]->signal(SIGTERM);
   INFO(g.logs());
@@ -475,43 +480,26 @@ TEST_CASE(
   // then leaves, and they elect one of themselves.
   g.sites[1]->signal(SIGCONT);
   g.sites[2]->signal(SIGCONT);
-  bool exited = false;
-  for (int waited = 0; waited < 30000 && !exited; waited += 50) {
-    exited = !g.sites[0]->running();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  REQUIRE(exited);
+  REQUIRE(exits_within(*g.sites[0], 30000));
   CHECK(g.sites[0]->terminate() == 0);
   CHECK(g.sites[0]->log().find("replication: handed over in ") != std::string::npos);
   const int m = g.wait_master();
   REQUIRE((m == 1 || m == 2));
   // Every commit is there: both clients' ten transfers, once each.
-  CHECK(run(g.url(3), {"check", "2", "10"}, "after-hand-over") == 0);
+  CHECK(run_bank(g, g.url(3), {"check", "2", "10"}, "after-hand-over") == 0);
   g.start(0);  // rejoins as a replica
-  REQUIRE(run(g.url(3), {"transfer", "2", "0"}, "after-rejoin") == 0);
+  REQUIRE(run_bank(g, g.url(3), {"transfer", "2", "0"}, "after-rejoin") == 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  for (int i = 0; i < 3; ++i)
-    if (i != m) CHECK(g.sites[static_cast<std::size_t>(i)]->terminate() == 0);
-  CHECK(g.sites[static_cast<std::size_t>(m)]->terminate() == 0);
+  stop_every_site(g, m);
   check_every_site(g, 3, {"2", "10"});
 }
 
 TEST_CASE("replication: a master cut off while the others elect another steps down when it is back, and rejoins",
           "[replication]") {
   group g;
-  for (int i = 0; i < 3; ++i) g.add();
-  g.start(0);
-  REQUIRE(g.wait_master() == 0);
-  g.start(1);
-  g.start(2);
-  auto run = [&](const std::vector<std::string>& args, const std::string& tag) {
-    process p = bank(g, g.url(3), args, tag);
-    int st = p.wait(60000);
-    INFO(tag + ": " + status_text(st) + "\n" + p.out() + p.err() + g.logs());
-    return st;
-  };
-  REQUIRE(run({"setup"}, "setup") == 0);
-  REQUIRE(run({"transfer", "0", "10"}, "before") == 0);
+  start_three(g);
+  REQUIRE(run_bank(g, g.url(3), {"setup"}, "setup") == 0);
+  REQUIRE(run_bank(g, g.url(3), {"transfer", "0", "10"}, "before") == 0);
   // The master stops answering (SIGSTOP): its heartbeats stop, and the
   // others elect one of themselves after 3 s.
   g.sites[0]->signal(SIGSTOP);
@@ -524,16 +512,11 @@ TEST_CASE("replication: a master cut off while the others elect another steps do
   }
   INFO(g.logs());
   REQUIRE(elected >= 1);
-  REQUIRE(run({"transfer", "1", "10"}, "while-cut-off") == 0);
+  REQUIRE(run_bank(g, g.url(3), {"transfer", "1", "10"}, "while-cut-off") == 0);
   // Back, the old master finds another elected: it stops serving and
   // exits with status 3, to be started again as a replica.
   g.sites[0]->signal(SIGCONT);
-  bool exited = false;
-  for (int waited = 0; waited < 30000 && !exited; waited += 50) {
-    exited = !g.sites[0]->running();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  REQUIRE(exited);
+  REQUIRE(exits_within(*g.sites[0], 30000));
   // Berkeley DB's rule for two masters is that both step down and the
   // group elects again: the old master tells every site it met a newer
   // generation, and the elected one, hearing it, steps down too, when the
@@ -552,13 +535,11 @@ TEST_CASE("replication: a master cut off while the others elect another steps do
   };
   CHECK(g.sites[static_cast<std::size_t>(3 - elected)]->running());  // never a master
   restart_stepped_down();
-  REQUIRE(run({"transfer", "2", "10"}, "after") == 0);
+  REQUIRE(run_bank(g, g.url(3), {"transfer", "2", "10"}, "after") == 0);
   restart_stepped_down();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   const int m = g.master();
-  for (int i = 0; i < 3; ++i)
-    if (i != m) CHECK(g.sites[static_cast<std::size_t>(i)]->terminate() == 0);
-  if (m >= 0) CHECK(g.sites[static_cast<std::size_t>(m)]->terminate() == 0);
+  stop_every_site(g, m);
   for (int i = 0; i < 3; ++i) {
     // Every site: the thirty transfers, once each, and the money adds up.
     process p = bank(g, g.db(i), {"check", "3", "10"}, "check" + std::to_string(i));

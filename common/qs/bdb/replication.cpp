@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <string_view>
 #include <thread>
@@ -258,16 +259,32 @@ std::string replication::master(DbEnv& env) const {
   return out;
 }
 
+namespace {
+
+// Where the log ends (the next record's position); nullopt when Berkeley
+// DB cannot say.
+std::optional<DB_LSN> log_end(DbEnv& env) {
+  DB_LOG_STAT* ls = nullptr;
+  if (env.log_stat(&ls, 0) != 0) return std::nullopt;
+  DB_LSN end{ls->st_cur_file, ls->st_cur_offset};
+  std::free(ls);
+  return end;
+}
+
+// A site of repmgr_site_list as "host:port", the name replicas report under.
+std::string site_name(const DB_REPMGR_SITE& s) { return std::string(s.host) + ":" + std::to_string(s.port); }
+
+}  // namespace
+
 std::string replication::status(DbEnv& env) const {
   const char* roles[] = {"starting", "replica", "master"};
   std::string out = std::string("replication: this site ") + o_.local.text() + " is " + roles[role_.load()];
   // The log's end; on the master, how far behind each replica is is
   // measured from it in bytes (log files are lg_max bytes).
   std::uint32_t cur_file = 0, cur_offset = 0, lg_max = 0;
-  if (DB_LOG_STAT* ls = nullptr; env.log_stat(&ls, 0) == 0) {
-    cur_file = ls->st_cur_file;
-    cur_offset = ls->st_cur_offset;
-    std::free(ls);
+  if (const auto end = log_end(env)) {
+    cur_file = end->file;
+    cur_offset = end->offset;
     out += ", log at " + std::to_string(cur_file) + "/" + std::to_string(cur_offset);
     env.get_lg_max(&lg_max);
   }
@@ -294,7 +311,7 @@ std::string replication::status(DbEnv& env) const {
   if (env.repmgr_site_list(&n, &list) == 0) {
     const auto now = std::chrono::steady_clock::now();
     for (unsigned i = 0; i < n; ++i) {
-      const std::string name = std::string(list[i].host) + ":" + std::to_string(list[i].port);
+      const std::string name = site_name(list[i]);
       out += "; site " + name + (list[i].status == DB_REPMGR_CONNECTED ? " connected" : " not connected");
       if (role() != role_kind::master) continue;
       std::lock_guard<std::mutex> l(progress_mutex_);
@@ -314,10 +331,9 @@ std::string replication::status(DbEnv& env) const {
 }
 
 std::string replication::hand_over(DbEnv& env, std::chrono::milliseconds patience) {
-  DB_LOG_STAT* ls = nullptr;
-  if (env.log_stat(&ls, 0) != 0) return "replication: no hand-over (the log's end is unknown)";
-  const std::uint32_t end_file = ls->st_cur_file, end_offset = ls->st_cur_offset;
-  std::free(ls);
+  const auto log_at = log_end(env);
+  if (!log_at) return "replication: no hand-over (the log's end is unknown)";
+  const std::uint32_t end_file = log_at->file, end_offset = log_at->offset;
   const std::string end = std::to_string(end_file) + "/" + std::to_string(end_offset);
   const auto began = std::chrono::steady_clock::now();
   const auto deadline = began + patience;
@@ -331,7 +347,7 @@ std::string replication::hand_over(DbEnv& env, std::chrono::milliseconds patienc
     if (env.repmgr_site_list(&n, &list) == 0) {
       for (unsigned i = 0; i < n; ++i) {
         if (list[i].status != DB_REPMGR_CONNECTED) continue;
-        const std::string name = std::string(list[i].host) + ":" + std::to_string(list[i].port);
+        const std::string name = site_name(list[i]);
         std::lock_guard<std::mutex> l(progress_mutex_);
         auto it = progress_.find(name);
         // A report from before the hand-over began counts: the log it

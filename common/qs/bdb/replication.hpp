@@ -145,10 +145,10 @@ class replication {
   // reports, report_progress; a site that never reported, one being
   // initialised, only while no other has), at most `patience`, so that
   // the election after this site closes its connections finds every
-  // commit, whatever the acknowledgement policy. Returns a line saying which replicas have
-  // it, and when none has, what may be lost. Berkeley DB 5.3 cannot name
-  // the next master: the election that follows the close picks the site
-  // with the most log, one of those that caught up.
+  // commit, whatever the acknowledgement policy. Returns a line saying
+  // which replicas have it, and when none has, what may be lost. Berkeley
+  // DB 5.3 cannot name the next master: the election that follows the
+  // close picks the site with the most log, one of those that caught up.
   std::string hand_over(DbEnv& env, std::chrono::milliseconds patience);
   // Removes the log files no recovery needs beyond the newest few.
   void archive(DbEnv& env);
