@@ -88,18 +88,55 @@ commit_outcomes::commit_outcomes(detail::bdb_env& env, std::uint64_t window_seco
     : env_(env),
       window_ns_(window_seconds > ~std::uint64_t{0} / 1000000000 ? ~std::uint64_t{0} : window_seconds * 1000000000) {
   db_ = std::make_unique<Db>(env_.env(), DB_CXX_NO_EXCEPTIONS);
+  const bool read_only = env_.replica_reads();
   std::error_code ec;
-  if (!std::filesystem::exists(std::filesystem::path(env_.dir()) / "outcomes.db", ec)) env_.about_to_write();
+  if (!read_only && !std::filesystem::exists(std::filesystem::path(env_.dir()) / "outcomes.db", ec))
+    env_.about_to_write();
   int rc = db_->open(nullptr, "outcomes.db", nullptr, DB_BTREE,
-                     DB_CREATE | DB_AUTO_COMMIT | DB_THREAD | env_.open_flags(), 0600);
+                     (read_only ? DB_RDONLY : DB_CREATE) | DB_AUTO_COMMIT | DB_THREAD | env_.open_flags(), 0600);
   if (rc != 0) {
     db_->close(0);
     env_.check(rc, "open outcomes.db");
   }
-  // What expired while the server was down.
-  while (sweep()) {
-  }
+  // What expired while the server was down (the master's sweeps reach a
+  // replica through replication).
+  if (!read_only)
+    while (sweep()) {
+    }
 }
+
+std::uint64_t commit_outcomes::newest_commit_ns(DbTxn* t) {
+  Dbc* c = nullptr;
+  env_.check(db_->cursor(t, &c, 0), "cursor on outcomes.db");
+  struct closer {
+    Dbc* c;
+    ~closer() { c->close(); }
+  } close_it{c};
+  std::uint64_t newest = 0;
+  unsigned char kbuf[64], vbuf[64];
+  Dbt k, v;
+  k.set_data(kbuf);
+  k.set_ulen(sizeof kbuf);
+  k.set_flags(DB_DBT_USERMEM);
+  v.set_data(vbuf);
+  v.set_ulen(sizeof vbuf);
+  v.set_flags(DB_DBT_USERMEM);
+  // Each lane's last identity began last; its commit is about the lane's
+  // newest (a lower bound of it, so the lag derived is an upper bound).
+  for (int lane = 0; lane < lanes; ++lane) {
+    kbuf[0] = static_cast<unsigned char>(lane + 1);
+    k.set_size(1);
+    int rc = c->get(&k, &v, DB_SET_RANGE);
+    rc = rc == DB_NOTFOUND ? c->get(&k, &v, DB_LAST) : (rc == 0 ? c->get(&k, &v, DB_PREV) : rc);
+    if (rc == DB_NOTFOUND) continue;
+    env_.check(rc, "read outcomes.db");
+    if (k.get_size() != key_size || kbuf[0] != lane || v.get_size() != 8) continue;
+    newest = std::max(newest, detail::from_be64(std::string_view(reinterpret_cast<const char*>(vbuf), 8)));
+  }
+  return newest;
+}
+
+std::uint64_t commit_outcomes::now() { return now_ns(); }
 
 commit_outcomes::~commit_outcomes() { db_->close(0); }
 

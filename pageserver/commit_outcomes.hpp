@@ -52,8 +52,14 @@ namespace qs::server {
 
 class commit_outcomes {
  public:
-  // Opens (creating when absent) outcomes.db in env, and sweeps it.
+  // Opens (creating when absent) outcomes.db in env, and sweeps it; on a
+  // replica (env.replica_reads()), opens it read-only.
   commit_outcomes(detail::bdb_env& env, std::uint64_t window_seconds);
+  // The commit time of about the newest commit recorded, as seen by t
+  // (nanoseconds since the epoch; 0 when none): what a replica has applied.
+  std::uint64_t newest_commit_ns(DbTxn* t);
+  // The clock commit times are read from.
+  static std::uint64_t now();
   // Closes outcomes.db; before env closes.
   ~commit_outcomes();
   commit_outcomes(const commit_outcomes&) = delete;

@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   auto in_seconds = [](std::chrono::milliseconds t) { return static_cast<double>(t.count()) / 1000; };
   double handshake_s = in_seconds(o.handshake_timeout), idle_s = in_seconds(o.idle_timeout),
          lock_s = in_seconds(o.lock_timeout), txn_s = in_seconds(o.txn_timeout),
-         snapshot_s = in_seconds(o.snapshot_max_age);
+         snapshot_s = in_seconds(o.snapshot_max_age), replica_read_s = in_seconds(o.replica_read_max);
   CLI::App app(
       "Serves the qs database in DIR (a Berkeley DB environment, created when absent and\n"
       "recovered at start) to clients that open qs+unix://PATH or qs://HOST:PORT.\n",
@@ -185,6 +185,14 @@ int main(int argc, char** argv) {
       ->type_name("SECONDS")
       ->check(qs::cli::seconds(year, "none"))
       ->group(limits);
+  app.add_option("--replica-read-max", replica_read_s,
+                 "on a replica of a replication group, a read-only transaction's\n"
+                 "reads keep their locks at most this long, holding up the apply\n"
+                 "of the master's log meanwhile, and then the transaction fails;\n"
+                 "up to 31536000 (default 2)")
+      ->type_name("SECONDS")
+      ->check(qs::cli::seconds(year, "none"))
+      ->group(limits);
   app.add_option("--buffer-mb", buffer_mb,
                  "message buffers all connections share, in MiB, beyond 1 MiB\n"
                  "each, 1 to 1000000 (default 512); a request that finds no room\n"
@@ -241,6 +249,7 @@ int main(int argc, char** argv) {
     o.lock_timeout = std::chrono::milliseconds(qs::cli::milliseconds(lock_s));
     o.txn_timeout = std::chrono::milliseconds(qs::cli::milliseconds(txn_s));
     o.snapshot_max_age = std::chrono::milliseconds(qs::cli::milliseconds(snapshot_s));
+    o.replica_read_max = std::chrono::milliseconds(qs::cli::milliseconds(replica_read_s));
     if (!secret_file.empty()) o.secret = qs::server::read_secret(secret_file);
     if (!repl.empty()) {
       auto site = [](const std::string& v) {

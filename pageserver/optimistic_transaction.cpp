@@ -68,6 +68,16 @@ std::chrono::steady_clock::time_point optimistic_transaction::snapshot_deadline(
 bool optimistic_transaction::release_snapshot_if_due() {
   if (std::chrono::steady_clock::now() < snapshot_deadline()) return false;
   const std::string limit = seconds(c_.snapshot_max_age);
+  if (c_.replica) {
+    fail(wire::error_code::store,
+         "its reads on a replica kept their locks for " + limit +
+             ", the limit of qs-pageserver --replica-read-max (they hold up the replica's apply of the master's "
+             "log); run it again, in less time, or read from the master");
+    abort_txn(snap_);
+    log_line(session_, "a read-only transaction's locks released after " + limit +
+                           " (--replica-read-max); the transaction will abort");
+    return true;
+  }
   fail(wire::error_code::store, "its snapshot was released after " + limit +
                                     ", the limit of qs-pageserver --snapshot-max-age (the server keeps every page "
                                     "version committed since a snapshot began); run it again, in less time");
@@ -78,6 +88,10 @@ bool optimistic_transaction::release_snapshot_if_due() {
 
 void optimistic_transaction::fail(wire::error_code code, const std::string& text) {
   abort_writer();
+  // A replica's reads lock: after a deadlock or a lock timeout Berkeley DB
+  // takes no more requests of the transaction, and its locks go now; its
+  // later requests get this failure.
+  if (c_.replica) abort_txn(snap_);
   if (!failed_) failed_ = transaction_failure{code, "the transaction failed: " + text};
 }
 
@@ -125,10 +139,12 @@ std::optional<transaction_failure> optimistic_transaction::begin(const std::vect
     std::map<std::uint64_t, bool> reserve;  // page -> written
     for (std::uint64_t page : reserve_read) reserve[page] = false;
     for (std::uint64_t page : reserve_write) reserve[page] = true;
+    if (c_.replica) reserve.clear();  // it writes nothing, and its reads lock
     for (const auto& [page, written] : reserve) lock_page(page, written);
     reserved_ = !reserve.empty();
-    snap_ = c_.env->begin(true);
+    snap_ = c_.env->begin(!c_.replica);
     snap_began_ = std::chrono::steady_clock::now();
+    if (c_.replica) return std::nullopt;  // its reads lock; it commits nothing
     commit_id_ = c_.outcomes->claim(snap_);
     // Berkeley DB fixes a snapshot's read point at its first read: fixed
     // now, before the answer to begin, so that every invalidation pushed

@@ -130,8 +130,20 @@ struct transaction_config {
   std::atomic<int>* sending_ahead;
   // Each refused commit gets a log line (otherwise they are only counted).
   bool log_conflicts;
-  // How long a transaction's snapshot is kept (zero: no limit).
+  // How long a transaction's snapshot is kept (zero: no limit); on a
+  // replica, how long its reads keep their locks.
   std::chrono::milliseconds snapshot_max_age{};
+  // A replica of a replication group serving read-only transactions:
+  // Berkeley DB 5.3 takes no snapshot on a replication client, so a
+  // transaction's reads run in an ordinary (degree 3) Berkeley DB
+  // transaction whose read locks last until it ends. Replication applies
+  // each of the master's transactions under the write locks of all it
+  // changed, taken first, so the pages one transaction reads are one
+  // committed state of the database; the apply of a commit that changes
+  // one of them waits for the reader (at most snapshot_max_age), and a
+  // reader caught in a cycle with it is the deadlock victim. Such a
+  // transaction claims no commit identity and writes nothing.
+  bool replica = false;
 };
 
 // A serializable commit that read more pages than this runs alone.

@@ -67,7 +67,10 @@ server::server(const server_options& o) : o_(o), limits_(o.max_connections, o.ma
   directory_ = std::make_unique<cache_directory>(o_.directory_pages, o_.push_queue_bytes);
   timeouts_ = std::make_unique<lock_timeouts>(*env_, o_.lock_timeout, o_.txn_timeout);
   // A site of a group serves once it is the master (run()).
-  if (!env_->replicated()) start_serving();
+  if (!env_->replicated()) {
+    outcomes_ = std::make_unique<commit_outcomes>(*env_, o_.outcome_window_seconds);
+    serving_.store(as_master, std::memory_order_release);
+  }
   if (o_.unix_path) {
     unix_fd_ = wire::listen_unix(*o_.unix_path);
     log_line(0, "listening on unix socket " + *o_.unix_path);
@@ -90,24 +93,30 @@ void server::write_ready_file() {
   }
 }
 
-void server::start_serving() {
-  env_->open_as_master();
-  outcomes_ = std::make_unique<commit_outcomes>(*env_, o_.outcome_window_seconds);
-  serving_.store(true, std::memory_order_release);
-  if (o_.replication) log_line(0, "replication: serving clients as the master");
-}
-
-bool server::try_serving() {
+bool server::serve_as(int how) {
+  // Nobody is served while the databases change: every connection is
+  // closed (its transaction aborted; clients connect again).
+  serving_.store(not_serving, std::memory_order_release);
+  reap(true);
+  outcomes_.reset();
   try {
-    start_serving();
-    return true;
+    if (how == as_master) env_->open_as_master();
+    if (how == as_replica) env_->open_as_replica();
+    if (how != not_serving) outcomes_ = std::make_unique<commit_outcomes>(*env_, o_.outcome_window_seconds);
   } catch (const std::exception& e) {
     // A new master's first opens can meet Berkeley DB's own locks (a
-    // replica being initialised from it): a deadlock victim, say.
+    // replica being initialised from it: a deadlock victim, say); a
+    // replica's databases may be locked out while replication brings them
+    // up to date. The next round tries again.
     outcomes_.reset();
     log_line(0, std::string("replication: cannot serve yet (trying again): ") + e.what());
     return false;
   }
+  serving_.store(how, std::memory_order_release);
+  if (o_.replication)
+    log_line(0, how == as_master ? "replication: serving clients as the master"
+                                 : "replication: serving clients that read (options::read_replica) as a replica");
+  return true;
 }
 
 server::~server() {
@@ -120,7 +129,7 @@ server::~server() {
   if (tcp_fd_ >= 0) ::close(tcp_fd_);
   reap(true);
   detail::replication* repl = env_ ? env_->replicated() : nullptr;
-  if (repl && serving_.load() && repl->role() == detail::replication::role_kind::master) {
+  if (repl && serving_.load() == as_master && repl->role() == detail::replication::role_kind::master) {
     try {
       log_line(0, "replication: the master stops: waiting (at most " + std::to_string(hand_over_patience.count()) +
                       " ms) until the replicas have all of its log");
@@ -200,16 +209,24 @@ int server::run() {
           log_line(0, "replication: this site is a replica, caught up with the master " + repl->master(*env_->env()));
         write_ready_file();
       }
-      if (master && !serving_.load()) {
+      const int serving = serving_.load();
+      if (master && serving != as_master) {
         if (!master_said_) log_line(0, "replication: this site is the master");
         master_said_ = true;
-        try_serving();
-      } else if (!master && serving_.load()) {
+        serve_as(as_master);
+      } else if (!master && serving == as_master) {
         log_line(0, "replication: this site is no longer the master (the master is " + repl->master(*env_->env()) +
                         "); stopping, to start again as a replica");
         return 3;
       }
       auto now = std::chrono::steady_clock::now();
+      if (now_role == role::replica && now >= next_serve_try_ &&
+          (serving != as_replica || env_->handles_dead() || repl->master_changes() != master_changes_)) {
+        // A new master may roll this replica's databases back: their
+        // handles are opened again after each change.
+        master_changes_ = repl->master_changes();
+        if (!serve_as(as_replica)) next_serve_try_ = now + std::chrono::seconds(1);
+      }
       if (now >= next_report_) {
         repl->report_progress(*env_->env());  // a replica's, for the master's status line and hand-over
         next_report_ = now + std::chrono::milliseconds(250);
@@ -300,9 +317,16 @@ void server::refuse_not_master(client* c) {
 }
 
 void server::serve(client* c) {
-  if (!serving_.load(std::memory_order_acquire)) {
+  const int serving = serving_.load(std::memory_order_acquire);
+  if (serving == not_serving) {
     refuse_not_master(c);
     return;
+  }
+  std::string not_master;
+  if (serving == as_replica) {
+    detail::replication* r = env_->replicated();
+    not_master = "this site (" + r->options().local.text() +
+                 ") is a replica of a replication group, not its master; the master is " + r->master(*env_->env());
   }
   using clock = std::chrono::steady_clock;
   std::string reason = "closed by the client";
@@ -316,16 +340,20 @@ void server::serve(client* c) {
       std::string refusal;
       if (!held.add(n, std::chrono::milliseconds(0), refusal)) throw store_error(refusal);
     };
-    session s({{env_.get(), outcomes_.get(), &counters_, &commit_gate_, directory_.get(), &sending_ahead_,
-                o_.log_conflicts, o_.snapshot_max_age},
-               &reads_,
-               numbers_.get(),
-               c->tcp,
-               o_.secret,
-               charge,
-               [&](std::span<const std::byte> frame) { directory_->send(c->id, frame); },
-               o_.backup_dir},
-              c->id);
+    session s(
+        {{env_.get(), outcomes_.get(), &counters_, &commit_gate_, directory_.get(), &sending_ahead_, o_.log_conflicts,
+          serving == as_replica ? o_.replica_read_max : o_.snapshot_max_age, serving == as_replica},
+         &reads_,
+         numbers_.get(),
+         c->tcp,
+         o_.secret,
+         charge,
+         [&](std::span<const std::byte> frame) { directory_->send(c->id, frame); },
+         o_.backup_dir,
+         serving == as_replica,
+         not_master,
+         o_.outcome_window_seconds * 1000},
+        c->id);
     std::vector<std::byte> buf;
     wire::writer out;  // each answer, in turn
     std::string refusal;

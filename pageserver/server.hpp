@@ -26,9 +26,12 @@
 //    the invalidations queued for a client are bounded
 //    (cache_directory.hpp).
 //
-// A site of a replication group serves clients only while it is the master:
-// until then (and on a replica) every hello is answered `not_master`, and a
-// site that becomes master opens its databases then and serves. A master
+// A site of a replication group serves clients that may write only while
+// it is the master: elsewhere their hello is answered `not_master`, and a
+// site that becomes master opens its databases then and serves. A replica
+// serves clients that only read (options::read_replica) from its databases
+// opened read-only, opened again (every connection closed) after each
+// change of master, since the new master may roll them back. A master
 // that loses its place (another site was elected while it was cut off)
 // stops, with exit status 3, so that it starts again as a replica: its
 // sessions' snapshots and caches belong to a history the group left.
@@ -87,6 +90,9 @@ struct server_options {
   std::chrono::milliseconds txn_timeout{600'000};   // zero: none
   // How long a transaction's snapshot is kept (optimistic_transaction.hpp); zero: no limit.
   std::chrono::milliseconds snapshot_max_age{120'000};
+  // On a replica, how long a read-only transaction's reads keep their
+  // locks (they hold up the apply of the master's log; zero: no limit).
+  std::chrono::milliseconds replica_read_max{2'000};
   std::uint64_t buffer_bytes = std::uint64_t{512} << 20;
   // How long the outcome of a commit is remembered (commit_outcomes.hpp).
   std::uint64_t outcome_window_seconds = 600;
@@ -129,11 +135,12 @@ class server {
   void reap(bool all);
   // Writes o_.ready_file: the TCP port, or 0.
   void write_ready_file();
-  // Opens the databases and the commit outcomes: this site is the master.
-  void start_serving();
-  // start_serving() for a site elected master: false (logged) when it
-  // failed, to be tried again.
-  bool try_serving();
+  // What the sessions are served as (serving_).
+  enum : int { not_serving = 0, as_master = 1, as_replica = 2 };
+  // Closes every connection and opens the databases and commit outcomes
+  // for `how`: writable on the master, read-only on a replica. False
+  // (logged) when it failed, to be tried again.
+  bool serve_as(int how);
   // Answers a connection's hello on a site that is not the master.
   void refuse_not_master(client* c);
   // The log flushes so far, for the statistics line.
@@ -149,7 +156,9 @@ class server {
   read_counters reads_;
   std::shared_mutex commit_gate_;  // optimistic_transaction.hpp
   std::atomic<int> sending_ahead_{0};
-  std::atomic<bool> serving_{false};                      // the session objects are ready (the master)
+  std::atomic<int> serving_{0};  // not_serving, as_master, as_replica: the session objects are ready
+  std::chrono::steady_clock::time_point next_serve_try_{};  // a replica's serve_as, after a failure
+  std::uint64_t master_changes_ = 0;  // replication::master_changes() when the replica opened its databases
   std::chrono::steady_clock::time_point next_archive_{};  // replication::archive, from run()
   std::chrono::steady_clock::time_point next_report_{};   // replication::report_progress, from run()
   bool ready_ = false;

@@ -22,6 +22,12 @@ class auth_failure : public qs::error {
   using qs::error::error;
 };
 
+// A client that may write, at a replica (answered not_master, then closed).
+class replica_refusal : public qs::error {
+ public:
+  using qs::error::error;
+};
+
 }  // namespace
 
 session::session(const session_config& c, std::uint64_t id) : c_(c), env_(*c.txn.env), id_(id), txn_(c.txn, id) {}
@@ -42,14 +48,37 @@ void session::handle(std::span<const std::byte> body, wire::writer& out, bool& c
     release_snapshot_if_due();
     resp = dispatch(wire::parse_request(body));
   } catch (const wire::protocol_error& e) {
-    log_line(id_, std::string("error: protocol: ") + e.what() + "; closing the connection");
-    resp = error_reply(wire::error_code::protocol, std::string("protocol error: ") + e.what());
+    std::string why = e.what();
+    // A hello of another protocol version may be laid out otherwise: its
+    // version, read before the rest, says why it did not parse.
+    if (body.size() >= 9 && body[0] == static_cast<std::byte>(wire::msg::hello)) {
+      auto le32 = [&](std::size_t at) {
+        std::uint32_t v = 0;
+        for (std::size_t i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(body[at + i]) << (8 * i);
+        return v;
+      };
+      if (le32(1) == wire::magic && le32(5) != wire::version)
+        why = "the client speaks protocol version " + std::to_string(le32(5)) + ", the server version " +
+              std::to_string(wire::version);
+    }
+    log_line(id_, "error: protocol: " + why + "; closing the connection");
+    resp = error_reply(wire::error_code::protocol, "protocol error: " + why);
     close = true;
   } catch (const transaction_failure& e) {
     resp = error_reply(e.code, e.text);
   } catch (const auth_failure& e) {
     log_line(id_, std::string("error: ") + e.what() + "; closing the connection");
     resp = error_reply(wire::error_code::auth, e.what());
+    close = true;
+  } catch (const replica_refusal& e) {
+    resp = error_reply(wire::error_code::not_master, e.what());
+    close = true;
+  } catch (const connection_lost& e) {
+    // A replica's databases are being rolled back or initialised: the
+    // server opens them again; the client's next transaction connects
+    // again.
+    log_line(id_, std::string("error: ") + e.what() + "; closing the connection");
+    resp = error_reply(wire::error_code::closed, e.what());
     close = true;
   } catch (const std::exception& e) {
     wire::error_code code = wire::error_code::store;
@@ -94,6 +123,16 @@ wire::response session::dispatch(const wire::request& r) {
     if (!h) throw wire::protocol_error(std::string("expected hello, got ") + wire::name_of(wire::tag_of(r)));
     return hello(*h);
   }
+  if (c_.replica) {
+    // A replica takes no writes: its clients read (options::read_replica).
+    const wire::msg type = wire::tag_of(r);
+    const auto* commit = std::get_if<wire::commit_request>(&r);
+    if (type == wire::msg::write || type == wire::msg::allocate || type == wire::msg::index_insert ||
+        type == wire::msg::index_erase || type == wire::msg::backup || type == wire::msg::outcome ||
+        (commit && (!commit->pages.empty() || !commit->metas.empty())))
+      throw invalid_argument(std::string("this site is a replica of a replication group: it takes no ") +
+                             wire::name_of(type) + " (a database opened with options::read_replica only reads)");
+  }
   return std::visit([this](const auto& m) { return on(m); }, r);
 }
 
@@ -126,6 +165,7 @@ wire::response session::hello(const wire::hello_request& h) {
         "qs::options::server_secret or QS_SECRET)");
   if (c_.need_secret && !same_secret(h.secret, c_.secret))
     throw auth_failure("authentication failed: wrong shared secret");
+  if (c_.replica && !h.read_replica) throw replica_refusal(c_.replica_refusal);
   state_ = state::idle;
   return wire::hello_ok_response{wire::version};
 }
@@ -134,12 +174,24 @@ wire::response session::on(const wire::hello_request&) { throw wire::protocol_er
 
 wire::response session::on(const wire::begin_request& m) {
   if (state_ != state::idle) throw wire::protocol_error("begin inside a transaction");
+  std::uint64_t lag_ms = 0;
+  if (c_.replica) {
+    // How stale what it reads may be: the age of the newest commit the
+    // replica holds (or of the outcome window, when it holds none). Read
+    // first, outside the transaction (its locks would hold up every apply),
+    // so that a deadlock here refuses the begin with no transaction open.
+    const std::uint64_t newest = c_.txn.outcomes->newest_commit_ns(nullptr);
+    const std::uint64_t now = commit_outcomes::now();
+    lag_ms = newest ? (now > newest ? (now - newest) / 1000000 : 0) : c_.outcome_window_ms;
+  }
   // Before the snapshot is taken (at its first read): a commit counted
   // after this may be missing from it (note_sent).
   view_ = c_.txn.directory->commits();
   if (auto refused = txn_.begin(m.reserve, m.reserve_read)) return error_reply(refused->code, refused->text);
   state_ = state::txn;
-  return wire::begun_response{txn_.id()};
+  wire::begun_response b{txn_.id()};
+  b.replica_lag_ms = lag_ms;
+  return b;
 }
 
 wire::response session::on(const wire::abort_request&) {
@@ -168,6 +220,9 @@ wire::response session::on(const wire::commit_request& m) {
 }
 
 void session::note_sent(std::uint64_t page, std::uint64_t version) {
+  // A replica pushes no invalidations: its clients keep no page across
+  // transactions.
+  if (c_.replica) return;
   if (state_ == state::txn && txn_.sent_ahead(page)) return;  // not committed: the client has it pending
   cache_directory& d = *c_.txn.directory;
   d.note_sent(id_, page, version);

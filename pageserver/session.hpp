@@ -55,6 +55,13 @@ struct session_config {
   // Where hot backups go (backup NAME makes backup_dir/NAME); empty: the
   // server makes none.
   std::string backup_dir;
+  // The server is a replica of a replication group: only clients that read
+  // (hello's read_replica) are served, and nothing they send may write;
+  // others are refused with replica_refusal (naming the master).
+  bool replica = false;
+  std::string replica_refusal;
+  // How old a replica's snapshot may be when it holds no recorded commit.
+  std::uint64_t outcome_window_ms = 0;
 };
 
 class session {

@@ -18,6 +18,14 @@
 //                                            3 on a wrong total, 4 on an abort (a body
 //                                            run again, or db.run gave up), 5 on both,
 //                                            6 when DONE never came
+//   qs_ps_bank URL replica-audit DONE        audit with options::read_replica (a body
+//                                            run again is no failure: exit 0, 3, 6)
+//   qs_ps_bank URL replica-write             a write with options::read_replica: exit
+//                                            0 when refused with invalid_argument
+//   qs_ps_bank URL replica-hold SECONDS      with options::read_replica, a transaction
+//                                            that sleeps SECONDS between its reads:
+//                                            exit 0 when it fails naming
+//                                            --replica-read-max
 //   qs_ps_bank URL check CLIENTS N           replay the sequences of clients
 //                                            0..CLIENTS-1: exit 0 when every balance,
 //                                            name and counter is what they give, 1 if not
@@ -35,6 +43,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace qs_psbank {
@@ -271,7 +280,10 @@ int main(int argc, char** argv) {
   std::string url = argv[1], mode = argv[2];
   auto arg = [&](int i) { return i < argc ? std::string(argv[i]) : std::string(); };
   try {
-    auto db = qs::database::open(url, qs_test::small_options(256, qs_test::commits::durable));
+    qs::options o = qs_test::small_options(256, qs_test::commits::durable);
+    // Read-only handles, which replicas serve as well as the master.
+    o.read_replica = mode == "replica-audit" || mode == "replica-write" || mode == "replica-hold";
+    auto db = qs::database::open(url, o);
     if (mode == "setup") return setup(db);
     if (mode == "transfer") {
       int client = std::stoi(arg(3));
@@ -279,6 +291,41 @@ int main(int argc, char** argv) {
       return transfer(db, client, std::stoi(arg(4)));
     }
     if (mode == "audit") return audit(db, arg(3));
+    if (mode == "replica-write") {
+      try {
+        db.run([&] { bank(db)->accounts.begin()->second.balance += 1; });
+      } catch (const qs::invalid_argument& e) {
+        std::printf("refused: %s\n", e.what());
+        return 0;
+      }
+      std::printf("a read_replica handle committed a write\n");
+      return 1;
+    }
+    if (mode == "replica-hold") {
+      // One transaction that keeps its reads longer than the replica's
+      // --replica-read-max: it must fail, naming the option.
+      try {
+        db.run([&] {
+          std::int64_t total = 0;
+          for (const auto& [id, account] : bank(db)->accounts) total += account.balance;
+          std::this_thread::sleep_for(std::chrono::seconds(std::stoi(arg(3))));
+          for (const auto& [id, account] : bank(db)->accounts) total += account.balance;
+          std::printf("total twice %lld\n", static_cast<long long>(total));
+        });
+      } catch (const qs::error& e) {
+        std::printf("failed: %s\n", e.what());
+        return std::string(e.what()).find("--replica-read-max") != std::string::npos ? 0 : 1;
+      }
+      std::printf("a transaction kept its reads past --replica-read-max\n");
+      return 1;
+    }
+    if (mode == "replica-audit") {
+      // An audit may run again (its reads a deadlock victim of the
+      // replica's apply), but every total it sees must be right.
+      int st = audit(db, arg(3));
+      std::printf("replica_lag_ms=%llu\n", static_cast<unsigned long long>(db.stats().replica_lag_ms));
+      return st == 4 ? 0 : st;
+    }
     if (mode == "check") return check(db, std::stoi(arg(3)), std::stoi(arg(4)));
     std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
     return 2;

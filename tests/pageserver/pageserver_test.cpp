@@ -333,6 +333,15 @@ TEST_CASE_METHOD(server_fixture,
     ::shutdown(c.fd, SHUT_WR);
     CHECK(c.drain(5000).find("<still open>") == std::string::npos);
   }
+  SECTION("a hello of another protocol version") {
+    // Version 10's hello: magic, version, secret; no read_replica flag.
+    wire_client c(s.port());
+    c.send_bytes(
+        "\x0f\x00\x00\x00\x01QSWP\x0a\x00\x00\x00\x02\x00\x00\x00"
+        "ab",
+        19);
+    CHECK(c.drain(5000).find("the client speaks protocol version 10, the server version") != std::string::npos);
+  }
   SECTION("oversized") {
     wire_client c(s.port());
     c.send_bytes("\xf0\xff\xff\xff", 4);

@@ -847,11 +847,12 @@ TEST_CASE("wire: enumerations and flags outside their values are refused", "[uni
 TEST_CASE("wire: the encoding is little-endian, length-prefixed, as codec.hpp describes", "[unit][wire]") {
   writer w;
   encode(request{hello_request{magic, version, "ab"}}, w);
-  CHECK(w.finish() == from_ints({15, 0, 0, 0,              // body length
-                                 1,                        // hello
-                                 0x51, 0x53, 0x57, 0x50,   // "QSWP"
-                                 10, 0, 0, 0,              // version
-                                 2, 0, 0, 0, 'a', 'b'}));  // secret
+  CHECK(w.finish() == from_ints({16,   0,    0,    0,               // body length
+                                 1,                                 // hello
+                                 0x51, 0x53, 0x57, 0x50,            // "QSWP"
+                                 11,   0,    0,    0,               // version
+                                 2,    0,    0,    0,    'a', 'b',  // secret
+                                 0}));                              // read_replica
   CHECK(body_of_message(read_page_request{0x0102030405060708u, 9}) ==
         from_ints({6, 8, 7, 6, 5, 4, 3, 2, 1, 1, 9, 0, 0, 0, 0, 0, 0, 0}));
   CHECK(body_of_message(read_page_request{0x0102030405060708u, std::nullopt}) ==

@@ -137,6 +137,10 @@ void bdb_env::check(int rc, const std::string& what) const {
   if (is_write_fault(rc)) fail_writes(msg);
   if (rc == DB_LOCK_DEADLOCK) throw deadlock_victim(msg);
   if (rc == DB_LOCK_NOTGRANTED) throw conflict(msg);
+  if (rc == DB_REP_HANDLE_DEAD || rc == DB_REP_LOCKOUT) {
+    handles_dead_.store(true, std::memory_order_release);
+    throw connection_lost(msg + " (replication is rolling this replica's databases back, or initialising them)");
+  }
   throw store_error(msg);
 }
 
@@ -336,13 +340,6 @@ void bdb_env::open_environment(bool recover) {
   }
 }
 
-void bdb_env::close_data_files() {
-  if (meta_) meta_->close(0);
-  if (pages_) pages_->close(0);
-  meta_.reset();
-  pages_.reset();
-}
-
 void bdb_env::close_handles() {
   {
     std::lock_guard<std::mutex> g(index_mutex_);
@@ -362,10 +359,14 @@ int bdb_env::open_db(std::unique_ptr<Db>& db, const char* file, std::uint32_t db
   db = std::make_unique<Db>(env_.get(), DB_CXX_NO_EXCEPTIONS);
   if (db_flags) check(db->set_flags(db_flags), std::string("set_flags of ") + file);
   if (page_size) check(db->set_pagesize(page_size), std::string("set_pagesize of ") + file);
-  bool writable = wrote_.load(std::memory_order_relaxed);
+  // A replica's handles read in transactions (their locks keep what one
+  // reads consistent with the master's transactions being applied).
+  const bool replica = replica_reads_.load(std::memory_order_acquire);
+  bool writable = wrote_.load(std::memory_order_relaxed) && !replica;
   int rc = writable ? db->open(t, file, nullptr, DB_BTREE,
                                DB_CREATE | DB_THREAD | (t ? 0 : DB_AUTO_COMMIT) | open_flags(), 0600)
-                    : db->open(nullptr, file, nullptr, DB_BTREE, DB_RDONLY | DB_THREAD, 0600);
+                    : db->open(nullptr, file, nullptr, DB_BTREE,
+                               DB_RDONLY | DB_THREAD | (replica ? DB_AUTO_COMMIT : 0) | open_flags(), 0600);
   if (rc != 0) {
     db->close(0);
     db.reset();
@@ -641,18 +642,45 @@ int bdb_env::lock_object(DbTxn* t, std::string_view object, int mode, std::uint3
   return env_->lock_get(t->id(), flags, &obj, static_cast<db_lockmode_t>(mode), &lock);
 }
 
-std::uint32_t bdb_env::open_flags() const { return multiversion_ && repl_ ? DB_MULTIVERSION : 0; }
+std::uint32_t bdb_env::open_flags() const {
+  // A replica's handles are not multiversion: Berkeley DB 5.3 takes no
+  // snapshot on a replication client, and its reads there lock.
+  return multiversion_ && repl_ && !replica_reads() ? DB_MULTIVERSION : 0;
+}
 
 void bdb_env::open_as_master() {
   std::lock_guard<std::mutex> g(writing_mutex_);
-  if (pages_ && meta_) return;
-  close_data_files();
+  const bool was_replica = replica_reads_.load(std::memory_order_acquire);
+  if (pages_ && meta_ && !was_replica) return;
+  close_data_files(was_replica);  // a replica's handles are read-only
+  replica_reads_.store(false, std::memory_order_release);
   try {
     open_data_files();
   } catch (...) {
     close_data_files();  // opened again at the next call (another thread's lock, say)
     throw;
   }
+}
+
+void bdb_env::open_as_replica() {
+  std::lock_guard<std::mutex> g(writing_mutex_);
+  close_data_files(true);
+  replica_reads_.store(true, std::memory_order_release);
+  handles_dead_.store(false, std::memory_order_release);
+  open_data_files();
+}
+
+void bdb_env::close_data_files(bool and_indexes) {
+  if (and_indexes) {
+    std::lock_guard<std::mutex> gi(index_mutex_);
+    for (auto& i : indexes_)
+      if (i->db) i->db->close(0);
+    indexes_.clear();
+  }
+  if (meta_) meta_->close(0);
+  if (pages_) pages_->close(0);
+  meta_.reset();
+  pages_.reset();
 }
 
 void bdb_env::abort(DbTxn* t) {

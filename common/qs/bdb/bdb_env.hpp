@@ -263,8 +263,19 @@ class bdb_env {
   // The replication group this site belongs to; null when not replicated.
   replication* replicated() { return repl_.get(); }
   // A replicated site that became master opens its databases (creating
-  // them in a new group). Again after a failure; then nothing.
+  // them in a new group; again after a failure, then nothing); a replica
+  // opens them read-only, to serve
+  // read-only transactions. Either closes what was open before (index
+  // numbers start again): call with no transaction open. A replica's
+  // handles die when replication rolls its databases back (after an
+  // election): reads then throw qs::connection_lost, and the server opens
+  // them again.
   void open_as_master();
+  void open_as_replica();
+  // Whether a call met handles that replication made stale (reopen them).
+  bool handles_dead() const { return handles_dead_.load(std::memory_order_acquire); }
+  // Whether the databases are open read-only, on a replica.
+  bool replica_reads() const { return replica_reads_.load(std::memory_order_acquire); }
   // Throws for a Berkeley DB error code (nothing for 0).
   void check(int rc, const std::string& what) const;
 
@@ -281,8 +292,9 @@ class bdb_env {
   // else read-only. Returns Berkeley DB's code; db is null unless 0.
   int open_db(std::unique_ptr<Db>& db, const char* file, std::uint32_t db_flags, std::uint32_t page_size, DbTxn* t);
   void open_data_files();
-  // Closes pages.db and meta.db (a failed or repeated open_as_master).
-  void close_data_files();
+  // Closes pages.db and meta.db (a failed or repeated open_as_master,
+  // open_as_replica), and the indexes too when `and_indexes`.
+  void close_data_files(bool and_indexes = false);
   // Opens env_: transactional (with recovery when `recover`) once anything
   // was written, else with its cache only.
   void open_environment(bool recover);
@@ -349,6 +361,8 @@ class bdb_env {
   std::mutex backup_mutex_;  // one backup at a time
   backup_progress* copying_ = nullptr;
   std::unique_ptr<replication> repl_;
+  std::atomic<bool> replica_reads_{false};  // open_as_replica
+  mutable std::atomic<bool> handles_dead_{false};
   static void on_event(DbEnv* env, std::uint32_t which, void* info);
   // Berkeley DB's message callback: passes a message to replication.
   static void on_message(DbEnv* env, DbChannel* channel, Dbt* messages, std::uint32_t n, std::uint32_t flags);

@@ -195,6 +195,7 @@ void replication::event(std::uint32_t which, void*) {
       break;
     case DB_EVENT_REP_PERM_FAILED: unacknowledged = true; break;
     case DB_EVENT_REP_CONNECT_ESTD: no_delay_everywhere(); break;
+    case DB_EVENT_REP_NEWMASTER: ++master_changes_; break;
     default: break;
   }
 }

@@ -128,6 +128,8 @@ class replication {
   void report_progress(DbEnv& env);
 
   role_kind role() const { return static_cast<role_kind>(role_.load(std::memory_order_acquire)); }
+  // How many times a (new) master was announced to this site.
+  std::uint64_t master_changes() const { return master_changes_.load(std::memory_order_acquire); }
   // Whether the last commit of the calling thread missed its
   // acknowledgements; clears the mark.
   static bool took_unacknowledged();
@@ -168,6 +170,7 @@ class replication {
   };
   mutable std::mutex progress_mutex_;
   std::map<std::string, progress> progress_;
+  std::atomic<std::uint64_t> master_changes_{0};
 };
 
 }  // namespace qs::detail

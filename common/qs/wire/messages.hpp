@@ -8,9 +8,11 @@
 // responses, and unasked, the server may also send `invalidate` messages
 // (cache coherence: pageserver/cache_directory.hpp):
 //
-//   hello         magic, version, secret               -> hello_ok | error: auth,
-//                                                         not_master (a replica)
-//   begin         pages to reserve: to write, to read  -> begun: the commit id | error: conflict
+//   hello         magic, version, secret, read_replica -> hello_ok | error: auth,
+//                                                         not_master (a replica, to a
+//                                                         client that may write)
+//   begin         pages to reserve: to write, to read  -> begun: the commit id, a replica's
+//                                                         lag | error: conflict
 //                 (a client whose transactions keep being refused reserves
 //                 the pages the last one wrote and read: locked before the
 //                 snapshot is taken, until the commit)
@@ -87,7 +89,7 @@
 namespace qs::wire {
 
 constexpr std::uint32_t magic = 0x50575351;  // "QSWP"
-constexpr std::uint32_t version = 10;
+constexpr std::uint32_t version = 11;
 // The largest message body either side accepts.
 constexpr std::uint32_t max_message = 64u << 20;
 // The largest page record (64 KiB page and a 48-byte header, with room).
@@ -271,11 +273,15 @@ struct hello_request {
   std::uint32_t magic = 0;
   std::uint32_t version = 0;
   std::string_view secret;
+  // The client only reads (options::read_replica): a replica of a
+  // replication group serves it too.
+  bool read_replica = false;
   template <class M, class W>
   static void fields(M& m, W& w) {
     w.u32("magic", m.magic);
     w.u32("version", m.version);
     w.bytes("secret", m.secret, max_secret);
+    w.flag("read_replica", m.read_replica);
   }
 };
 
@@ -633,9 +639,14 @@ struct pong_response {
 struct begun_response {
   static constexpr msg tag = msg::begun;
   commit_id id;
+  // From a replica: how old, by its clock, the newest commit it has
+  // applied was when the transaction began, in milliseconds; 0 from the
+  // master.
+  std::uint64_t replica_lag_ms = 0;
   template <class M, class W>
   static void fields(M& m, W& w) {
     commit_id::fields(m.id, w);
+    w.u64("replica_lag_ms", m.replica_lag_ms);
   }
 };
 

@@ -143,6 +143,18 @@ struct options {
   // transaction committed, in milliseconds; after that it throws
   // qs::commit_unknown.
   std::uint32_t reconnect_budget_ms = 30000;
+  // qs-pageserver replication group (qs://A,B,C): read from whichever site
+  // answers, a replica as well as the master. Every transaction of the
+  // handle only reads: one that writes throws qs::invalid_argument at its
+  // commit. A replica's data may be behind the master's
+  // (statistics::replica_lag_ms says how far at most); cached pages are
+  // revalidated at each transaction's first touch. On a replica reads lock,
+  // and one that loses a deadlock with the replica's apply of the master's
+  // log raises qs::conflict, from the page fault that made it: db.run runs
+  // the transaction again. This is the one conflict a fault raises (see
+  // docs/api.md, "Errors in faults"): code that cannot throw reads what it
+  // needs first, or uses a handle without read_replica.
+  bool read_replica = false;
   // qs-pageserver: what a commit checks (see qs::isolation).
   isolation isolation_level = isolation::serializable;
   // Schema evolution (qs/evolve.hpp): when the database stores a type whose
@@ -228,6 +240,13 @@ struct statistics {
   std::uint64_t invalidations_received = 0;
   std::uint64_t revalidations_avoided = 0;
   std::uint64_t invalidation_conflicts = 0;
+  // Reading from a replica (options::read_replica): how stale the last
+  // transaction's snapshot may be, in milliseconds: the age, by the
+  // replica's clock, of the newest commit it held when the transaction
+  // began (an upper bound: with no commits since, the data is current
+  // however large this grows; with none recorded within the server's
+  // --outcome-window, the window). 0 from the master.
+  std::uint64_t replica_lag_ms = 0;
 };
 
 // What detecting one page fault costs on this machine, in nanoseconds: the

@@ -67,9 +67,9 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
                            std::to_string(opts.force_relocation_percent));
   std::unique_ptr<detail::store> s;
   if (detail::is_remote_url(path))
-    s = detail::connect_remote_store(
-        path, detail::remote_options{opts.server_secret, opts.reconnect_budget_ms,
-                                     opts.isolation_level == isolation::serializable});  // a qs-pageserver
+    s = detail::connect_remote_store(path, detail::remote_options{opts.server_secret, opts.reconnect_budget_ms,
+                                                                  opts.isolation_level == isolation::serializable,
+                                                                  opts.read_replica});  // a qs-pageserver
   else
     s = std::make_unique<detail::bdb_store>(
         path, detail::bdb_options{opts.page_size, opts.store_cache_bytes,

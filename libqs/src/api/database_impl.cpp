@@ -137,6 +137,7 @@ statistics database_impl::stats() const {
   store::coherence_counters c = rt_.storage.coherence();
   s.invalidations_received = c.invalidations;
   s.revalidations_avoided = c.avoided;
+  s.replica_lag_ms = c.replica_lag_ms;
   return s;
 }
 

@@ -51,11 +51,16 @@ std::unique_ptr<store> connect_remote_store(const std::string& url, const remote
   std::string secret = o.secret;
   if (secret.empty())
     if (const char* s = std::getenv("QS_SECRET")) secret = s;
-  return std::make_unique<remote_store>(url, remote_options{secret, o.reconnect_budget_ms, o.serializable});
+  return std::make_unique<remote_store>(url,
+                                        remote_options{secret, o.reconnect_budget_ms, o.serializable, o.read_replica});
 }
 
 remote_store::remote_store(const std::string& url, const remote_options& o)
-    : url_(url), secret_(o.secret), reconnect_budget_ms_(o.reconnect_budget_ms), serializable_(o.serializable) {
+    : url_(url),
+      secret_(o.secret),
+      reconnect_budget_ms_(o.reconnect_budget_ms),
+      serializable_(o.serializable),
+      read_replica_(o.read_replica) {
   if (url.starts_with(unix_scheme)) {
     unix_ = true;
     unix_path_ = url.substr(unix_scheme.size());
@@ -96,7 +101,7 @@ void remote_store::connect() {
   held_.clear();
   drop_all_ = true;
   seen_ = checked_seen_ = 0;
-  if (sites_.size() <= 1) {
+  if (!follows_master()) {
     connect_to(0);
     return;
   }
@@ -137,7 +142,8 @@ void remote_store::connect_to(std::size_t site) {
     ~answer_by_guard() { by.reset(); }
   } guard{answer_by_};
   if (sites_.size() > 1) answer_by_ = std::chrono::steady_clock::now() + group_hello_wait;
-  const auto& ok = call<wire::hello_ok_response>(wire::hello_request{wire::magic, wire::version, secret_});
+  const auto& ok =
+      call<wire::hello_ok_response>(wire::hello_request{wire::magic, wire::version, secret_, read_replica_});
   if (ok.version != wire::version) {
     lost();
     throw store_error("server " + url_ + ": the server speaks protocol version " + std::to_string(ok.version) +
@@ -146,7 +152,7 @@ void remote_store::connect_to(std::size_t site) {
 }
 
 std::function<void()> remote_store::backup(const std::string& target, backup_progress) {
-  return [url = url_, o = remote_options{secret_, reconnect_budget_ms_, serializable_}, target] {
+  return [url = url_, o = remote_options{secret_, reconnect_budget_ms_, serializable_, read_replica_}, target] {
     // Its own connection: this store's goes on serving its transactions.
     remote_store other(url, o);
     other.call<wire::ok_response>(wire::backup_request{target});
@@ -169,9 +175,11 @@ void remote_store::lost() {
     case wire::error_code::conflict:
       // Only a begin (reserving pages), a commit and the index calls may
       // meet a conflict: the others are reads and writes made from faults,
-      // where it must not be raised.
-      if (request == wire::msg::begin || request == wire::msg::commit || request == wire::msg::index_insert ||
-          request == wire::msg::index_erase || request == wire::msg::index_scan)
+      // where it must not be raised. Reads from a replica lock, and may be
+      // the deadlock victim of its apply of the master's log: db.run runs
+      // the transaction again.
+      if (read_replica_ || request == wire::msg::begin || request == wire::msg::commit ||
+          request == wire::msg::index_insert || request == wire::msg::index_erase || request == wire::msg::index_scan)
         throw conflict(msg);
       throw store_error(msg + " (a conflict answered to " + wire::name_of(request) + ", which cannot have one)");
     case wire::error_code::invalid: throw invalid_argument(msg);
@@ -276,7 +284,9 @@ void remote_store::begin() {
     r.reserve = reserve_;
     r.reserve_read = reserve_read_;
   }
-  commit_id_ = call<wire::begun_response>(r).id;
+  const auto& begun = call<wire::begun_response>(r);
+  commit_id_ = begun.id;
+  replica_lag_ms_ = begun.replica_lag_ms;
   in_txn_ = true;
 }
 
@@ -329,6 +339,7 @@ void remote_store::hold(std::uint64_t page, std::uint64_t version) {
   // An invalidation that overtook this answer (pushed after the server
   // noted the page, before it sent the answer) stands.
   if (auto later = overtaken_.find(page); later != overtaken_.end() && later->second > version) return;
+  if (read_replica_) return;  // no invalidations come from a replica
   held_[page] = version;
 }
 
@@ -442,8 +453,18 @@ void remote_store::collect_write() {
   if (conn_) answer<wire::ok_response>(wire::msg::write, nullptr);
 }
 
+void remote_store::refuse_write(const char* what) {
+  throw invalid_argument("server " + url_ + ": this transaction " + what +
+                         ", and the database was opened with options::read_replica: its transactions only read "
+                         "(open it without read_replica to write)");
+}
+
 void remote_store::commit(bool durable) {
   if (!in_txn_) throw store_error("server " + url_ + ": commit with no transaction open");
+  if (read_replica_ && wrote()) {
+    abort();
+    refuse_write("wrote");
+  }
   // What the last write sent ahead met, before the commit goes (a lost
   // connection here is no question of the commit's outcome: it was not sent).
   if (write_unanswered_) collect_write();
@@ -608,6 +629,14 @@ void remote_store::abort() {
       collect_write();
     } catch (const error&) {
       // Whatever it met, the transaction ends here.
+    }
+  }
+  if (stream_ && stream_->open) {
+    try {
+      finish_stream();
+    } catch (const error&) {
+      // The rest of a read_pages answer met an error (a replica's reads
+      // can be a deadlock victim): the transaction ends here all the same.
     }
   }
   if (conn_) {
@@ -835,6 +864,7 @@ void remote_store::delete_page(std::uint64_t page) {
 }
 
 store::page_range remote_store::allocate_pages(std::uint64_t n) {
+  if (read_replica_) refuse_write("allocates");
   if (n > spare_left_) {
     // What is left is too short for n contiguous pages: it stays unused.
     const std::uint64_t ask = std::max(n, next_ask_);

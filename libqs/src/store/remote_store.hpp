@@ -96,6 +96,9 @@ struct remote_options {
   std::uint32_t reconnect_budget_ms = 30000;
   // Serializable commits (the reads are checked too), or snapshot isolation.
   bool serializable = true;
+  // Reads only, from any site of a group, a replica included
+  // (options::read_replica).
+  bool read_replica = false;
 };
 
 bool is_remote_url(const std::string& path);
@@ -123,11 +126,12 @@ class remote_store final : public store {
       const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) override;
   void note_read(std::uint64_t page, std::uint64_t version) override;
   void committing() override { committing_ = true; }
-  bool coherent() const override { return true; }
+  // A replica's pages change by replication, which sends no invalidations.
+  bool coherent() const override { return !read_replica_; }
   bool take_invalidations(std::vector<invalidation>& out) override;
   bool wrote() const override { return wrote_ || !pages_.empty() || !metas_.empty(); }
   void track_reads(bool precise) override { precise_ = precise; }
-  coherence_counters coherence() const override { return {invalidations_, avoided_}; }
+  coherence_counters coherence() const override { return {invalidations_, avoided_, replica_lag_ms_}; }
   [[noreturn]] void refuse(const std::string& why) override;
   void on_crossed(cache_check could_have_read) override { could_have_read_ = std::move(could_have_read); }
   void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
@@ -137,7 +141,7 @@ class remote_store final : public store {
   void delete_page(std::uint64_t page) override;
   page_range allocate_pages(std::uint64_t n) override;
   bool shared() const override { return true; }
-  bool follows_master() const override { return sites_.size() > 1; }
+  bool follows_master() const override { return sites_.size() > 1 || read_replica_; }
 
   std::optional<std::string> get(std::string_view key) override;
   void put(std::string_view key, std::string_view value) override;
@@ -170,6 +174,9 @@ class remote_store final : public store {
   };
 
   class crossed_commit;
+  class not_master;
+  // Throws qs::invalid_argument: a read_replica store takes no writes.
+  [[noreturn]] void refuse_write(const char* what);
   // Connects to the server; with several sites named, to the one that is
   // the master, trying each in turn until one is, for up to
   // reconnect_budget_ms (an election). A site that takes the connection
@@ -281,6 +288,8 @@ class remote_store final : public store {
   std::string secret_;
   std::uint32_t reconnect_budget_ms_;
   bool serializable_;
+  bool read_replica_;
+  std::uint64_t replica_lag_ms_ = 0;
   std::unique_ptr<wire::connection> conn_;
   std::vector<std::byte> in_;
   // When set, an answer must have come by then (a group's hello: a site

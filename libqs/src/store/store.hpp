@@ -182,6 +182,10 @@ class store {
   struct coherence_counters {
     std::uint64_t invalidations = 0;  // pages named by invalidations received
     std::uint64_t avoided = 0;        // revalidations answered with no round trip
+    // Reading from a replica: how old the newest commit the last
+    // transaction's replica held was when it began (an upper bound of its
+    // staleness), in milliseconds.
+    std::uint64_t replica_lag_ms = 0;
   };
   virtual coherence_counters coherence() const { return {}; }
 
