@@ -144,7 +144,13 @@ std::optional<transaction_failure> optimistic_transaction::begin(const std::vect
     reserved_ = !reserve.empty();
     snap_ = c_.env->begin(!c_.replica);
     snap_began_ = std::chrono::steady_clock::now();
-    if (c_.replica) return std::nullopt;  // its reads lock; it commits nothing
+    if (c_.replica) {
+      // Its reads lock, behind the replica gate: what it reads is one
+      // committed state, and its reads never wait for the apply
+      // (bdb_env::hold_replica_gate). It commits nothing.
+      c_.env->hold_replica_gate(snap_);
+      return std::nullopt;
+    }
     commit_id_ = c_.outcomes->claim(snap_);
     // Berkeley DB fixes a snapshot's read point at its first read: fixed
     // now, before the answer to begin, so that every invalidation pushed

@@ -136,13 +136,13 @@ struct transaction_config {
   // A replica of a replication group serving read-only transactions:
   // Berkeley DB 5.3 takes no snapshot on a replication client, so a
   // transaction's reads run in an ordinary (degree 3) Berkeley DB
-  // transaction whose read locks last until it ends. Replication applies
-  // each of the master's transactions under the write locks of all it
-  // changed, taken first, so the pages one transaction reads are one
-  // committed state of the database; the apply of a commit that changes
-  // one of them waits for the reader (at most snapshot_max_age), and a
-  // reader caught in a cycle with it is the deadlock victim. Such a
-  // transaction claims no commit identity and writes nothing.
+  // transaction that first takes the replica gate (bdb_env.hpp,
+  // hold_replica_gate) and keeps its locks until it ends. The apply of the
+  // master's transactions waits for it (at most snapshot_max_age) before
+  // changing anything, so the pages one transaction reads are one committed
+  // state of the database, and its reads never wait for the apply (never
+  // a deadlock victim). Such a transaction claims no commit identity and
+  // writes nothing.
   bool replica = false;
 };
 

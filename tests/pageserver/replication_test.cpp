@@ -483,37 +483,47 @@ TEST_CASE(
     CHECK(w.out().find("options::read_replica: its transactions only read") != std::string::npos);
   }
   const std::string done = g.dir + "/transfers-done";
-  const std::size_t seen1 = g.sites[1]->log().size(), seen2 = g.sites[2]->log().size();
-  process auditor = bank(g, replicas, {"replica-audit", done}, "auditor");
-  // The auditor is at work before the transfers begin.
+  const std::size_t seen = g.sites[1]->log().size();
+  // Two auditors at the first replica, reading while three clients commit
+  // transfers at the master: without the replica gate, some read became
+  // the deadlock victim of the apply in every run of this. (The other
+  // replica, serving no reader, acknowledges the commits at once: a replica
+  // busy with readers applies the master's log more slowly.)
+  std::vector<process> auditors;
+  for (int a = 0; a < 2; ++a)
+    auditors.push_back(bank(g, replicas, {"replica-audit", done}, "auditor" + std::to_string(a)));
+  // The auditors are at work before the transfers begin.
   bool connected = false;
   for (int waited = 0; waited < 10000 && !connected; waited += 50) {
-    connected = g.sites[1]->log().find("connection from", seen1) != std::string::npos ||
-                g.sites[2]->log().find("connection from", seen2) != std::string::npos;
+    const std::string log = g.sites[1]->log();
+    const auto first = log.find("connection from", seen);
+    connected = first != std::string::npos && log.find("connection from", first + 1) != std::string::npos;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   CHECK(connected);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   std::vector<process> ps;
-  for (int c = 0; c < 2; ++c)
-    ps.push_back(bank(g, g.url(3), {"transfer", std::to_string(c), "500"}, "client" + std::to_string(c)));
-  for (int c = 0; c < 2; ++c) {
-    int st = ps[static_cast<std::size_t>(c)].wait(120000);
+  for (int c = 0; c < 3; ++c)
+    ps.push_back(bank(g, g.url(3), {"transfer", std::to_string(c), "250"}, "client" + std::to_string(c)));
+  for (int c = 0; c < 3; ++c) {
+    int st = ps[static_cast<std::size_t>(c)].wait(180000);
     INFO("client " + std::to_string(c) + ": " + status_text(st) + "\n" + tail(ps[static_cast<std::size_t>(c)].err()) +
          g.logs());
     REQUIRE(st == 0);
   }
   if (std::FILE* f = std::fopen(done.c_str(), "w")) std::fclose(f);
-  int st = auditor.wait(120000);
-  // Every audit the replica served added up: no total was wrong, even in
-  // a run that was then aborted (a deadlock victim of the apply).
-  INFO("auditor: " + status_text(st) + "\n--- stdout:\n" + tail(auditor.out()) + "--- stderr:\n" + tail(auditor.err()) +
-       g.logs());
-  CHECK(st == 0);
-  CHECK(auditor.out().find(" wrong=0 ") != std::string::npos);
-  const auto at = auditor.out().find("audits=");
-  CHECK((at != std::string::npos && std::atol(auditor.out().c_str() + at + 7) >= 2));
-  CHECK(auditor.out().find("replica_lag_ms=") != std::string::npos);
+  for (process& auditor : auditors) {
+    int st = auditor.wait(120000);
+    // Every audit a replica served added up, and none ran twice: no read
+    // was a deadlock victim of the replica's apply.
+    INFO("auditor: " + status_text(st) + "\n--- stdout:\n" + tail(auditor.out()) + "--- stderr:\n" +
+         tail(auditor.err()) + g.logs());
+    CHECK(st == 0);
+    CHECK(auditor.out().find(" wrong=0 ") != std::string::npos);
+    const auto at = auditor.out().find("audits=");
+    CHECK((at != std::string::npos && std::atol(auditor.out().c_str() + at + 7) >= 2));
+    CHECK(auditor.out().find("replica_lag_ms=") != std::string::npos);
+  }
   {
     // A transaction that keeps its reads past --replica-read-max (2 s by
     // default) fails, naming it: its locks no longer hold up the apply.
@@ -522,15 +532,14 @@ TEST_CASE(
     INFO("replica-hold: " + status_text(hst) + "\n" + hold.out() + hold.err());
     CHECK(hst == 0);
   }
-  // It was a replica that served it.
-  CHECK((g.sites[1]->log().find("read_replica") != std::string::npos ||
-         g.sites[2]->log().find("read_replica") != std::string::npos));
+  // A replica served them.
+  CHECK(g.sites[1]->log().find("serving clients that read (options::read_replica) as a replica") != std::string::npos);
   // The master stops first: its hand-over waits until both replicas have
   // all of its log.
   CHECK(g.sites[0]->terminate() == 0);
   CHECK(g.sites[0]->log().find("replication: handed over in ") != std::string::npos);
   for (int i = 1; i < 3; ++i) CHECK(g.sites[static_cast<std::size_t>(i)]->terminate() == 0);
-  check_every_site(g, 3, {"2", "500"});
+  check_every_site(g, 3, {"3", "250"});
 }
 
 TEST_CASE(

@@ -382,6 +382,76 @@ void bdb_env::open_data_files() {
   // Metadata and indexes have no checksums of their own (page records do):
   // Berkeley DB checks theirs on every B-tree page it reads.
   check(open_db(meta_, "meta.db", DB_CHKSUM, 0, nullptr), "open meta.db");
+  if (repl_) open_gate();
+}
+
+void bdb_env::open_gate() {
+  const bool replica = replica_reads();
+  gate_ = std::make_unique<Db>(env_.get(), DB_CXX_NO_EXCEPTIONS);
+  // Queue databases are not multiversion (open_flags is not added).
+  int rc = gate_->set_re_len(sizeof(std::uint64_t));
+  if (rc == 0)
+    rc = gate_->open(nullptr, "gate.db", nullptr, DB_QUEUE,
+                     (replica ? DB_RDONLY : DB_CREATE) | DB_THREAD | DB_AUTO_COMMIT, 0600);
+  if (rc != 0) {
+    gate_->close(0);
+    gate_.reset();
+    check(rc, replica ? "open gate.db (made by the master; not here yet)" : "open gate.db");
+  }
+  if (replica) return;
+  DbTxn* t = begin();
+  try {
+    for (db_recno_t lane = 1; lane <= replica_gate_lanes; ++lane) {
+      Dbt key(&lane, sizeof lane);
+      std::uint64_t v = 0;
+      Dbt data(&v, sizeof v);
+      data.set_ulen(sizeof v);
+      data.set_flags(DB_DBT_USERMEM);
+      rc = gate_->get(t, &key, &data, 0);
+      if (rc == DB_NOTFOUND || rc == DB_KEYEMPTY) {
+        v = 0;
+        Dbt zero(&v, sizeof v);
+        rc = gate_->put(t, &key, &zero, 0);
+      }
+      check(rc, "make gate.db's lanes");
+    }
+  } catch (...) {
+    abort(t);
+    throw;
+  }
+  commit(t, true);
+}
+
+void bdb_env::hold_replica_gate(DbTxn* t) {
+  if (!gate_)
+    throw store_error("database " + dir_ + ": gate.db is not open (a replica's read-only transactions need it)");
+  for (db_recno_t lane = 1; lane <= replica_gate_lanes; ++lane) {
+    Dbt key(&lane, sizeof lane);
+    std::uint64_t v = 0;
+    Dbt data(&v, sizeof v);
+    data.set_ulen(sizeof v);
+    data.set_flags(DB_DBT_USERMEM);
+    int rc = gate_->get(t, &key, &data, 0);
+    if (rc == DB_NOTFOUND || rc == DB_KEYEMPTY)
+      throw store_error("database " + dir_ + ": gate.db has no lane " + std::to_string(lane) +
+                        " (the master makes them all when it opens the database)");
+    check(rc, "read gate.db");
+  }
+}
+
+void bdb_env::wrote_in(DbTxn* t) {
+  if (!t || !gate_ || replica_reads()) return;
+  std::lock_guard<std::mutex> g(gate_mutex_);
+  if (std::find(written_.begin(), written_.end(), t) == written_.end()) written_.push_back(t);
+}
+
+bool bdb_env::take_written(DbTxn* t) {
+  if (!repl_) return false;
+  std::lock_guard<std::mutex> g(gate_mutex_);
+  auto it = std::find(written_.begin(), written_.end(), t);
+  if (it == written_.end()) return false;
+  written_.erase(it);
+  return true;
 }
 
 bdb_env::~bdb_env() {
@@ -391,6 +461,7 @@ bdb_env::~bdb_env() {
     // to panic, writes nothing); no mark, so the next open recovers.
     for (auto& i : indexes_)
       if (i->db) i->db->close(DB_NOSYNC);
+    if (gate_) gate_->close(DB_NOSYNC);
     if (meta_) meta_->close(DB_NOSYNC);
     if (pages_) pages_->close(DB_NOSYNC);
     env_->close(0);
@@ -399,6 +470,7 @@ bdb_env::~bdb_env() {
   const bool wrote = wrote_.load(std::memory_order_acquire);
   int rc = 0;
   for (auto& i : indexes_) rc |= i->db->close(0);
+  if (gate_) rc |= gate_->close(0);
   if (meta_) rc |= meta_->close(0);
   if (pages_) rc |= pages_->close(0);
   // Without writes since the open, nothing changed: the files stay as they
@@ -587,12 +659,26 @@ DbTxn* bdb_env::begin(bool snapshot) {
 }
 
 void bdb_env::commit(DbTxn* t, bool durable) {
+  const bool gated = take_written(t);
   try {
     refuse_if_broken();
     reserve_log();
   } catch (...) {
     t->abort();
     throw;
+  }
+  if (gated) {
+    // Its gate lane, its last lock (hold_replica_gate).
+    try {
+      db_recno_t lane = 1 + t->id() % replica_gate_lanes;
+      Dbt key(&lane, sizeof lane);
+      std::uint64_t v = 0;
+      Dbt data(&v, sizeof v);
+      check(gate_->put(t, &key, &data, 0), "write gate.db");
+    } catch (...) {
+      t->abort();
+      throw;
+    }
   }
   if (repl_) replication::clear_unacknowledged();
   check(t->commit(durable ? DB_TXN_SYNC : DB_TXN_WRITE_NOSYNC), "commit");
@@ -677,13 +763,16 @@ void bdb_env::close_data_files(bool and_indexes) {
       if (i->db) i->db->close(0);
     indexes_.clear();
   }
+  if (gate_) gate_->close(0);
   if (meta_) meta_->close(0);
   if (pages_) pages_->close(0);
+  gate_.reset();
   meta_.reset();
   pages_.reset();
 }
 
 void bdb_env::abort(DbTxn* t) {
+  take_written(t);
   if (broken_.load(std::memory_order_acquire) != not_broken) {
     t->abort();  // Berkeley DB refuses it, and frees the handle
     return;
@@ -748,6 +837,7 @@ std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std:
 
 void bdb_env::put_record(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len) {
   about_to_write();
+  wrote_in(t);
   reserve_room(*pages_, pages_room_);
   if (len > max_pieces * piece_bytes)
     throw invalid_argument("database " + dir_ + ": a record of " + std::to_string(len) + " bytes is too long");
@@ -762,6 +852,7 @@ void bdb_env::put_record(DbTxn* t, std::uint64_t page, const void* rec, std::uin
 void bdb_env::put_record_pieces(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len,
                                 const std::vector<byte_span>& changed) {
   about_to_write();
+  wrote_in(t);
   reserve_room(*pages_, pages_room_);
   if (len > max_pieces * piece_bytes)
     throw invalid_argument("database " + dir_ + ": a record of " + std::to_string(len) + " bytes is too long");
@@ -854,6 +945,7 @@ void bdb_env::put_record_pieces(DbTxn* t, std::uint64_t page, const void* rec, s
 
 void bdb_env::put_record_part(DbTxn* t, std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len) {
   about_to_write();
+  wrote_in(t);
   reserve_room(*pages_, pages_room_);
   const auto* bytes = static_cast<const char*>(p);
   for (std::uint32_t at = offset, end = offset + len; at < end;) {
@@ -992,6 +1084,7 @@ void bdb_env::read_range_into(DbTxn* t, std::uint64_t first, std::uint64_t last,
 
 void bdb_env::put_mapping(DbTxn* t, std::uint64_t page, std::string_view mapping) {
   about_to_write();
+  wrote_in(t);
   reserve_room(*pages_, pages_room_);
   mapping_key mk(page);
   Dbt key(mk.bytes, sizeof mk.bytes);
@@ -1020,6 +1113,7 @@ std::optional<std::string> bdb_env::get(DbTxn* t, std::string_view k, std::uint3
 
 void bdb_env::put(DbTxn* t, std::string_view k, std::string_view v) {
   about_to_write();
+  wrote_in(t);
   reserve_room(*meta_, meta_room_);
   Dbt key = dbt(k), data = dbt(v);
   check(meta_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write metadata");
@@ -1027,6 +1121,7 @@ void bdb_env::put(DbTxn* t, std::string_view k, std::string_view v) {
 
 void bdb_env::del(DbTxn* t, std::string_view k) {
   about_to_write();
+  wrote_in(t);
   reserve_room(*meta_, meta_room_);
   Dbt key = dbt(k);
   int rc = meta_->del(t, &key, t ? 0 : DB_AUTO_COMMIT);

@@ -20,7 +20,8 @@
 // environment and are numbered in the order opened. Page records carry their
 // own checksum; meta.db and the indexes are created with DB_CHKSUM, so that
 // Berkeley DB refuses a B-tree page of theirs whose bytes changed on disk
-// (a store_error saying "checksum").
+// (a store_error saying "checksum"). A site of a replication group also
+// has `gate.db`, the replica gate (hold_replica_gate below).
 //
 // Partial page updates are Berkeley DB partial puts of the pieces they
 // touch; Berkeley DB logs only the bytes between the first and last changed
@@ -274,6 +275,36 @@ class bdb_env {
   void open_as_replica();
   // Whether a call met handles that replication made stale (reopen them).
   bool handles_dead() const { return handles_dead_.load(std::memory_order_acquire); }
+  // The replica gate, which makes a replica's read-only transactions read
+  // one committed state without ever being a deadlock victim of the apply
+  // of the master's log.
+  //
+  // gate.db is a Berkeley DB queue of replica_gate_lanes small records,
+  // made by the master. Every master transaction that wrote pages.db or
+  // meta.db writes one of them (a lane chosen by its id) just before it
+  // commits; Berkeley DB copies a master transaction's write locks into its
+  // commit record, and a replica applies the transaction only once it holds
+  // all of them, taken in that list's order before any change is made. A
+  // record lock sorts before every B-tree page lock in that list (the lock
+  // type first: DB_RECORD_LOCK 2, DB_PAGE_LOCK 3), and the gate record is
+  // the newest lock when the list is too short to be sorted, so an apply
+  // holds its gate record before it takes any page.
+  //
+  // A replica's read-only transaction first reads every lane
+  // (hold_replica_gate), keeping their read locks until it ends. An apply
+  // then waits, holding no page, until no reader holds its lane; and a
+  // reader's page reads never wait for an apply: no apply holds a page
+  // while a reader holds the gate. So the pages a reader reads are one
+  // committed state, and its reads never wait on a cycle (what the lock
+  // timeouts and deadlock detector would break by failing a read, which a
+  // page fault must not see). Master transactions on different lanes
+  // commit side by side.
+  static constexpr std::uint32_t replica_gate_lanes = 16;
+  // On a replica: t (a locking transaction) takes every lane of the gate,
+  // held until t ends. Waits while the apply of a master transaction holds
+  // one. Throws qs::store_error when gate.db is not there yet (a group
+  // whose master has not opened it), qs::conflict after the lock timeout.
+  void hold_replica_gate(DbTxn* t);
   // Whether the databases are open read-only, on a replica.
   bool replica_reads() const { return replica_reads_.load(std::memory_order_acquire); }
   // Throws for a Berkeley DB error code (nothing for 0).
@@ -345,7 +376,17 @@ class bdb_env {
   std::unique_ptr<DbEnv> env_;
   std::unique_ptr<Db> pages_;
   std::unique_ptr<Db> meta_;
-  std::mutex index_mutex_;  // guards indexes_ (the handles themselves are thread-safe)
+  std::unique_ptr<Db> gate_;  // gate.db, on a replicated site (hold_replica_gate)
+  // The master's transactions that wrote pages.db or meta.db, which write
+  // their gate lane at commit (a replicated site's only).
+  void wrote_in(DbTxn* t);
+  // Whether t wrote (and forgets it).
+  bool take_written(DbTxn* t);
+  // Opens gate.db: on the master, creating it and its lanes when absent.
+  void open_gate();
+  std::mutex gate_mutex_;
+  std::vector<DbTxn*> written_;  // wrote_in
+  std::mutex index_mutex_;       // guards indexes_ (the handles themselves are thread-safe)
   std::vector<std::unique_ptr<index_db>> indexes_;
   std::uint32_t log_file_max_ = 0;
   std::atomic<std::uint64_t> last_log_position_{0};

@@ -148,12 +148,11 @@ struct options {
   // handle only reads: one that writes throws qs::invalid_argument at its
   // commit. A replica's data may be behind the master's
   // (statistics::replica_lag_ms says how far at most); cached pages are
-  // revalidated at each transaction's first touch. On a replica reads lock,
-  // and one that loses a deadlock with the replica's apply of the master's
-  // log raises qs::conflict, from the page fault that made it: db.run runs
-  // the transaction again. This is the one conflict a fault raises (see
-  // docs/api.md, "Errors in faults"): code that cannot throw reads what it
-  // needs first, or uses a handle without read_replica.
+  // revalidated at each transaction's first touch. On a replica each
+  // transaction reads one committed state: the replica's apply of the
+  // master's log waits until it ends (at most the server's
+  // --replica-read-max, 2 s; a transaction that reads longer fails with
+  // qs::store_error naming the option). Its faults raise no conflict.
   bool read_replica = false;
   // qs-pageserver: what a commit checks (see qs::isolation).
   isolation isolation_level = isolation::serializable;

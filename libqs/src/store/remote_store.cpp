@@ -175,11 +175,10 @@ void remote_store::lost() {
     case wire::error_code::conflict:
       // Only a begin (reserving pages), a commit and the index calls may
       // meet a conflict: the others are reads and writes made from faults,
-      // where it must not be raised. Reads from a replica lock, and may be
-      // the deadlock victim of its apply of the master's log: db.run runs
-      // the transaction again.
-      if (read_replica_ || request == wire::msg::begin || request == wire::msg::commit ||
-          request == wire::msg::index_insert || request == wire::msg::index_erase || request == wire::msg::index_scan)
+      // where it must not be raised (a replica's reads never wait for its
+      // apply of the master's log: bdb_env.hpp, the replica gate).
+      if (request == wire::msg::begin || request == wire::msg::commit || request == wire::msg::index_insert ||
+          request == wire::msg::index_erase || request == wire::msg::index_scan)
         throw conflict(msg);
       throw store_error(msg + " (a conflict answered to " + wire::name_of(request) + ", which cannot have one)");
     case wire::error_code::invalid: throw invalid_argument(msg);
@@ -636,7 +635,8 @@ void remote_store::abort() {
       finish_stream();
     } catch (const error&) {
       // The rest of a read_pages answer met an error (a replica's reads
-      // can be a deadlock victim): the transaction ends here all the same.
+      // past --replica-read-max, say): the transaction ends here all the
+      // same.
     }
   }
   if (conn_) {
