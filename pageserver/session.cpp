@@ -178,8 +178,8 @@ wire::response session::on(const wire::begin_request& m) {
   if (c_.replica) {
     // How stale what it reads may be: the age of the newest commit the
     // replica holds (or of the outcome window, when it holds none). Read
-    // first, outside the transaction (its locks would hold up every apply),
-    // so that a deadlock here refuses the begin with no transaction open.
+    // first, outside the transaction, whose gate would hold up the apply
+    // meanwhile: an upper bound of the staleness of what it then reads.
     const std::uint64_t newest = c_.txn.outcomes->newest_commit_ns(nullptr);
     const std::uint64_t now = commit_outcomes::now();
     lag_ms = newest ? (now > newest ? (now - newest) / 1000000 : 0) : c_.outcome_window_ms;

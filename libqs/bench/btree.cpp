@@ -15,7 +15,8 @@
 //
 // Then the qs tree cold: opened again (nothing resident) with a buffer
 // pool of a quarter of its pages, 20,000 random lookups (--cold-lookups),
-// once with prefetch off and once with each prefetch_order. For each: the
+// with prefetch off and with each prefetch_order, three rounds of each
+// (--cold-rounds) taking turns, the median shown. For each: the
 // time per lookup, the pages it fetches (with what prefetch read ahead),
 // their ratio to the pages a lookup touches (its faults with prefetch
 // off), and how many pages prefetch read, watched and saw used.
@@ -45,6 +46,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <random>
@@ -118,7 +120,7 @@ qs::options bench_options() {
 // `pool` pages and the given prefetch (0 pages: off).
 struct cold_result {
   const char* name;
-  double lookup_us = 0, touched = 0, fetched = 0;
+  double lookup_us = 0, touched = 0, fetched = 0, prefetch_ms = 0;
   std::uint64_t prefetched = 0, watched = 0, used = 0;
 };
 cold_result cold_lookups(const std::string& path, std::uint32_t pool, const char* name, std::uint32_t prefetch,
@@ -148,6 +150,7 @@ cold_result cold_lookups(const std::string& path, std::uint32_t pool, const char
   r.used = s1.prefetched_used - s0.prefetched_used;
   r.touched = per(s1.read_faults - s0.read_faults);  // the pages touched, when prefetch is off
   r.fetched = per(s1.pages_fetched - s0.pages_fetched);
+  r.prefetch_ms = static_cast<double>(s1.prefetch_ns - s0.prefetch_ns) / 1e6;
   return r;
 }
 
@@ -186,6 +189,7 @@ load_result durable_load(const char* name, const std::string& path, const std::v
 int main(int argc, char** argv) {
   std::size_t n = 1000000;
   std::size_t cold_n = 20000;
+  std::size_t cold_rounds = 3;
   std::string dir;
   CLI::App app(
       "qs::btree_map in a qs database beside the same tree in memory, std::map and\n"
@@ -198,6 +202,10 @@ int main(int argc, char** argv) {
   app.add_option("--cold-lookups", cold_n, "random lookups of the cold phase, 1 to 10000000 (default 20000)")
       ->type_name("N")
       ->check(qs::cli::whole(1, 10000000));
+  app.add_option("--cold-rounds", cold_rounds,
+                 "rounds of the cold phase, each setting once a round, the median shown, 1 to 99 (default 3)")
+      ->type_name("N")
+      ->check(qs::cli::whole(1, 99));
   std::size_t load_n = 1000000;
   app.add_option("--load-keys", load_n, "string keys of the durable load, 0 to 10000000 (default 1000000)")
       ->type_name("N")
@@ -300,10 +308,31 @@ int main(int argc, char** argv) {
     const auto pool = static_cast<std::uint32_t>(std::max<std::uint64_t>(64, tree_pages / 4));
     cold_pool = pool;
     cold_n_done = cold_probes.size();
-    colds.push_back(cold_lookups(dir + "/tree", pool, "prefetch off", 0, qs::prefetch_order::page_order, cold_probes));
-    colds.push_back(cold_lookups(dir + "/tree", pool, "page_order", 32, qs::prefetch_order::page_order, cold_probes));
-    colds.push_back(cold_lookups(dir + "/tree", pool, "pointers", 32, qs::prefetch_order::pointers, cold_probes));
-    colds.push_back(cold_lookups(dir + "/tree", pool, "both", 32, qs::prefetch_order::both, cold_probes));
+    // Each setting runs cold_rounds times, the settings taking turns (each
+    // round starts one setting later), so that no setting always runs first
+    // or last; each row is the round with the median time.
+    struct setting {
+      const char* name;
+      std::uint32_t pages;
+      qs::prefetch_order order;
+    };
+    const setting settings[] = {{"prefetch off", 0, qs::prefetch_order::page_order},
+                                {"page_order", 32, qs::prefetch_order::page_order},
+                                {"pointers", 32, qs::prefetch_order::pointers},
+                                {"both", 32, qs::prefetch_order::both}};
+    constexpr std::size_t n_settings = std::size(settings);
+    std::vector<std::vector<cold_result>> runs(n_settings);
+    for (std::size_t round = 0; round < cold_rounds; ++round)
+      for (std::size_t i = 0; i < n_settings; ++i) {
+        const setting& st = settings[(i + round) % n_settings];
+        runs[(i + round) % n_settings].push_back(
+            cold_lookups(dir + "/tree", pool, st.name, st.pages, st.order, cold_probes));
+      }
+    for (std::vector<cold_result>& r : runs) {
+      std::sort(r.begin(), r.end(),
+                [](const cold_result& a, const cold_result& b) { return a.lookup_us < b.lookup_us; });
+      colds.push_back(r[r.size() / 2]);
+    }
   }
   std::vector<load_result> loads;
   constexpr std::size_t load_batch = 10000;
@@ -358,12 +387,16 @@ int main(int argc, char** argv) {
   // The pages a lookup touches do not depend on prefetch: those of the run
   // with prefetch off, each a fault.
   const double touched = colds.empty() ? 0 : colds[0].touched;
-  std::printf("%-14s %10s %7s %12s %16s %11s %8s %6s\n", "prefetch", "us/lookup", "ratio", "pages fetched",
-              "fetched/touched", "prefetched", "watched", "used");
+  // "prefetch %": the share of the lookups' time spent choosing and reading
+  // pages ahead (statistics::prefetch_ns), which a run-to-run spread of
+  // several percent on a busy machine hides in the ratio.
+  std::printf("%-14s %10s %7s %12s %16s %11s %8s %6s %10s\n", "prefetch", "us/lookup", "ratio", "pages fetched",
+              "fetched/touched", "prefetched", "watched", "used", "prefetch %");
   for (const cold_result& c : colds)
-    std::printf("%-14s %10.2f %7.2f %12.2f %16.2f %11" PRIu64 " %8" PRIu64 " %6" PRIu64 "\n", c.name, c.lookup_us,
-                c.lookup_us / colds[0].lookup_us, c.fetched, touched > 0 ? c.fetched / touched : 0.0, c.prefetched,
-                c.watched, c.used);
+    std::printf("%-14s %10.2f %7.2f %12.2f %16.2f %11" PRIu64 " %8" PRIu64 " %6" PRIu64 " %10.2f\n", c.name,
+                c.lookup_us, c.lookup_us / colds[0].lookup_us, c.fetched, touched > 0 ? c.fetched / touched : 0.0,
+                c.prefetched, c.watched, c.used,
+                c.lookup_us > 0 ? 100 * c.prefetch_ms * 1e3 / (c.lookup_us * static_cast<double>(cold_n_done)) : 0.0);
   if (!loads.empty()) {
     std::printf("qs_btree_bench: durable load of %zu string keys in batches of %zu (a durable commit each)\n", load_n,
                 load_batch);
@@ -380,8 +413,8 @@ int main(int argc, char** argv) {
   std::printf(" qs_tree_pages=%" PRIu64, tree_pages);
   const char* cold_tags[] = {"off", "page_order", "pointers", "both"};
   for (std::size_t i = 0; i < colds.size(); ++i)
-    std::printf(" cold_%s_lookup_us=%.2f cold_%s_fetched=%.2f", cold_tags[i], colds[i].lookup_us, cold_tags[i],
-                colds[i].fetched);
+    std::printf(" cold_%s_lookup_us=%.2f cold_%s_fetched=%.2f cold_%s_prefetch_ms=%.1f", cold_tags[i],
+                colds[i].lookup_us, cold_tags[i], colds[i].fetched, cold_tags[i], colds[i].prefetch_ms);
   const char* load_tags[] = {"load_tree", "load_index"};
   for (std::size_t i = 0; i < loads.size(); ++i)
     std::printf(" %s_s=%.3f %s_commit_s=%.3f %s_log_per_key=%.1f", load_tags[i], loads[i].seconds, load_tags[i],
