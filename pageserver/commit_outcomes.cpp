@@ -26,6 +26,23 @@ constexpr int sweep_batch = 4096;
 constexpr std::uint64_t sweep_every = 256;           // commits
 constexpr std::string_view horizon_key = "horizon";  // (an identity's key has 17 bytes)
 
+// A cursor's key and value, read into buffers of their own
+// (DB_DBT_USERMEM).
+struct cursor_entry {
+  unsigned char kbuf[64], vbuf[64];
+  Dbt k, v;
+  cursor_entry() {
+    k.set_data(kbuf);
+    k.set_ulen(sizeof kbuf);
+    k.set_flags(DB_DBT_USERMEM);
+    v.set_data(vbuf);
+    v.set_ulen(sizeof vbuf);
+    v.set_flags(DB_DBT_USERMEM);
+  }
+  cursor_entry(const cursor_entry&) = delete;
+  cursor_entry& operator=(const cursor_entry&) = delete;
+};
+
 std::uint64_t now_ns() {
   auto t = std::chrono::system_clock::now().time_since_epoch();
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t).count());
@@ -113,14 +130,8 @@ std::uint64_t commit_outcomes::newest_commit_ns(DbTxn* t) {
     ~closer() { c->close(); }
   } close_it{c};
   std::uint64_t newest = 0;
-  unsigned char kbuf[64], vbuf[64];
-  Dbt k, v;
-  k.set_data(kbuf);
-  k.set_ulen(sizeof kbuf);
-  k.set_flags(DB_DBT_USERMEM);
-  v.set_data(vbuf);
-  v.set_ulen(sizeof vbuf);
-  v.set_flags(DB_DBT_USERMEM);
+  cursor_entry entry;
+  auto& [kbuf, vbuf, k, v] = entry;
   // Each lane's last identity began last; its commit is about the lane's
   // newest (a lower bound of it, so the lag derived is an upper bound).
   for (int lane = 0; lane < lanes; ++lane) {
@@ -210,14 +221,8 @@ bool commit_outcomes::sweep() {
   try {
     env_.check(db_->cursor(t, &c, 0), "cursor on outcomes.db");
     std::uint64_t horizon = 0;
-    unsigned char kbuf[64], vbuf[64];
-    Dbt k, v;
-    k.set_data(kbuf);
-    k.set_ulen(sizeof kbuf);
-    k.set_flags(DB_DBT_USERMEM);
-    v.set_data(vbuf);
-    v.set_ulen(sizeof vbuf);
-    v.set_flags(DB_DBT_USERMEM);
+    cursor_entry entry;
+    auto& [kbuf, vbuf, k, v] = entry;
     // Each lane oldest begin first: nothing after its first identity
     // younger than the cutoff can be old enough.
     for (int lane = 0; lane < lanes && deleted < sweep_batch; ++lane) {

@@ -401,18 +401,9 @@ void bdb_env::open_gate() {
   if (replica) return;
   DbTxn* t = begin();
   try {
-    for (db_recno_t lane = 1; lane <= replica_gate_lanes; ++lane) {
-      Dbt key(&lane, sizeof lane);
-      std::uint64_t v = 0;
-      Dbt data(&v, sizeof v);
-      data.set_ulen(sizeof v);
-      data.set_flags(DB_DBT_USERMEM);
-      rc = gate_->get(t, &key, &data, 0);
-      if (rc == DB_NOTFOUND || rc == DB_KEYEMPTY) {
-        v = 0;
-        Dbt zero(&v, sizeof v);
-        rc = gate_->put(t, &key, &zero, 0);
-      }
+    for (std::uint32_t lane = 1; lane <= replica_gate_lanes; ++lane) {
+      rc = read_lane(t, lane);
+      if (rc == DB_NOTFOUND || rc == DB_KEYEMPTY) rc = write_lane(t, lane);
       check(rc, "make gate.db's lanes");
     }
   } catch (...) {
@@ -422,16 +413,29 @@ void bdb_env::open_gate() {
   commit(t, true);
 }
 
+int bdb_env::read_lane(DbTxn* t, std::uint32_t lane) {
+  db_recno_t recno = lane;
+  Dbt key(&recno, sizeof recno);
+  std::uint64_t v = 0;
+  Dbt data(&v, sizeof v);
+  data.set_ulen(sizeof v);
+  data.set_flags(DB_DBT_USERMEM);
+  return gate_->get(t, &key, &data, 0);
+}
+
+int bdb_env::write_lane(DbTxn* t, std::uint32_t lane) {
+  db_recno_t recno = lane;
+  Dbt key(&recno, sizeof recno);
+  std::uint64_t v = 0;
+  Dbt data(&v, sizeof v);
+  return gate_->put(t, &key, &data, 0);
+}
+
 void bdb_env::hold_replica_gate(DbTxn* t) {
   if (!gate_)
     throw store_error("database " + dir_ + ": gate.db is not open (a replica's read-only transactions need it)");
-  for (db_recno_t lane = 1; lane <= replica_gate_lanes; ++lane) {
-    Dbt key(&lane, sizeof lane);
-    std::uint64_t v = 0;
-    Dbt data(&v, sizeof v);
-    data.set_ulen(sizeof v);
-    data.set_flags(DB_DBT_USERMEM);
-    int rc = gate_->get(t, &key, &data, 0);
+  for (std::uint32_t lane = 1; lane <= replica_gate_lanes; ++lane) {
+    int rc = read_lane(t, lane);
     if (rc == DB_NOTFOUND || rc == DB_KEYEMPTY)
       throw store_error("database " + dir_ + ": gate.db has no lane " + std::to_string(lane) +
                         " (the master makes them all when it opens the database)");
@@ -670,11 +674,7 @@ void bdb_env::commit(DbTxn* t, bool durable) {
   if (gated) {
     // Its gate lane, its last lock (hold_replica_gate).
     try {
-      db_recno_t lane = 1 + t->id() % replica_gate_lanes;
-      Dbt key(&lane, sizeof lane);
-      std::uint64_t v = 0;
-      Dbt data(&v, sizeof v);
-      check(gate_->put(t, &key, &data, 0), "write gate.db");
+      check(write_lane(t, 1 + t->id() % replica_gate_lanes), "write gate.db");
     } catch (...) {
       t->abort();
       throw;

@@ -384,6 +384,10 @@ class bdb_env {
   bool take_written(DbTxn* t);
   // Opens gate.db: on the master, creating it and its lanes when absent.
   void open_gate();
+  // Reads (taking its read lock in t) or writes lane `lane` of gate.db;
+  // Berkeley DB's code.
+  int read_lane(DbTxn* t, std::uint32_t lane);
+  int write_lane(DbTxn* t, std::uint32_t lane);
   std::mutex gate_mutex_;
   std::vector<DbTxn*> written_;  // wrote_in
   std::mutex index_mutex_;       // guards indexes_ (the handles themselves are thread-safe)
