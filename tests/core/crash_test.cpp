@@ -14,8 +14,16 @@ constexpr const char* pool = "16";
 
 }  // namespace
 
+// Past the evictions of the first transaction, in a later one: its written
+// pages are in the store transaction, which must not survive.
+const char* const dirty_eviction = "evict.dirty_written:60";
+
 TEST_CASE("kill -9 at chosen points: every committed transaction survives, no partial one does") {
-  kill_at_chosen_points(nodes, {pool});
+  kill_at_chosen_points(nodes, {pool}, "grow", {dirty_eviction});
+}
+
+TEST_CASE("kill -9 in transactions that create and delete the same objects, larger than the pool") {
+  kill_at_chosen_points(nodes, {pool}, "churn", {"worker.churned:3", dirty_eviction});
 }
 
 TEST_CASE("a worker run to the end commits everything") {

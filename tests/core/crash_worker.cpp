@@ -1,9 +1,15 @@
 // qs_crash_worker: the processes the crash and fault tests start, kill and
 // check. Usage:
 //   qs_crash_worker DIR grow TXNS NODES POOL   run TXNS transactions; each adds
-//                  NODES nodes to the list and rewrites every node's value
-//   qs_crash_worker DIR check NODES            exit 0 when DIR holds the state
-//                  after some whole number of `grow` transactions
+//                  NODES nodes to the list and rewrites every node's value;
+//                  says "committed N" on stderr after each commit returns
+//   qs_crash_worker DIR churn TXNS NODES POOL  the same, each transaction
+//                  first making NODES scratch nodes, reachable from the root
+//                  "scratch", then deleting them all (pause point
+//                  worker.churned between the two)
+//   qs_crash_worker DIR check NODES            exit 10 + the number of
+//                  transactions when DIR holds the state after a whole number
+//                  of `grow` or `churn` transactions (no scratch node left)
 //   qs_crash_worker DIR badptr | segv | chain  fault outside any object
 //   qs_crash_worker DIR fill SLABS close|die [TXNS]  durable transactions of SLABS
 //                  8 KiB objects each until one fails (a full disk); says
@@ -34,18 +40,30 @@ namespace {
 
 constexpr std::int64_t scale = 1000000;
 
-int grow(const std::string& dir, int txns, int nodes, std::uint32_t pool) {
+int grow(const std::string& dir, int txns, int nodes, std::uint32_t pool, bool churn) {
   auto db = qs::database::open(dir, qs_test::small_options(pool, qs_test::commits::durable));
   for (int t = 1; t <= txns; ++t) {
     qs::transaction tx(db);
     auto& count = db.root<std::int64_t>("count");
     auto& list = db.root<Node*>("list");
     std::int64_t c = count + 1;  // a database's transactions are numbered across runs
+    if (churn) {
+      // Objects created and deleted in one transaction: their pages are new,
+      // and the nodes below take their space.
+      auto& scratch = db.root<Node*>("scratch");
+      for (int i = 0; i < nodes; ++i) scratch = new (db) Node{-c, scratch};
+      qs::pause_point("worker.churned");
+      while (Node* n = scratch) {
+        scratch = n->next;
+        delete n;
+      }
+    }
     for (Node* n = list; n; n = n->next) n->value = c * scale + n->value % scale;
     for (int i = 0; i < nodes; ++i) list = new (db) Node{c * scale + c, list};
     count = c;
     qs::pause_point("worker.mid");
     tx.commit();
+    std::fprintf(stderr, "committed %lld\n", static_cast<long long>(c));
   }
   return 0;
 }
@@ -67,6 +85,10 @@ int check(const std::string& dir, int nodes) {
     expect_txn = created;
   }
   (void)expect_txn;
+  if (db.has_root("scratch") && db.root<Node*>("scratch")) {
+    std::fprintf(stderr, "a scratch node outlived its transaction\n");
+    return 1;
+  }
   if (seen != count * nodes) {
     std::fprintf(stderr, "%lld nodes for %lld transactions of %d\n", static_cast<long long>(seen),
                  static_cast<long long>(count), nodes);
@@ -188,7 +210,9 @@ int main(int argc, char** argv) {
   }
   std::string dir = argv[1], mode = argv[2];
   try {
-    if (mode == "grow" && argc == 6) return grow(dir, std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]));
+    if ((mode == "grow" || mode == "churn") && argc == 6)
+      return grow(dir, std::atoi(argv[3]), std::atoi(argv[4]), static_cast<std::uint32_t>(std::atoi(argv[5])),
+                  mode == "churn");
     if (mode == "check" && argc == 4) return check(dir, std::atoi(argv[3]));
     if (mode == "fill" && (argc == 5 || argc == 6))
       return fill(dir, std::atoi(argv[3]), std::string(argv[4]) == "die", argc == 6 ? std::atol(argv[5]) : 1L << 40);

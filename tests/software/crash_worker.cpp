@@ -2,7 +2,8 @@
 // starts, kills and checks (the counterpart of tests/core/crash_worker.cpp,
 // with qs::ref and qs::write). Usage:
 //   qs_crash_worker_software DIR grow TXNS NODES   run TXNS transactions; each
-//                  adds NODES items to the list and rewrites every item's value
+//                  adds NODES items to the list and rewrites every item's
+//                  value; says "committed N" on stderr after each commit returns
 //   qs_crash_worker_software DIR check NODES       exit 10 + the number of
 //                  transactions when DIR holds the state after a whole number
 //                  of `grow` transactions; 1 otherwise
@@ -50,6 +51,7 @@ int grow(const std::string& dir, int txns, int nodes) {
     db.root<std::int64_t>("count") = count;
     qs::pause_point("worker.mid");
     tx.commit();
+    std::fprintf(stderr, "committed %lld\n", static_cast<long long>(count));
   }
   return 0;
 }

@@ -55,14 +55,23 @@ class env_var {
 };
 
 // The crash workers' protocol (tests/core and tests/software): `DIR grow TXNS
-// NODES [extra...]` runs TXNS transactions; `DIR check NODES` exits with 10 +
-// the number of them the database holds, whole.
+// NODES [extra...]` runs TXNS transactions, saying "committed N" on standard
+// error after each commit returns; `DIR check NODES` exits with 10 + the
+// number of them the database holds, whole.
 int committed_transactions(const std::string& db, int nodes);
-// Kills a `grow` worker with SIGKILL at each chosen point of its third
-// transaction (inside it, half written, before and after the store's commit),
-// one section each, and checks that exactly the committed transactions
-// survive and that the database goes on working.
-void kill_at_chosen_points(int nodes, const std::vector<std::string>& extra = {});
+
+// Kills a worker running `mode` (`grow`, or another mode of the same
+// protocol) with SIGKILL, one section each:
+//  * at each chosen point of its third transaction (inside it, half written,
+//    before and after the store's commit), where the number of transactions
+//    that must survive is known;
+//  * at each of `more_points` ("name:N"), where it is the number of commits
+//    that had returned, as the worker said; the point must fall after the
+//    first.
+// Checks that exactly the committed transactions survive and that the
+// database goes on working.
+void kill_at_chosen_points(int nodes, const std::vector<std::string>& extra = {}, const std::string& mode = "grow",
+                           const std::vector<std::string>& more_points = {});
 
 // Runs qs-inspect's verify (qs/inspect.hpp) on the closed database `db`
 // (a directory or a page server's URL) and checks that it finds nothing

@@ -9,8 +9,10 @@
 // QS_PAUSE_FD and stops there for good, waiting to be killed. Without
 // QS_PAUSE_AT a pause point costs one load and a branch.
 //
-// The runtime's points: commit.half_written (half of the written pages are in
-// the store transaction), commit.before_store_commit, commit.after_store_commit.
+// The runtime's points: evict.dirty_written (a page the transaction wrote,
+// evicted from a full pool, is in the store transaction, which has not
+// committed), commit.half_written (half of the written pages are in the store
+// transaction), commit.before_store_commit, commit.after_store_commit.
 // qs-pageserver's: server.write.applied (pages a transaction sent ahead of
 // its commit are in its Berkeley DB transaction), server.commit.half_applied
 // (half of a commit's pages are in its Berkeley DB transaction),

@@ -8,6 +8,7 @@
 #include "util/stopwatch.hpp"
 
 #include <qs/error.hpp>
+#include <qs/pause_point.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -517,6 +518,7 @@ void pager::evict(page_desc* d) {
     if (writable) {
       log_.forget_saved(d);
       log_.remove_written(d);
+      pause_point("evict.dirty_written");
     }
   }
   release_slot(d);
