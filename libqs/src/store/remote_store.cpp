@@ -690,7 +690,14 @@ store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uin
   }
   wire::read_page_request r{page, {}};
   if (version != ~std::uint64_t{0}) r.known_version = version;
-  const auto& resp = call<wire::page_response>(r);
+  const wire::page_response* answer = nullptr;
+  try {
+    answer = &call<wire::page_response>(r);
+  } catch (const corrupt_page& e) {
+    if (e.page() != 0) throw;
+    throw corrupt_page(page, e.what());  // the server's message names it; the exception does too
+  }
+  const wire::page_response& resp = *answer;
   switch (resp.status) {
     case wire::page_status::absent:
       if (in_txn_) read_versions_[page] = wire::no_record;
