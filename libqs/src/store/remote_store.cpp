@@ -658,6 +658,15 @@ void remote_store::take_record(std::uint64_t page, std::string_view rec, record_
   std::memcpy(image, rec.data() + sizeof h, page_size_);
 }
 
+const wire::page_response& remote_store::call_read_page(const wire::read_page_request& r) {
+  try {
+    return call<wire::page_response>(r);
+  } catch (const corrupt_page& e) {
+    if (e.page() != 0) throw;
+    throw corrupt_page(r.page, e.what());
+  }
+}
+
 store::page_read remote_store::read_pending(std::uint64_t page, const pending_page& p, record_header& h,
                                             std::byte* image, std::string& mapping) {
   if (p.kind == wire::page_op_kind::remove) return page_read::absent;
@@ -668,7 +677,7 @@ store::page_read remote_store::read_pending(std::uint64_t page, const pending_pa
     mapping = *p.mapping;
   } else {
     // The write kept the stored mapping object: the server has it.
-    const auto& resp = call<wire::page_response>(wire::read_page_request{page, {}});
+    const auto& resp = call_read_page(wire::read_page_request{page, {}});
     if (resp.status == wire::page_status::record) mapping.assign(resp.mapping);
     else mapping.clear();
   }
@@ -690,14 +699,7 @@ store::page_read remote_store::read_page_if_changed(std::uint64_t page, std::uin
   }
   wire::read_page_request r{page, {}};
   if (version != ~std::uint64_t{0}) r.known_version = version;
-  const wire::page_response* answer = nullptr;
-  try {
-    answer = &call<wire::page_response>(r);
-  } catch (const corrupt_page& e) {
-    if (e.page() != 0) throw;
-    throw corrupt_page(page, e.what());  // the server's message names it; the exception does too
-  }
-  const wire::page_response& resp = *answer;
+  const auto& resp = call_read_page(r);
   switch (resp.status) {
     case wire::page_status::absent:
       if (in_txn_) read_versions_[page] = wire::no_record;

@@ -200,6 +200,9 @@ class remote_store final : public store {
   // response or an unexpected one.
   template <class Response>
   const Response& call(const wire::request& r);
+  // call() for one page: a corrupt answer (whose text names the page) is
+  // raised as qs::corrupt_page naming it too.
+  const wire::page_response& call_read_page(const wire::read_page_request& r);
   // What comes before a request is sent (call, call_unanswered): the rest
   // of an answer owed is read, the connection made again if it was lost
   // outside a transaction; returns r encoded.
