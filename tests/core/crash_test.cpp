@@ -11,12 +11,11 @@ namespace {
 
 constexpr int nodes = 6000;  // per transaction: about 20 pages, more than the pool below
 constexpr const char* pool = "16";
-
-}  // namespace
-
 // Past the evictions of the first transaction, in a later one: its written
 // pages are in the store transaction, which must not survive.
-const char* const dirty_eviction = "evict.dirty_written:60";
+constexpr const char* dirty_eviction = "evict.dirty_written:60";
+
+}  // namespace
 
 TEST_CASE("kill -9 at chosen points: every committed transaction survives, no partial one does") {
   kill_at_chosen_points(nodes, {pool}, "grow", {dirty_eviction});
