@@ -62,6 +62,7 @@ TEST_CASE("page heap: frees keep the tail and the free bytes right, and lookups 
         REQUIRE(oh != nullptr);
         REQUIRE(oh->size == size);
         REQUIRE(heap_object_at(image.data(), page_size, p + 8) == nullptr);  // not a start
+        REQUIRE_FALSE(heap_plan_free(image.data(), page_size, p + 8).found);
       }
       std::uint32_t seen = 0;
       heap_for_each(image.data(), page_size, [&](std::uint32_t p, const object_header&) {

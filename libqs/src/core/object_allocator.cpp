@@ -145,11 +145,12 @@ void object_allocator::deallocate(void* p) {
   pages_.make_current(d);
   auto off = static_cast<std::uint32_t>(static_cast<std::byte*>(p) - access_.address(d));
   if (d->hdr.kind == page_kind::small) {
-    if (!heap_object_at(pages_.image(d), page_size_, off))
+    const heap_free_plan plan = heap_plan_free(pages_.image(d), page_size_, off);
+    if (!plan.found)
       throw error("delete of " + where() + " on page " + std::to_string(d->page) +
                   ", where no persistent object starts");
     if (d->needs_page_before()) pages_.make_writable(d);
-    heap_free(pages_.image(d), page_size_, off);
+    heap_apply_free(pages_.image(d), plan);
     changed(d);
     return;
   }

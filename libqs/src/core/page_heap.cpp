@@ -89,31 +89,27 @@ const object_header* heap_object_at(const std::byte* image, std::uint32_t page_s
   return nullptr;
 }
 
-bool heap_free(std::byte* image, std::uint32_t page_size, std::uint32_t offset) {
+heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, std::uint32_t offset) {
   // One walk, up to the object. The tail is the end of the last live object
   // (trailing free blocks go back to it): freeing an object that a live one
   // follows adds its bytes to the free bytes; freeing the last moves the
   // tail back to the live object before it, and the free bytes to those of
   // the blocks before that one.
-  page_header* ph = header(image);
+  auto* ph = reinterpret_cast<const page_header*>(image);
   const std::uint64_t top = ph->top < page_size ? ph->top : page_size;
   const std::uint64_t hs = sizeof(object_header);
   std::uint64_t off = sizeof(page_header), used_end = off, free_before = 0, free_running = 0;
   while (off + hs <= top) {
-    object_header* h = at(image, static_cast<std::uint32_t>(off));
+    auto* h = reinterpret_cast<const object_header*>(image + off);
     const std::uint64_t end = off + hs + h->size;
-    if (end > top || off + hs > offset) return false;
+    if (end > top || off + hs > offset) return {};
     if (off + hs == offset) {
-      if (h->type == free_type) return false;
-      h->type = free_type;
-      set_tag(*h, 0);
-      if (end < top) {
-        ph->free_bytes += static_cast<std::uint32_t>(hs + h->size);
-      } else {
-        ph->top = static_cast<std::uint32_t>(used_end);
-        ph->free_bytes = static_cast<std::uint32_t>(free_before);
-      }
-      return true;
+      if (h->type == free_type) return {};
+      if (end < top)
+        return {true, static_cast<std::uint32_t>(off), ph->top,
+                ph->free_bytes + static_cast<std::uint32_t>(hs + h->size)};
+      return {true, static_cast<std::uint32_t>(off), static_cast<std::uint32_t>(used_end),
+              static_cast<std::uint32_t>(free_before)};
     }
     if (h->type == free_type) {
       free_running += hs + h->size;
@@ -123,7 +119,21 @@ bool heap_free(std::byte* image, std::uint32_t page_size, std::uint32_t offset) 
     }
     off = end;
   }
-  return false;
+  return {};
+}
+
+void heap_apply_free(std::byte* image, const heap_free_plan& plan) {
+  object_header* h = at(image, plan.header);
+  h->type = free_type;
+  set_tag(*h, 0);
+  header(image)->top = plan.top;
+  header(image)->free_bytes = plan.free_bytes;
+}
+
+bool heap_free(std::byte* image, std::uint32_t page_size, std::uint32_t offset) {
+  const heap_free_plan plan = heap_plan_free(image, page_size, offset);
+  if (plan.found) heap_apply_free(image, plan);
+  return plan.found;
 }
 
 std::uint32_t heap_available(const std::byte* image, std::uint32_t page_size) {

@@ -34,6 +34,20 @@ std::uint32_t heap_allocate(std::byte* image, std::uint32_t page_size, std::uint
 // starts there.
 bool heap_free(std::byte* image, std::uint32_t page_size, std::uint32_t offset);
 
+// heap_free in two steps, so that a caller can check the offset and then
+// take the page's before-image before anything changes, with one walk of
+// the page: heap_plan_free reads the page and says what freeing the object
+// at `offset` leaves (`found` false, and nothing to apply, when no live
+// object starts there); heap_apply_free writes it, on the same image.
+struct heap_free_plan {
+  bool found = false;
+  std::uint32_t header = 0;      // the object's header offset
+  std::uint32_t top = 0;         // the page header's top after the free
+  std::uint32_t free_bytes = 0;  // and its free bytes
+};
+heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, std::uint32_t offset);
+void heap_apply_free(std::byte* image, const heap_free_plan& plan);
+
 // The object whose payload starts at `offset`, or nullptr.
 const object_header* heap_object_at(const std::byte* image, std::uint32_t page_size, std::uint32_t offset);
 
