@@ -124,6 +124,38 @@ TEST_CASE("allocation mistakes get clear errors") {
   }
 }
 
+TEST_CASE("a delete where no object starts fails its transaction naming the page, and changes nothing") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  db.run([&] {
+    Node* a = new (db) Node{1, nullptr};
+    db.root<Node*>("list") = new (db) Node{2, a};
+  });
+  auto try_delete = [&](auto remove) {
+    qs::transaction tx(db);
+    remove(db.root<Node*>("list"));
+    CHECK_THROWS_WITH(tx.commit(), Catch::Contains("delete of") && Catch::Contains("on page ") &&
+                                       Catch::Contains("where no persistent object starts"));
+  };
+  SECTION("inside an object") {
+    try_delete([](Node* n) { qs::detail::release(reinterpret_cast<std::byte*>(n->next) + 8); });
+  }
+  SECTION("an object deleted already") {
+    try_delete([](Node* n) {
+      Node* a = n->next;
+      delete a;
+      qs::detail::release(a);  // what a second `delete a` does
+    });
+  }
+  // The failed transaction left both nodes where they were.
+  db.run([&] {
+    Node* n = db.root<Node*>("list");
+    REQUIRE(n->next != nullptr);
+    CHECK(n->value == 2);
+    CHECK(n->next->value == 1);
+  });
+}
+
 TEST_CASE("plain new and delete stay transient; make and destroy work for any type") {
   test_dir dir;
   auto db = qs::database::open(dir.path(), small_options());
