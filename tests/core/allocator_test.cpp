@@ -215,3 +215,32 @@ TEST_CASE("the allocator's state changes only with its transaction") {
   CHECK(db.root<Node*>("keep")->value == 1);
   tx.commit();
 }
+
+TEST_CASE("the memory given ahead to new pages' frames goes back with release_cache") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options(1024));
+  const std::uint64_t page = db.page_size();
+  {
+    qs::transaction tx(db);
+    auto& head = db.root<Slab*>("slabs");
+    for (std::uint64_t i = 0; i < 200; ++i) {  // a new page each
+      Slab* s = new (db) Slab;
+      s->value = i;
+      s->next = head;
+      head = s;
+    }
+    tx.commit();
+  }
+  qs::statistics st = db.stats();
+  INFO(st.frame_memory_bytes << " bytes of frame memory, " << st.resident_pages << " resident pages");
+  CHECK(st.frame_memory_bytes >= st.resident_pages * page);
+  db.release_cache();
+  st = db.stats();
+  CHECK(st.resident_pages == 0);
+  CHECK(st.frame_memory_bytes == 0);
+  qs::transaction tx(db);
+  std::uint64_t n = 0, wrong = 0;
+  for (const Slab* s = db.root<Slab*>("slabs"); s; s = s->next, ++n) wrong += s->value != 199 - n;
+  CHECK(n == 200);
+  CHECK(wrong == 0);
+}

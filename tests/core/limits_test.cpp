@@ -131,6 +131,27 @@ TEST_CASE("a child made by fork() cannot use its parent's database, and the pare
   tx.commit();
 }
 
+TEST_CASE("a child made by fork() can let go of its copy of a database whose new pages had a helper thread") {
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options(256));
+  {
+    qs::transaction tx(db);  // new pages: their frames' memory comes from a helper thread
+    auto& head = db.root<Slab*>("slabs");
+    for (int i = 0; i < 40; ++i) head = new (db) Slab{head, static_cast<std::uint64_t>(i), {}};
+    tx.commit();
+  }
+  qs_test::forked r = qs_test::run_forked([&] {
+    ::alarm(30);  // a wait for the parent's thread would never end
+    { qs::database gone = std::move(db); }
+    ::_exit(0);
+  });
+  CHECK(r.status == 0);
+  qs::transaction tx(db);
+  int n = 0;
+  for (Slab* s = db.root<Slab*>("slabs"); s; s = s->next) n += s->value == static_cast<std::uint64_t>(39 - n);
+  CHECK(n == 40);
+}
+
 TEST_CASE("system calls on persistent memory fail with EFAULT until qs::prefault brings it in") {
   test_dir dir;
   const std::size_t n = 24000;  // a large object: three pages

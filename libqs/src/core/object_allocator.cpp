@@ -173,7 +173,14 @@ void object_allocator::deallocate(void* p) {
 }
 
 void object_allocator::changed(page_desc* d) {
-  changed_[d->page] = {d->frame, heap_available(pages_.image(d), page_size_)};
+  const room_entry e{d->frame, heap_available(pages_.image(d), page_size_)};
+  // Objects come in runs on one page: the entry of the last change is
+  // most often this page's.
+  if (last_changed_ && last_changed_->first == d->page) {
+    last_changed_->second = e;
+    return;
+  }
+  last_changed_ = &*changed_.insert_or_assign(d->page, e).first;
 }
 
 void object_allocator::set_room(std::uint64_t page, std::uint64_t frame, std::uint32_t room) {
@@ -196,10 +203,12 @@ void object_allocator::commit() {
   if (!changed_.empty()) ensure_loaded();
   for (const auto& [page, e] : changed_) set_room(page, e.frame, e.room);
   changed_.clear();
+  last_changed_ = nullptr;
 }
 
 void object_allocator::abort() {
   changed_.clear();
+  last_changed_ = nullptr;
   current_page_ = 0;
   fresh_after_abort_ = store_.shared();
   free_space_.clear();

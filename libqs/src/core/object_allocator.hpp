@@ -92,9 +92,10 @@ class object_allocator {
     std::uint64_t frame;
     std::uint32_t room;  // bytes available
   };
-  std::map<std::uint64_t, room_entry> free_space_;             // by page
-  std::set<std::pair<std::uint32_t, std::uint64_t>> by_room_;  // (bytes, page)
-  std::map<std::uint64_t, room_entry> changed_;                // this transaction's, by page
+  std::map<std::uint64_t, room_entry> free_space_;                      // by page
+  std::set<std::pair<std::uint32_t, std::uint64_t>> by_room_;           // (bytes, page)
+  std::map<std::uint64_t, room_entry> changed_;                         // this transaction's, by page
+  std::pair<const std::uint64_t, room_entry>* last_changed_ = nullptr;  // changed_'s entry changed last
 };
 
 }  // namespace qs::detail

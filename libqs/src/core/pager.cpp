@@ -40,7 +40,8 @@ pager::pager(store& s, buffer_pool& pool, page_table& table, transaction_log& lo
       stats_(stats),
       page_size_(page_size),
       zero_page_(std::make_unique<std::byte[]>(page_size)),
-      incoming_(page_size) {}
+      incoming_(page_size),
+      fresh_(access.frames()) {}
 
 std::uint32_t pager::take_slot(page_desc* d) {
   std::uint32_t slot;
@@ -78,12 +79,12 @@ void pager::release_slot(page_desc* d) {
 
 void pager::page_in(page_desc* d) {
   std::uint32_t slot = take_slot(d);
-  // The image is made in a buffer, and its frame's memory becomes a copy of
-  // it (page_access::fill_and_show): the memory is not zeroed by the
-  // kernel and then written again, and no fault is taken to write it.
-  std::byte* img = incoming_.get();
   if (d->origin() == page_origin::unbuilt) {
-    // A page created in this transaction that has never been built.
+    // A page created in this transaction that has never been built: built
+    // in its frame's memory, which fresh_ has most often populated already,
+    // then shown.
+    std::byte* img = access_.image(d);
+    fresh_.took(d->frame);
     std::memset(img, 0, page_size_);
     if (d->hdr.kind == page_kind::small) {
       init_small_page(img, page_size_);
@@ -94,10 +95,15 @@ void pager::page_in(page_desc* d) {
       set_tag(*oh, 1);
     }
     d->built(slot);
-    show(d, true, img);
+    show(d, true);
     log_.add_written(d);
     return;
   }
+  // A stored page's image is made in a buffer, and its frame's memory
+  // becomes a copy of it (page_access::fill_and_show): the memory is not
+  // zeroed by the kernel and then written again, and no fault is taken to
+  // write it.
+  std::byte* img = incoming_.get();
   record_header h;
   std::string m;
   try {
@@ -565,6 +571,12 @@ void pager::evict_all_clean() {
   table_.for_each([&](page_desc* d) {
     if (d->resident()) evict_clean(d);
   });
+  // The frames populated for new pages to come give their memory back too.
+  const auto [first, end] = fresh_.drop();
+  for (std::uint64_t f = first; f < end; ++f) {
+    const page_desc* d = table_.by_frame(f);
+    if (!d || !d->resident()) access_.frames().release(f);
+  }
 }
 
 void pager::discard(page_desc* d) {

@@ -7,7 +7,9 @@
 // make room (QuickStore's clock, buffer_pool.hpp), writing a dirty victim's
 // changes first. It is the only component that moves a page_desc through
 // its states (page_table.hpp), and it tells page_access of every move so the
-// program sees the page as its state allows.
+// program sees the page as its state allows. A new page is built in its
+// frame's memory, which a helper thread has most often given it already
+// (fresh_frames.hpp).
 //
 // Invariants:
 //  * A resident page's image (page_access::image) is its record, with vptrs
@@ -19,12 +21,14 @@
 //    transaction.
 //
 // Depends on: store, buffer_pool, page_table, transaction_log, page_access,
-// relocator, page_words, pointer_check. Calls nothing above it.
+// relocator, page_words, pointer_check, fresh_frames. Calls nothing above it.
 //
-// Thread-safety: none; the runtime's lock guards it.
+// Thread-safety: none; the runtime's lock guards it (fresh_frames' helper
+// thread touches none of its state).
 #pragma once
 
 #include "core/buffer_pool.hpp"
+#include "core/fresh_frames.hpp"
 #include "core/page_table.hpp"
 #include "core/page_words.hpp"
 #include "core/pointer_check.hpp"
@@ -251,6 +255,7 @@ class pager {
   std::uint64_t last_read_ = 0;  // the page prefetch_after last followed
   page_buffer incoming_;         // page_in's image
   page_buffer staging_;          // prefetch_ images, read ahead
+  fresh_frames fresh_;           // new pages' memory, populated ahead
   std::uint32_t staging_pages_ = 0;
   std::vector<staged_page> staged_;  // during prefetch_after
   void count_refetch(page_desc* d);

@@ -284,6 +284,15 @@ void frame_space::fill_and_show(std::uint64_t f, const std::byte* src, bool writ
   show(f, writable);
 }
 
+bool frame_space::populate(std::uint64_t f, std::uint64_t n) {
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;
+#endif
+  if (f >= frames()) return false;
+  if (n > frames() - f) n = frames() - f;
+  return ::madvise(view(f), n * page_size_, MADV_POPULATE_WRITE) == 0;
+}
+
 void frame_space::protect(std::uint64_t f, bool writable) {
   if (control_ == frame_control::protection) {
     if (::mprotect(frame_address(f), page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ) != 0)

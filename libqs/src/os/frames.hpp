@@ -32,7 +32,8 @@
 //  * A frame is hidden (any touch faults) or shown read-only or read-write;
 //    a shown frame's bytes are view(f)'s.
 //  * Memory is used only by frames whose page has been written and not
-//    released since.
+//    released since, and by frames populated ahead (populate), which read
+//    zeros until written.
 //
 // Thread-safety: a frame_space's calls may come from any thread; callers
 // keep one frame's transitions in order (the runtime's lock does).
@@ -94,6 +95,10 @@ class frame_space {
   // fill(), then show(f, writable): under userfault one system call
   // (UFFDIO_COPY), which allocates, copies and maps the page at once.
   void fill_and_show(std::uint64_t f, const std::byte* src, bool writable);
+  // Frames [f, f + n) get their memory now, zeroed where it was released,
+  // in one system call (MADV_POPULATE_WRITE on the runtime's view); they
+  // stay hidden. False when the kernel cannot (before Linux 5.14).
+  bool populate(std::uint64_t f, std::uint64_t n);
   // A shown frame's access changes.
   void protect(std::uint64_t f, bool writable);
   // Frame f becomes hidden; its page stays in view(f).

@@ -1,0 +1,87 @@
+// Frames populated ahead of new pages, on a helper thread (fresh_frames.hpp).
+#include "core/fresh_frames.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <algorithm>
+
+namespace qs::detail {
+
+fresh_frames::fresh_frames(frame_space& frames)
+    : frames_(frames), enabled_(std::thread::hardware_concurrency() > 1), generation_(fork_generation()) {}
+
+fresh_frames::~fresh_frames() {
+  if (!h_) return;
+  if (generation_ != fork_generation()) {
+    // A forked child's copy: the thread is the parent's, and not here.
+    (void)h_.release();
+    return;
+  }
+  {
+    lock_guard g(h_->m);
+    h_->stop = true;
+  }
+  h_->wake.notify_one();
+  h_->thread.join();
+}
+
+void fresh_frames::took(std::uint64_t f) {
+  if (!enabled_) return;
+  const bool inside = f >= ahead_begin_ && f < ahead_end_;
+  if (inside && ahead_end_ - f > window / 2) return;
+  const std::uint64_t from = inside ? ahead_end_ : f + 1;
+  ahead_begin_ = f + 1;
+  ahead_end_ = std::min(f + 1 + window, frames_.frames());
+  if (from >= ahead_end_) return;
+  if (!h_) {
+    auto h = std::make_unique<helper_state>();
+    // Started with every signal blocked: the program's faults and signals
+    // are never delivered to it.
+    sigset_t all, was;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &was);
+    try {
+      h->thread = std::thread([this, p = h.get()] { helper(*p); });
+    } catch (...) {
+      pthread_sigmask(SIG_SETMASK, &was, nullptr);
+      throw;
+    }
+    pthread_sigmask(SIG_SETMASK, &was, nullptr);
+    h_ = std::move(h);
+  }
+  {
+    lock_guard g(h_->m);
+    // A range not yet begun is replaced: the program has moved past it.
+    h_->want_begin = from;
+    h_->want_end = ahead_end_;
+  }
+  h_->wake.notify_one();
+}
+
+std::pair<std::uint64_t, std::uint64_t> fresh_frames::drop() {
+  if (!h_) return {0, 0};
+  {
+    unique_lock l(h_->m);
+    h_->want_begin = h_->want_end = 0;
+    while (h_->busy) h_->idle.wait(l);
+  }
+  return {std::exchange(ahead_begin_, 0), std::exchange(ahead_end_, 0)};
+}
+
+void fresh_frames::helper(helper_state& h) {
+  unique_lock l(h.m);
+  for (;;) {
+    while (!h.stop && h.want_begin >= h.want_end) h.wake.wait(l);
+    if (h.stop) return;
+    const std::uint64_t b = h.want_begin, e = h.want_end;
+    h.want_begin = h.want_end = 0;
+    h.busy = true;
+    l.unlock();
+    (void)frames_.populate(b, e - b);  // a kernel without it: pages get memory when built
+    l.lock();
+    h.busy = false;
+    h.idle.notify_all();
+  }
+}
+
+}  // namespace qs::detail
