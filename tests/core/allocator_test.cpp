@@ -156,6 +156,37 @@ TEST_CASE("a delete where no object starts fails its transaction naming the page
   });
 }
 
+TEST_CASE("a delete inside an object is refused after frees and an allocation reshaped its page") {
+  // Deletes walk their page from the last object freed there; an allocation
+  // that merges free blocks must end that, or a walk could start inside the
+  // new object and take its bytes for headers.
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  Node* x[4];
+  db.run([&] {
+    for (Node*& n : x) n = new (db) Node{0, nullptr};
+    db.root<Node*>("x3") = x[2];
+  });
+  const auto at = [&](int i) { return reinterpret_cast<std::byte*>(x[i]); };
+  const std::ptrdiff_t step = sizeof(Node) + 8;  // payload and header
+  REQUIRE(at(1) - at(0) == step);
+  REQUIRE(at(2) - at(1) == step);
+  qs::transaction tx(db);
+  delete x[0];
+  delete x[1];  // the walk may now start at x[1]'s header
+  // Five words fill the two freed blocks exactly, from x[0]'s payload on.
+  auto* words = qs::allocator<std::uint64_t>().allocate(5);
+  REQUIRE(reinterpret_cast<std::byte*>(words) == at(0));
+  // Where x[1]'s header was: a "header" whose object ends at x[2]'s
+  // payload, and x[2]'s first word a "header" of an 8-byte object just
+  // inside x[2].
+  words[2] = std::uint64_t{24} << 32 | 1;
+  x[2]->value = std::int64_t{8} << 32 | 1;
+  qs::detail::release(at(2) + 8);
+  CHECK_THROWS_WITH(tx.commit(), Catch::Contains("where no persistent object starts"));
+  db.run([&] { CHECK(db.root<Node*>("x3") == x[2]); });
+}
+
 TEST_CASE("plain new and delete stay transient; make and destroy work for any type") {
   test_dir dir;
   auto db = qs::database::open(dir.path(), small_options());

@@ -61,7 +61,10 @@ class object_allocator {
   // Forgets this transaction's changes, and the list read from the store.
   void abort();
   // The page table was emptied: no page is current.
-  void forget_current_page() { current_page_ = 0; }
+  void forget_current_page() {
+    current_page_ = 0;
+    freed_ = {};
+  }
 
  private:
   page_desc* new_page(page_kind kind, std::uint64_t page, std::uint64_t frame, std::uint64_t run_first,
@@ -96,6 +99,12 @@ class object_allocator {
   std::set<std::pair<std::uint32_t, std::uint64_t>> by_room_;           // (bytes, page)
   std::map<std::uint64_t, room_entry> changed_;                         // this transaction's, by page
   std::pair<const std::uint64_t, room_entry>* last_changed_ = nullptr;  // changed_'s entry changed last
+  // The header of the object this transaction freed last, and its page:
+  // an object start until the next allocation (page_heap.hpp).
+  struct freed_at {
+    std::uint64_t page = 0;
+    std::uint32_t header = 0;
+  } freed_;
 };
 
 }  // namespace qs::detail

@@ -89,7 +89,8 @@ const object_header* heap_object_at(const std::byte* image, std::uint32_t page_s
   return nullptr;
 }
 
-heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, std::uint32_t offset) {
+heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, std::uint32_t offset,
+                              std::uint32_t from) {
   // One walk, up to the object. The tail is the end of the last live object
   // (trailing free blocks go back to it): freeing an object that a live one
   // follows adds its bytes to the free bytes; freeing the last moves the
@@ -98,16 +99,19 @@ heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, s
   auto* ph = reinterpret_cast<const page_header*>(image);
   const std::uint64_t top = ph->top < page_size ? ph->top : page_size;
   const std::uint64_t hs = sizeof(object_header);
-  std::uint64_t off = sizeof(page_header), used_end = off, free_before = 0, free_running = 0;
+  const bool midway = from > sizeof(page_header);
+  auto again = [&]() -> heap_free_plan { return midway ? heap_plan_free(image, page_size, offset) : heap_free_plan{}; };
+  std::uint64_t off = midway ? from : sizeof(page_header), used_end = off, free_before = 0, free_running = 0;
   while (off + hs <= top) {
     auto* h = reinterpret_cast<const object_header*>(image + off);
     const std::uint64_t end = off + hs + h->size;
-    if (end > top || off + hs > offset) return {};
+    if (end > top || off + hs > offset) return again();
     if (off + hs == offset) {
-      if (h->type == free_type) return {};
+      if (h->type == free_type) return again();
       if (end < top)
         return {true, static_cast<std::uint32_t>(off), ph->top,
                 ph->free_bytes + static_cast<std::uint32_t>(hs + h->size)};
+      if (midway) return again();  // the objects before `from` decide the tail
       return {true, static_cast<std::uint32_t>(off), static_cast<std::uint32_t>(used_end),
               static_cast<std::uint32_t>(free_before)};
     }
@@ -119,7 +123,7 @@ heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, s
     }
     off = end;
   }
-  return {};
+  return again();
 }
 
 void heap_apply_free(std::byte* image, const heap_free_plan& plan) {

@@ -45,7 +45,16 @@ struct heap_free_plan {
   std::uint32_t top = 0;         // the page header's top after the free
   std::uint32_t free_bytes = 0;  // and its free bytes
 };
-heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, std::uint32_t offset);
+//
+// `from`, when not 0, is the header offset of an object (live or freed) that
+// starts at or before the one to free, known from an earlier walk: the walk
+// starts there rather than at the page's start. Frees keep every object's
+// start (only an allocation merges free blocks), so a delete's header stays
+// an object start until the page next allocates. When the walk from `from`
+// finds nothing, or finds the page's last object (whose plan needs the
+// objects before `from`), it walks again from the page's start.
+heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, std::uint32_t offset,
+                              std::uint32_t from = 0);
 void heap_apply_free(std::byte* image, const heap_free_plan& plan);
 
 // The object whose payload starts at `offset`, or nullptr.
