@@ -28,12 +28,11 @@ fresh_frames::~fresh_frames() {
 void fresh_frames::took(std::uint64_t f) {
   if (!enabled_) return;
   const bool inside = f >= ahead_begin_ && f < ahead_end_;
-  if (inside && ahead_end_ - f > window / 2) return;
-  const std::uint64_t from = inside ? ahead_end_ : f + 1;
+  const bool extend = !inside || ahead_end_ - f <= window / 2;
   ahead_begin_ = f + 1;
-  ahead_end_ = std::min(f + 1 + window, frames_.frames());
-  if (from >= ahead_end_) return;
+  if (extend) ahead_end_ = std::min(f + 1 + window, frames_.frames());
   if (!h_) {
+    if (!extend || ahead_begin_ >= ahead_end_) return;
     auto h = std::make_unique<helper_state>();
     // Started with every signal blocked: the program's faults and signals
     // are never delivered to it.
@@ -51,8 +50,10 @@ void fresh_frames::took(std::uint64_t f) {
   }
   {
     lock_guard g(h_->m);
-    // A range not yet begun is replaced: the program has moved past it.
-    h_->want_begin = from;
+    // The helper never works behind the program: a frame the program
+    // reached first got its memory there.
+    h_->want_begin = inside ? std::max(h_->want_begin, ahead_begin_) : ahead_begin_;
+    if (!extend) return;
     h_->want_end = ahead_end_;
   }
   h_->wake.notify_one();
@@ -73,8 +74,10 @@ void fresh_frames::helper(helper_state& h) {
   for (;;) {
     while (!h.stop && h.want_begin >= h.want_end) h.wake.wait(l);
     if (h.stop) return;
-    const std::uint64_t b = h.want_begin, e = h.want_end;
-    h.want_begin = h.want_end = 0;
+    // A few frames at a time, so that the program, when it catches up,
+    // moves the helper past the frames it reached.
+    const std::uint64_t b = h.want_begin, e = std::min(h.want_end, b + chunk);
+    h.want_begin = e;
     h.busy = true;
     l.unlock();
     (void)frames_.populate(b, e - b);  // a kernel without it: pages get memory when built

@@ -38,8 +38,10 @@ namespace qs::detail {
 
 class fresh_frames {
  public:
-  // Frames to keep populated past the last new page's.
+  // Frames to keep populated past the last new page's, and how many the
+  // helper populates in one system call.
   static constexpr std::uint64_t window = 64;
+  static constexpr std::uint64_t chunk = 8;
 
   explicit fresh_frames(frame_space& frames);
   ~fresh_frames();
