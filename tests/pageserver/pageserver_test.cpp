@@ -754,3 +754,20 @@ TEST_CASE_METHOD(server_fixture,
       });
   CHECK(largest > 2048);
 }
+
+TEST_CASE_METHOD(server_fixture, "a client gives memory ahead only to the frames of page numbers it holds") {
+  auto db = qs::database::open(s.unix_url(), client_options(s));
+  const std::uint64_t page = db.page_size();
+  {
+    qs::transaction tx(db);
+    // A client's first block of page numbers holds one: the frames after
+    // its page's are the homes of pages other clients may create.
+    db.root<Counter*>("lone") = new (db) Counter{};
+    tx.commit();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // what a helper would populate, it has
+  const qs::statistics st = db.stats();
+  INFO(st.frame_memory_bytes << " bytes of frame memory, " << st.resident_pages << " resident pages");
+  CHECK(st.resident_pages >= 1);
+  CHECK(st.frame_memory_bytes <= st.resident_pages * page);
+}

@@ -25,12 +25,12 @@ fresh_frames::~fresh_frames() {
   h_->thread.join();
 }
 
-void fresh_frames::took(std::uint64_t f) {
+void fresh_frames::took(std::uint64_t f, std::uint64_t mine) {
   if (!enabled_) return;
   const bool inside = f >= ahead_begin_ && f < ahead_end_;
   const bool extend = !inside || ahead_end_ - f <= window / 2;
   ahead_begin_ = f + 1;
-  if (extend) ahead_end_ = std::min(f + 1 + window, frames_.frames());
+  if (extend) ahead_end_ = f + 1 + std::min({window, mine, frames_.frames() - (f + 1)});
   if (!h_) {
     if (!extend || ahead_begin_ >= ahead_end_) return;
     auto h = std::make_unique<helper_state>();

@@ -8,7 +8,9 @@
 // frames of new page numbers, which are handed out in order, so the frames
 // after the last new page's are the next ones's: a helper thread populates
 // a window of them (frame_space::populate) while the program goes on, and a
-// new page finds its memory there.
+// new page finds its memory there. Through a page server, whose numbers
+// come in blocks, the window stops at the end of the block in hand: the
+// frames after it are other clients' pages.
 //
 // Invariants:
 //  * Only frames at or after the last new page's frame are populated, at
@@ -48,9 +50,10 @@ class fresh_frames {
   fresh_frames(const fresh_frames&) = delete;
   fresh_frames& operator=(const fresh_frames&) = delete;
 
-  // A new page took frame f: the frames after it are populated ahead when
-  // fewer than half the window are.
-  void took(std::uint64_t f);
+  // A new page took frame f, and the `mine` frames after it are the homes
+  // of pages only this process may create: up to a window of them are
+  // populated ahead when fewer than half the window are.
+  void took(std::uint64_t f, std::uint64_t mine);
   // Stops populating ahead, once the helper is idle, and returns the frames
   // asked for and not taken since, [first, second): the caller releases
   // those that hold no page.

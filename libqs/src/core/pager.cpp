@@ -84,7 +84,12 @@ void pager::page_in(page_desc* d) {
     // in its frame's memory, which fresh_ has most often populated already,
     // then shown.
     std::byte* img = access_.image(d);
-    fresh_.took(d->frame);
+    // The frames after a page at home are the homes of the rest of its run
+    // and of the page numbers the store hands out next.
+    if (frames_.is_home(d)) {
+      const std::uint64_t rest = d->run_first() + d->run_pages() - 1 - d->page, in_hand = store_.pages_in_hand();
+      fresh_.took(d->frame, in_hand > UINT64_MAX - rest ? UINT64_MAX : rest + in_hand);
+    }
     std::memset(img, 0, page_size_);
     if (d->hdr.kind == page_kind::small) {
       init_small_page(img, page_size_);

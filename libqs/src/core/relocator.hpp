@@ -87,6 +87,11 @@ class relocator {
   page_desc* at_home(std::uint64_t page);
   // Whether `page` has no entry and could be given one at home.
   bool could_be_home(std::uint64_t page) const;
+  // Whether d sits at its home frame.
+  bool is_home(const page_desc* d) const {
+    auto h = home_region_.frame_of_page(d->page);
+    return h && *h == d->frame;
+  }
   // Whether d's entry may be dropped once its run leaves the pool: a run at
   // its home frames, reached again through them (page_at, widen), and no
   // claim_ to keep.

@@ -140,6 +140,7 @@ class remote_store final : public store {
                   std::span<const byte_range> ranges, const std::string* mapping) override;
   void delete_page(std::uint64_t page) override;
   page_range allocate_pages(std::uint64_t n) override;
+  std::uint64_t pages_in_hand() const override { return spare_left_; }
   bool shared() const override { return true; }
   bool follows_master() const override { return sites_.size() > 1 || read_replica_; }
 

@@ -40,6 +40,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -130,6 +131,11 @@ class store {
     std::uint64_t frame;
   };
   virtual page_range allocate_pages(std::uint64_t n) = 0;
+  // How many page numbers allocate_pages hands out next without asking
+  // anyone, and so no other client can have: the frames of those pages are
+  // this process's to prepare (fresh_frames.hpp). Unbounded for a store no
+  // other client shares.
+  virtual std::uint64_t pages_in_hand() const { return std::numeric_limits<std::uint64_t>::max(); }
   // Whether other clients share the store (see above).
   virtual bool shared() const { return false; }
   // Cache coherence (see above).
