@@ -91,8 +91,9 @@ TEST_CASE("page heap: a free planned from an earlier object's start plans what t
       if (p) live[p] = size;
       // An allocation may merge free blocks: only what a walk finds now are starts.
       starts.clear();
-      heap_for_each(image.data(), page_size,
-                    [&](std::uint32_t q, const object_header&) { starts.push_back(q - sizeof(object_header)); });
+      heap_for_each(image.data(), page_size, [&](std::uint32_t q, const object_header&) {
+        starts.push_back(q - static_cast<std::uint32_t>(sizeof(object_header)));
+      });
       continue;
     }
     auto it = live.begin();
