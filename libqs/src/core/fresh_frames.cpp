@@ -1,8 +1,8 @@
 // Frames populated ahead of new pages, on a helper thread (fresh_frames.hpp).
 #include "core/fresh_frames.hpp"
 
-#include <pthread.h>
-#include <signal.h>
+#include "util/signal_free_thread.hpp"
+
 #include <algorithm>
 
 namespace qs::detail {
@@ -34,18 +34,7 @@ void fresh_frames::took(std::uint64_t f, std::uint64_t mine) {
   if (!h_) {
     if (!extend || ahead_begin_ >= ahead_end_) return;
     auto h = std::make_unique<helper_state>();
-    // Started with every signal blocked: the program's faults and signals
-    // are never delivered to it.
-    sigset_t all, was;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &was);
-    try {
-      h->thread = std::thread([this, p = h.get()] { helper(*p); });
-    } catch (...) {
-      pthread_sigmask(SIG_SETMASK, &was, nullptr);
-      throw;
-    }
-    pthread_sigmask(SIG_SETMASK, &was, nullptr);
+    h->thread = start_signal_free_thread([this, p = h.get()] { helper(*p); });
     h_ = std::move(h);
   }
   {

@@ -23,7 +23,8 @@
 //
 // Thread-safety: took() and drop() are called by one thread at a time (the
 // pager's caller, under the runtime's lock); the helper thread is this
-// class's own. A child made by fork() has no helper: its copy leaves the
+// class's own, started with every signal blocked
+// (util/signal_free_thread.hpp). A child made by fork() has no helper: its copy leaves the
 // parent's thread alone.
 #pragma once
 

@@ -45,7 +45,6 @@ struct heap_free_plan {
   std::uint32_t top = 0;         // the page header's top after the free
   std::uint32_t free_bytes = 0;  // and its free bytes
 };
-//
 // `from`, when not 0, is the header offset of an object (live or freed) that
 // starts at or before the one to free, known from an earlier walk: the walk
 // starts there rather than at the page's start. Frees keep every object's

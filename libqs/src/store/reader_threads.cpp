@@ -1,24 +1,17 @@
 // Helper threads for batches of store reads (reader_threads.hpp).
 #include "store/reader_threads.hpp"
 
-#include <pthread.h>
-#include <signal.h>
+#include "util/signal_free_thread.hpp"
 
 namespace qs::detail {
 
 reader_threads::reader_threads(unsigned helpers) {
-  // Started with every signal blocked: they inherit the mask.
-  sigset_t all, was;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &was);
   try {
-    for (unsigned i = 0; i < helpers; ++i) threads_.emplace_back([this] { helper(); });
+    for (unsigned i = 0; i < helpers; ++i) threads_.push_back(start_signal_free_thread([this] { helper(); }));
   } catch (...) {
-    pthread_sigmask(SIG_SETMASK, &was, nullptr);
     stop();
     throw;
   }
-  pthread_sigmask(SIG_SETMASK, &was, nullptr);
 }
 
 reader_threads::~reader_threads() { stop(); }
