@@ -469,3 +469,32 @@ TEST_CASE("catalog: a client that loses the race to create a database opens the 
   REQUIRE(frames);
   CHECK(reinterpret_cast<std::uintptr_t>(frames->base()) == 0x7d0000000000);
 }
+
+// index_of answers most calls from a cache of the descriptors it answered
+// last; an abort that forgets a type must empty it, or the next
+// transaction's object would take the forgotten index and no schema record
+// would say what it is.
+TEST_CASE("schema registry: a type its aborted transaction added is stored again by the next one") {
+  static const qs::member_record members[] = {
+      {qs::member_kind::number, qs::number_kind::sint, 0, 8, 1, 8, 0, 0, "n", "long int", ""}};
+  static const qs::type_descriptor widget{"Widget", 8, 8, nullptr, 0, nullptr, 0, members, 1};
+  qs_test::mem_store s(store_options());
+  schema_registry reg(s);
+  reg.load();
+  s.begin();
+  const std::uint32_t first = reg.index_of(&widget);
+  CHECK(reg.index_of(&widget) == first);  // answered from the cache
+  s.abort();
+  reg.abort();
+  CHECK(!s.get("t:Widget"));
+  s.begin();
+  const std::uint32_t again = reg.index_of(&widget);
+  s.commit(true);
+  reg.commit();
+  CHECK(s.get("t:Widget"));
+  schema_registry fresh(s);
+  fresh.load();
+  REQUIRE(fresh.layout(again));
+  CHECK(fresh.layout(again)->name == "Widget");
+  CHECK(fresh.index_of(&widget) == again);
+}

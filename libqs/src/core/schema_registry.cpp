@@ -251,9 +251,12 @@ void schema_registry::check(const type_layout& stored, const type_descriptor* d)
   throw schema_mismatch(msg);
 }
 
-std::uint32_t schema_registry::index_of(const type_descriptor* d) {
+std::uint32_t schema_registry::index_of_slow(const type_descriptor* d) {
   auto it = by_desc_.find(d);
-  if (it != by_desc_.end()) return it->second;
+  if (it != by_desc_.end()) {
+    recent_[recent_slot(d)] = {d, it->second};
+    return it->second;
+  }
   if (auto index = bind_stored(d)) return *index;
   return add(d);
 }
@@ -263,6 +266,7 @@ std::optional<std::uint32_t> schema_registry::bind_stored(const type_descriptor*
   if (n == by_name_.end()) return std::nullopt;
   check(layouts_[n->second], d);
   layouts_[n->second].program = d;
+  forget_recent();
   by_desc_[d] = n->second;
   return n->second;
 }
@@ -290,12 +294,14 @@ std::uint32_t schema_registry::store_new(const type_descriptor* d) {
   layouts_.resize(index + 1);
   layouts_[index] = std::move(l);
   by_name_[d->name] = index;
+  forget_recent();
   by_desc_[d] = index;
   added_.push_back(index);
   return index;
 }
 
 void schema_registry::abort() {
+  forget_recent();
   for (std::uint32_t index : added_) {
     by_name_.erase(layouts_[index].name);
     for (auto it = by_desc_.begin(); it != by_desc_.end();)

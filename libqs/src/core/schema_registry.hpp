@@ -18,6 +18,10 @@
 //    qs::schema_mismatch naming the type and its first differing member,
 //    when the database opens and again when the type is first used.
 //  * Types added by a transaction that aborts are forgotten.
+//  * index_of answers from a small direct-mapped cache of the descriptors it
+//    answered last (every allocation asks); the cache is emptied whenever
+//    a descriptor's binding changes, so it never answers what by_desc_
+//    would not.
 //  * A type's earlier layouts stay in the database ("h:" + name + "@" +
 //    index) after schema evolution replaced them, and their indexes are
 //    never reused.
@@ -28,6 +32,7 @@
 
 #include <qs/schema.hpp>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -72,7 +77,10 @@ class schema_registry {
   // Every type, current or historical, whose layout the database has.
   std::size_t index_limit() const { return layouts_.size(); }
   // The index of d's type, adding it to the database when new.
-  std::uint32_t index_of(const type_descriptor* d);
+  std::uint32_t index_of(const type_descriptor* d) {
+    const recent_type& r = recent_[recent_slot(d)];
+    return r.desc == d ? r.index : index_of_slow(d);
+  }
   // The layout of a type index, or nullptr when the database has none.
   const type_layout* layout(std::uint32_t index) const {
     return index < layouts_.size() && !layouts_[index].name.empty() ? &layouts_[index] : nullptr;
@@ -85,7 +93,16 @@ class schema_registry {
   void abort();
 
  private:
+  std::uint32_t index_of_slow(const type_descriptor* d);
   std::uint32_t add(const type_descriptor* d);
+  struct recent_type {
+    const type_descriptor* desc = nullptr;
+    std::uint32_t index = 0;
+  };
+  static std::size_t recent_slot(const type_descriptor* d) {
+    return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(d) * 0x9e3779b97f4a7c15ull) >> 59);
+  }
+  void forget_recent() { recent_.fill({}); }
   // Gives d's layout the next index, in the database ("t:" record) and
   // here, within the open transaction (add and adopt).
   std::uint32_t store_new(const type_descriptor* d);
@@ -98,6 +115,7 @@ class schema_registry {
   std::vector<type_layout> layouts_;
   std::unordered_map<std::string, std::uint32_t> by_name_;
   std::unordered_map<const type_descriptor*, std::uint32_t> by_desc_;
+  std::array<recent_type, 32> recent_{};  // recent_slot(d) -> (d, index)
   std::vector<std::uint32_t> added_;
   bool evolving_ = false;
   std::vector<pending_change> pending_;
