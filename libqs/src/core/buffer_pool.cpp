@@ -4,8 +4,7 @@
 
 namespace qs::detail {
 
-buffer_pool::buffer_pool(std::uint32_t slots, std::uint32_t page_size)
-    : slots_(slots), page_size_(page_size), before_(std::size_t{slots} * page_size) {}
+buffer_pool::buffer_pool(std::uint32_t slots, std::uint32_t page_size) : slots_(slots), before_(slots, page_size) {}
 
 bool buffer_pool::take_free(page_desc* d, std::uint32_t& slot) {
   if (!free_.empty()) {
@@ -47,6 +46,7 @@ page_desc* buffer_pool::victim() {
 
 void buffer_pool::release(std::uint32_t slot) {
   owner_[slot] = nullptr;
+  before_.give_back(slot);
   free_.push_back(slot);
 }
 

@@ -1,8 +1,9 @@
 // core/buffer_pool.hpp: the bounded set of real page frames, and its replacement.
 //
 // The pool is a budget of `slots` resident pages: a page's bytes are its
-// frame's (os/frames.hpp), and a slot is the page's place in the clock and
-// the place of its before-image. Slots are handed out as pages come in, so
+// frame's (os/frames.hpp), and a slot is the page's place in the clock; a
+// page written in the open transaction has its before-image in an entry
+// the slot holds (before_images.hpp). Slots are handed out as pages come in, so
 // the pool's own memory follows the most pages it has held, not its size.
 // Each slot is free or holds one resident page. When no slot is free the
 // replacement policy chooses a victim among the resident pages; the baseline
@@ -20,7 +21,7 @@
 // Thread-safety: none; the runtime's lock guards it.
 #pragma once
 
-#include "os/frames.hpp"
+#include "core/before_images.hpp"
 
 #include <cstdint>
 #include <vector>
@@ -34,11 +35,18 @@ class buffer_pool {
   buffer_pool(std::uint32_t slots, std::uint32_t page_size);
 
   std::uint32_t size() const { return slots_; }
-  // Where the before-image of the page in `slot` is kept.
-  std::byte* before(std::uint32_t slot) const { return before_.data() + std::size_t{slot} * page_size_; }
+  // Where the before-image of the page in `slot` is kept: take_before gives
+  // the slot an entry when it has none (and says which memory to populate
+  // ahead, before_images::take), before() is the one it has.
+  std::byte* take_before(std::uint32_t slot, before_images::range& ahead) { return before_.take(slot, ahead); }
+  std::byte* before(std::uint32_t slot) const { return before_.at(slot); }
+  // The transaction ended: its before-images are no longer needed.
+  void forget_before_images() { before_.reset(); }
   // The before-images' memory may go back to the kernel when it needs it
   // (after a transaction that wrote many pages); their contents are gone.
-  void offer_before_images() { before_.offer(owner_.size() * std::size_t{page_size_}); }
+  void offer_before_images() { before_.offer(); }
+  const before_images& before_image_entries() const { return before_; }
+  const zeroed_memory& before_image_memory() const { return before_.memory(); }
 
   std::uint32_t free_slots() const { return static_cast<std::uint32_t>(free_.size() + (slots_ - owner_.size())); }
   // A free slot now owned by `d`, or false when every slot is in use.
@@ -56,8 +64,7 @@ class buffer_pool {
 
  private:
   std::uint32_t slots_;
-  std::uint32_t page_size_;
-  zeroed_memory before_;
+  before_images before_;
   std::vector<page_desc*> owner_;  // the slots handed out so far
   std::vector<std::uint32_t> free_;
   std::uint32_t hand_ = 0;

@@ -1,5 +1,6 @@
 // core/fresh_frames.hpp: memory for the frames of the pages this process
-// creates next, given by a helper thread before the pages need it.
+// creates next, and for the next before-images, given by a helper thread
+// before the pages need it.
 //
 // A new page is built in its frame's memory through the runtime's view and
 // then shown (pager::page_in). Memory a frame gets on demand costs the
@@ -10,7 +11,11 @@
 // a window of them (frame_space::populate) while the program goes on, and a
 // new page finds its memory there. Through a page server, whose numbers
 // come in blocks, the window stops at the end of the block in hand: the
-// frames after it are other clients' pages.
+// frames after it are other clients' pages. The before-images of the pages
+// a transaction writes are entries taken in order too (before_images.hpp):
+// the helper gives the next ones their memory the same way (give_memory).
+// With one core there is no helper: give_memory populates on the caller's
+// thread, one system call for a batch.
 //
 // Invariants:
 //  * Only frames at or after the last new page's frame are populated, at
@@ -45,6 +50,7 @@ class fresh_frames {
   // helper populates in one system call.
   static constexpr std::uint64_t window = 64;
   static constexpr std::uint64_t chunk = 8;
+  static constexpr std::size_t memory_chunk = std::size_t{64} << 10;  // bytes, for give_memory
 
   explicit fresh_frames(frame_space& frames);
   ~fresh_frames();
@@ -55,6 +61,9 @@ class fresh_frames {
   // of pages only this process may create: up to a window of them are
   // populated ahead when fewer than half the window are.
   void took(std::uint64_t f, std::uint64_t mine);
+  // Gives bytes [offset, offset + bytes) of `m` their memory (populate), on
+  // the helper thread when there is one. `m` outlives this object.
+  void give_memory(const zeroed_memory& m, std::size_t offset, std::size_t bytes);
   // Stops populating ahead, once the helper is idle, and returns the frames
   // asked for and not taken since, [first, second): the caller releases
   // those that hold no page.
@@ -69,11 +78,14 @@ class fresh_frames {
     std::condition_variable_any idle;               // the helper finished a range
     std::uint64_t want_begin QS_GUARDED_BY(m) = 0;  // to populate next
     std::uint64_t want_end QS_GUARDED_BY(m) = 0;
+    const zeroed_memory* memory QS_GUARDED_BY(m) = nullptr;  // to give memory next
+    std::size_t memory_begin QS_GUARDED_BY(m) = 0, memory_end QS_GUARDED_BY(m) = 0;
     bool busy QS_GUARDED_BY(m) = false;
     bool stop QS_GUARDED_BY(m) = false;
     std::thread thread;
   };
   void helper(helper_state& h);
+  void start_helper();
 
   frame_space& frames_;
   const bool enabled_;  // a second core to run the helper on

@@ -396,8 +396,11 @@ void pager::fix_vptrs(page_desc* d, std::byte* img) {
 void pager::make_writable(page_desc* d) {
   if (d->prefetched_by != prefetch_source::none) first_use(d);
   bool was_writable = d->state() == page_state::writable;  // software mode: objects saved
-  std::memcpy(before_image(d), image(d), page_size_);
-  log_.put_back_saved(d, before_image(d));
+  before_images::range ahead;
+  std::byte* before = pool_.take_before(d->slot(), ahead);
+  std::memcpy(before, image(d), page_size_);
+  if (ahead.bytes) fresh_.give_memory(pool_.before_image_memory(), ahead.offset, ahead.bytes);
+  log_.put_back_saved(d, before);
   if (was_writable) {
     d->took_page_before();
     return;
@@ -676,9 +679,10 @@ void pager::committed() {
 }
 
 void pager::release_before_images(std::size_t written) {
-  // After a transaction that wrote many pages, their before-images' memory
-  // is offered back (one call), so that memory follows the resident pages
-  // when the machine needs it.
+  // The next transaction's pages take the same entries again. After a
+  // transaction that wrote many pages, their memory is offered back (one
+  // call), so that memory follows the pages written when the machine needs it.
+  pool_.forget_before_images();
   if (written >= 1024) pool_.offer_before_images();
 }
 

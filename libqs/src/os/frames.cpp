@@ -93,6 +93,14 @@ zeroed_memory::~zeroed_memory() { remove_region(base_, bytes_); }
 
 void zeroed_memory::offer(std::size_t bytes) { ::madvise(base_, std::min(bytes, bytes_), MADV_FREE); }
 
+bool zeroed_memory::populate(std::size_t offset, std::size_t bytes) const {
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;
+#endif
+  if (offset >= bytes_) return false;
+  return ::madvise(base_ + offset, std::min(bytes, bytes_ - offset), MADV_POPULATE_WRITE) == 0;
+}
+
 namespace {
 
 // The userfaultfd features the userfault control needs.

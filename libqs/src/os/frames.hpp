@@ -144,6 +144,11 @@ class zeroed_memory {
   // (MADV_FREE): until then, writing them again costs no page fault. Their
   // contents are undefined after.
   void offer(std::size_t bytes);
+  // Gives [offset, offset + bytes) its memory now, in one system call
+  // (MADV_POPULATE_WRITE), instead of a page fault per page at its first
+  // write; contents stay as they are. False when the kernel cannot (before
+  // Linux 5.14): the pages then get their memory when written.
+  bool populate(std::size_t offset, std::size_t bytes) const;
 
  private:
   std::byte* base_;
