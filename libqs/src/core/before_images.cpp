@@ -19,7 +19,6 @@ std::byte* before_images::take(std::uint32_t slot, range& ahead) {
     } else {
       // next_ < entries_: an entry is held only by a resident page's slot.
       e = next_++;
-      used_ = std::max(used_, next_);
       if (ready_ < next_) ready_ = next_;  // this one gets its memory as it is written
       if (ready_ - next_ < batch / 2 && ready_ < entries_) {
         const std::uint32_t n = std::min(batch, entries_ - ready_);
@@ -46,8 +45,7 @@ void before_images::reset() {
 }
 
 void before_images::offer() {
-  memory_.offer(std::size_t{used_} * page_size_);
-  used_ = 0;
+  memory_.offer(std::size_t{ready_} * page_size_);
   ready_ = 0;
 }
 

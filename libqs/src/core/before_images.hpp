@@ -42,11 +42,10 @@ class before_images {
 
   // The entry of the page in `slot`, given one if it has none. When fewer
   // than half a batch of entries past those taken have memory, `ahead` is
-  // the next batch's bytes, for the caller to populate (populate()).
+  // the next batch's bytes of memory(), for the caller to populate
+  // (zeroed_memory::populate, from any thread, while entries are taken and
+  // written).
   std::byte* take(std::uint32_t slot, range& ahead);
-  // Gives `r` (from take) its memory now, on the calling thread; any thread
-  // may, while the runtime's thread takes and writes entries.
-  void populate(const range& r) const { (void)memory_.populate(r.offset, r.bytes); }
   const zeroed_memory& memory() const { return memory_; }
   // The entry of the page in `slot`, which take() gave it.
   std::byte* at(std::uint32_t slot) const { return memory_.data() + std::size_t{of_slot_[slot]} * page_size_; }
@@ -55,8 +54,8 @@ class before_images {
   void give_back(std::uint32_t slot);
   // The transaction ended: every entry is free, the first ones taken first.
   void reset();
-  // Lets the kernel take back the memory of every entry used so far (after
-  // a transaction that wrote many pages).
+  // Lets the kernel take back the memory of every entry used or asked
+  // memory for so far (after a transaction that wrote many pages).
   void offer();
   // Entries asked memory for ahead, for tests: [0, ready()).
   std::uint32_t ready() const { return ready_; }
@@ -69,8 +68,9 @@ class before_images {
   std::vector<std::uint32_t> holders_;  // the slots that took an entry since reset()
   std::vector<std::uint32_t> free_;     // entries given back since reset()
   std::uint32_t next_ = 0;              // entries [0, next_) handed out since reset()
-  std::uint32_t ready_ = 0;             // entries [0, ready_) were asked memory for
-  std::uint32_t used_ = 0;              // the most entries held since offer()
+  // Entries [0, ready_) were asked memory for since offer(): never fewer
+  // than next_, so they cover every entry used since.
+  std::uint32_t ready_ = 0;
 };
 
 }  // namespace qs::detail
