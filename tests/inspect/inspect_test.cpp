@@ -18,6 +18,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -428,6 +429,28 @@ TEST_CASE("a backup taken while another thread commits holds a committed prefix 
   const std::int64_t n = committed_prefix<Cell>(db);
   CHECK(n >= static_cast<std::int64_t>(span.first));
   CHECK(n <= static_cast<std::int64_t>(span.second) + 1);  // the commit under way as it ended may be in it
+}
+
+TEST_CASE(
+    "a backup of a database laid out with a page file, taken while another thread commits, holds a committed "
+    "prefix and verifies") {
+  test_dir dir;
+  const std::string source = dir.sub("db"), copy = dir.sub("copy");
+  qs::options o = small_options();
+  o.page_file = true;
+  std::pair<std::uint64_t, std::uint64_t> span;
+  {
+    auto db = qs::database::open(source, o);
+    span = commit_during<Cell>(db, [&] { db.backup(copy); });
+  }
+  INFO("backup between commits " << span.first << " and " << span.second);
+  CHECK(span.second > span.first);
+  REQUIRE(std::filesystem::exists(copy + "/pages.qs"));
+  check_verifies(copy);
+  auto db = qs::database::open(copy, small_options());
+  const std::int64_t n = committed_prefix<Cell>(db);
+  CHECK(n >= static_cast<std::int64_t>(span.first));
+  CHECK(n <= static_cast<std::int64_t>(span.second) + 1);
 }
 
 TEST_CASE("qs-inspect backup copies a database into a new directory, and refuses one that is not empty") {

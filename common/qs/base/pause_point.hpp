@@ -13,6 +13,9 @@
 // evicted from a full pool, is in the store transaction, which has not
 // committed), commit.half_written (half of the written pages are in the store
 // transaction), commit.before_store_commit, commit.after_store_commit.
+// The page-file layout's (bdb_env.hpp): page_file.committed (the commit is
+// in the log, the page file not written yet), page_file.half_applied (half
+// of the commit's page writes are in the page file).
 // qs-pageserver's: server.write.applied (pages a transaction sent ahead of
 // its commit are in its Berkeley DB transaction), server.commit.half_applied
 // (half of a commit's pages are in its Berkeley DB transaction),

@@ -5,6 +5,8 @@
 #include <qs/bdb/allocation_slack.hpp>
 
 #include <qs/base/error.hpp>
+#include <qs/base/pause_point.hpp>
+#include <qs/format/page_record.hpp>
 
 #include <db_cxx.h>
 
@@ -63,6 +65,40 @@ struct cursor_closer {
     if (c) c->close();
   }
 };
+
+// What recovery (and a backup's recovery) does with a qs page write
+// (page_log.hpp) whose LSN is *lsn: gives back the record's previous LSN in
+// its transaction (Berkeley DB walks a transaction backwards through what
+// each record's handler gives back), and, for a committed transaction's
+// record (forward roll, a replica's apply), writes it to `file`. Returns 0
+// or an error code, with what went wrong in `said`.
+int replay_page_write(page_file* file, Dbt* record, DbLsn* lsn, int op, std::string& said) {
+  const std::string where = "log record " + std::to_string(lsn->file) + "/" + std::to_string(lsn->offset);
+  if (record->get_size() < 8 + sizeof(DB_LSN)) {
+    said = where + ": a qs page write of " + std::to_string(record->get_size()) + " bytes";
+    return EINVAL;
+  }
+  const DB_LSN here = *lsn;
+  std::memcpy(static_cast<DB_LSN*>(lsn), static_cast<const char*>(record->get_data()) + 8, sizeof(DB_LSN));
+  // A walk back that would not go back is a damaged chain.
+  const bool first = lsn->file == 0 && lsn->offset == 0;
+  if (!first && (lsn->file > here.file || (lsn->file == here.file && lsn->offset >= here.offset))) {
+    said = where + ": a qs page write whose transaction's previous record is not before it";
+    return EINVAL;
+  }
+  // Committed transactions, forward; nothing of an uncommitted one reached
+  // the file, so undoing needs nothing.
+  if (op != DB_TXN_FORWARD_ROLL && op != DB_TXN_APPLY) return 0;
+  if (!file) {
+    said = where + ": a qs page write, and the database has no page file";
+    return EINVAL;
+  }
+  std::string why;
+  int rc = page_log::redo(*file, record->get_data(), record->get_size(), why);
+  if (rc == EINVAL && !why.empty()) said = where + " (a qs page write): " + why;
+  else if (rc != 0) said = where + ": writing it to " + file->path() + " failed: " + std::strerror(rc);
+  return rc;
+}
 
 // Makes a file's creation or removal in `dir` durable.
 bool sync_directory(const std::string& dir) {
@@ -233,11 +269,26 @@ void bdb_env::refuse_if_broken() const {
 }
 
 bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multiversion, std::uint32_t max_locks,
-                 bool map_files, const replication_options* repl)
+                 bool map_files, const replication_options* repl, std::uint32_t page_file_slot)
     : dir_(dir), cache_bytes_(cache_bytes), multiversion_(multiversion), max_locks_(max_locks), map_files_(map_files) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw store_error("database " + dir + ": cannot create the directory: " + ec.message());
+  // The layout: a page file when there is one, or when the environment is
+  // new and asks for one (made before anything else, so that it is there
+  // whenever a log record needs it).
+  page_file_ = page_file::open(dir);
+  if (!page_file_ && page_file_slot && !std::filesystem::exists(dir + "/pages.db", ec) &&
+      !std::filesystem::exists(dir + "/meta.db", ec))
+    page_file_ = page_file::create(dir, page_file_slot);
+  if (page_file_) {
+    if (multiversion || repl)
+      throw invalid_argument("database " + dir + " keeps its pages in " + page_file::file_name +
+                             " (made by an embedded store with qs::options::page_file): " +
+                             (repl ? "a replication group" : "qs-pageserver") +
+                             " serves only databases whose pages are in pages.db");
+    page_log_ = std::make_unique<page_log>(*page_file_);
+  }
   if (repl) {
     // A site of a group: its databases open when it is master. Berkeley
     // DB's elections can write past their tally (allocation_slack.hpp).
@@ -330,13 +381,25 @@ void bdb_env::open_environment(bool recover) {
   } else {
     check(env_->set_flags(DB_NOMMAP, 1), "set_flags DB_NOMMAP");
   }
-  check(env_->open(dir_.c_str(), flags, 0600), "open environment");
+  if (page_file_) {
+    // Recovery replays page writes into the file; Berkeley DB checkpoints
+    // when it is done, with no hook before: each write is synced.
+    check(env_->set_app_dispatch([](DbEnv* e, Dbt* record, DbLsn* lsn, db_recops op) {
+      return dispatch(e, record, lsn, static_cast<int>(op));
+    }),
+          "set_app_dispatch");
+    page_file_->sync_each_write(recover);
+  }
+  const int opened = env_->open(dir_.c_str(), flags, 0600);
+  if (page_file_) page_file_->sync_each_write(false);
+  check(opened, "open environment");
   if (transactional) {
     // A replicated site keeps its log files until replication::archive
     // removes them: removing them at once would make every replica that
     // falls behind start again from nothing.
     if (!repl_) check(env_->log_set_config(DB_LOG_AUTO_REMOVE, 1), "log_set_config");
     check(env_->get_lg_max(&log_file_max_), "get_lg_max");
+    if (page_file_) checkpointed_at_ = log_position();
   }
 }
 
@@ -479,7 +542,7 @@ bdb_env::~bdb_env() {
   if (pages_) rc |= pages_->close(0);
   // Without writes since the open, nothing changed: the files stay as they
   // were, the mark included. A replica's checkpoints follow its master's.
-  if (wrote && (!repl_ || repl_->role() == replication::role_kind::master)) rc |= env_->txn_checkpoint(0, 0, 0);
+  if (wrote && (!repl_ || repl_->role() == replication::role_kind::master)) rc |= checkpoint(0);
   rc |= env_->close(0);
   // A replicated site recovers at every open: no mark.
   if (rc == 0 && wrote && !repl_) {
@@ -565,6 +628,11 @@ void bdb_env::backup(const std::string& target, const std::function<void(std::ui
   int rc = env_->set_backup_callbacks(backup_open, backup_write, backup_close);
   if (rc == 0) rc = env_->log_set_config(DB_LOG_AUTO_REMOVE, 0);
   if (rc == 0) rc = env_->log_flush(nullptr);
+  // The page file first: it holds at least what the last checkpoint needs,
+  // and the log files kept from now on hold every page write after that,
+  // which the copy's recovery writes again (a slot copied while a commit
+  // wrote it included).
+  if (rc == 0 && page_file_) rc = copy_page_file(target);
   if (rc == 0) rc = env_->backup(target.c_str(), DB_CREATE);
   copying_ = nullptr;
   check(env_->log_set_config(DB_LOG_AUTO_REMOVE, 1), "log_set_config");
@@ -573,15 +641,35 @@ void bdb_env::backup(const std::string& target, const std::function<void(std::ui
   // record copied leaves the state of the last commit copied.
   {
     DbEnv copy(DB_CXX_NO_EXCEPTIONS);
-    int r = copy.open(
-        target.c_str(),
-        DB_CREATE | DB_INIT_MPOOL | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_PRIVATE | DB_RECOVER_FATAL, 0600);
+    // The copy's page file takes the page writes its recovery replays, each
+    // synced (Berkeley DB checkpoints when recovery ends).
+    struct replaying {
+      std::unique_ptr<page_file> file;
+      std::string said;
+    } into;
+    int r = 0;
+    if (page_file_) {
+      into.file = page_file::open(target);
+      if (!into.file) throw store_error("database " + dir_ + ": the backup in " + target + " has no page file");
+      into.file->sync_each_write(true);
+      copy.set_app_private(&into);
+      r = copy.set_app_dispatch([](DbEnv* e, Dbt* record, DbLsn* lsn, db_recops op) {
+        auto* to = static_cast<replaying*>(e->get_app_private());
+        return replay_page_write(to->file.get(), record, lsn, static_cast<int>(op), to->said);
+      });
+    }
+    if (r == 0)
+      r = copy.open(
+          target.c_str(),
+          DB_CREATE | DB_INIT_MPOOL | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_PRIVATE | DB_RECOVER_FATAL, 0600);
     if (r == 0) r = copy.log_set_config(DB_LOG_AUTO_REMOVE, 1);  // the checkpoint drops the logs it no longer needs
     if (r == 0) r = copy.txn_checkpoint(0, 0, DB_FORCE);
     int c = copy.close(0);
     if (r == 0) r = c;
+    if (r == 0 && into.file) r = into.file->sync();
     if (r != 0)
-      throw store_error("database " + dir_ + ": recovering the backup in " + target + " failed: " + DbEnv::strerror(r));
+      throw store_error("database " + dir_ + ": recovering the backup in " + target + " failed: " + DbEnv::strerror(r) +
+                        (into.said.empty() ? "" : " (" + into.said + ")"));
   }
   // What makes the directory a database; then consistent files and a
   // flushed log: what a clean close leaves.
@@ -668,6 +756,7 @@ void bdb_env::commit(DbTxn* t, bool durable) {
     refuse_if_broken();
     reserve_log();
   } catch (...) {
+    if (page_log_) page_log_->forget(t);
     t->abort();
     throw;
   }
@@ -681,19 +770,43 @@ void bdb_env::commit(DbTxn* t, bool durable) {
     }
   }
   if (repl_) replication::clear_unacknowledged();
-  check(t->commit(durable ? DB_TXN_SYNC : DB_TXN_WRITE_NOSYNC), "commit");
+  const int committed = t->commit(durable ? DB_TXN_SYNC : DB_TXN_WRITE_NOSYNC);
+  if (committed != 0 && page_log_) page_log_->forget(t);
+  check(committed, "commit");
   const bool unacknowledged = repl_ && replication::took_unacknowledged();
   if (write_failed_.load(std::memory_order_acquire)) {
     // Berkeley DB said a write failed while the commit was written, and
     // returned 0 all the same: its commit record may be on no disk.
+    if (page_log_) page_log_->forget(t);
     std::string said = take_messages();
     fail_writes("database " + dir_ + ": a write failed while the commit was written" + berkeley_db_said(said) +
                 "; the transaction may or may not have committed (look after reopening)");
   }
+  if (page_log_ && page_log_->wrote(t)) {
+    // The commit is in the log: its page writes go to the page file. One
+    // that fails leaves them to recovery (the environment breaks, so that
+    // no checkpoint passes them).
+    pause_point("page_file.committed");
+    // A commit that did not flush the log flushes it now: the file may
+    // reach the disk before the log, and an operating-system crash must
+    // not leave it holding a transaction the log lost.
+    if (!durable) {
+      const int flushed = env_->log_flush(nullptr);
+      if (flushed != 0) {
+        page_log_->forget(t);
+        fail_writes("database " + dir_ + ": flushing the log of a commit failed: " + db_strerror(flushed) +
+                    "; the transaction may or may not have committed (look after reopening)");
+      }
+    }
+    if (int e = page_log_->apply(t))
+      fail_writes("database " + dir_ + ": the transaction committed (it is in the log), but writing it to " +
+                  page_file_->path() + " failed: " + std::strerror(e) +
+                  "; reopening the database writes it from the log");
+  }
   // Bounds recovery time and lets old log files be removed. The commit is
   // in the log already: a checkpoint that fails breaks the environment for
   // the calls after this one.
-  int rc = env_->txn_checkpoint(16 * 1024, 0, 0);
+  int rc = checkpoint(16 * 1024);
   if (rc != 0 && is_write_fault(rc)) {
     std::string said = take_messages();
     break_for_writes(after_failed_write("database " + dir_ + ": checkpoint after a commit: " + db_strerror(rc) +
@@ -773,6 +886,7 @@ void bdb_env::close_data_files(bool and_indexes) {
 
 void bdb_env::abort(DbTxn* t) {
   take_written(t);
+  if (page_log_) page_log_->forget(t);
   if (broken_.load(std::memory_order_acquire) != not_broken) {
     t->abort();  // Berkeley DB refuses it, and frees the handle
     return;
@@ -782,6 +896,13 @@ void bdb_env::abort(DbTxn* t) {
 
 std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std::uint32_t cap, std::uint32_t flags,
                                    bool part) {
+  if (page_file_) {
+    const std::uint32_t slot = page_file_->slot_bytes();
+    if (!part && cap < slot)
+      throw corrupt_page(page, "database " + dir_ + ": page " + std::to_string(page) + " record has more than the " +
+                                   std::to_string(cap) + " bytes expected");
+    return read_slot(t, page, buf, std::min(cap, slot));
+  }
   const std::string what = "read page " + std::to_string(page);
   DbTxn* rt = reading(t, flags);
   const std::uint32_t get_flags = flags & DB_RMW;
@@ -836,6 +957,15 @@ std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std:
 }
 
 void bdb_env::put_record(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len) {
+  if (page_file_) {
+    if (len != page_file_->slot_bytes())
+      throw invalid_argument("database " + dir_ + ": a record of " + std::to_string(len) + " bytes for page " +
+                             std::to_string(page) + "; the page file's slots hold " +
+                             std::to_string(page_file_->slot_bytes()));
+    const page_log::piece whole{0, len, rec};
+    write_slot(t, page, {&whole, 1});
+    return;
+  }
   about_to_write();
   wrote_in(t);
   reserve_room(*pages_, pages_room_);
@@ -851,6 +981,22 @@ void bdb_env::put_record(DbTxn* t, std::uint64_t page, const void* rec, std::uin
 
 void bdb_env::put_record_pieces(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len,
                                 const std::vector<byte_span>& changed) {
+  if (page_file_) {
+    // The changed ranges themselves: a slot is written in place.
+    if (len != page_file_->slot_bytes())
+      throw invalid_argument("database " + dir_ + ": a record of " + std::to_string(len) + " bytes for page " +
+                             std::to_string(page) + "; the page file's slots hold " +
+                             std::to_string(page_file_->slot_bytes()));
+    std::vector<page_log::piece> pieces;
+    pieces.reserve(changed.size());
+    for (const byte_span& c : changed) {
+      if (c.length == 0 || c.offset >= len) continue;
+      const std::uint32_t n = std::min(c.length, len - c.offset);
+      pieces.push_back({c.offset, n, static_cast<const char*>(rec) + c.offset});
+    }
+    write_slot(t, page, pieces);
+    return;
+  }
   about_to_write();
   wrote_in(t);
   reserve_room(*pages_, pages_room_);
@@ -944,6 +1090,15 @@ void bdb_env::put_record_pieces(DbTxn* t, std::uint64_t page, const void* rec, s
 }
 
 void bdb_env::put_record_part(DbTxn* t, std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len) {
+  if (page_file_) {
+    if (std::uint64_t{offset} + len > page_file_->slot_bytes())
+      throw invalid_argument("database " + dir_ + ": a write of " + std::to_string(len) + " bytes at " +
+                             std::to_string(offset) + " of page " + std::to_string(page) + " lies past its slot's " +
+                             std::to_string(page_file_->slot_bytes()));
+    const page_log::piece part{offset, len, p};
+    write_slot(t, page, {&part, 1});
+    return;
+  }
   about_to_write();
   wrote_in(t);
   reserve_room(*pages_, pages_room_);
@@ -963,6 +1118,14 @@ void bdb_env::put_record_part(DbTxn* t, std::uint64_t page, std::uint32_t offset
 }
 
 void bdb_env::delete_record(DbTxn* t, std::uint64_t page) {
+  if (page_file_) {
+    // A slot whose magic number is zero holds no record.
+    static constexpr std::uint32_t none = 0;
+    const page_log::piece gone{0, sizeof none, &none};
+    write_slot(t, page, {&gone, 1});
+    put_mapping(t, page, {});
+    return;
+  }
   about_to_write();
   reserve_room(*pages_, pages_room_);
   for (unsigned k = 0; k < max_pieces; ++k) {
@@ -993,6 +1156,43 @@ void bdb_env::read_range_into(DbTxn* t, std::uint64_t first, std::uint64_t last,
                               const std::function<record_place(std::uint64_t)>& place,
                               const std::function<bool(std::uint64_t, bool, const void*, std::uint32_t)>& f,
                               std::uint32_t bulk_bytes) {
+  if (page_file_) {
+    // Slot by slot, each straight into its place; the mapping object,
+    // when the record has one, from pages.db.
+    const std::uint32_t slot = page_file_->slot_bytes();
+    const bool overlaid = t && page_log_->wrote(t);
+    std::vector<std::byte> record(overlaid ? slot : 0);
+    // Pages past the file's slots have no record (a transaction's own new
+    // pages have their slots: reserved before their writes were logged).
+    const std::uint64_t slots = page_file_->slots();
+    if (first >= slots) return;
+    last = std::min(last, slots - 1);
+    for (std::uint64_t page = first;; ++page) {
+      record_place p = place(page);
+      if (p.head && p.head_bytes >= sizeof(record_header) && std::uint64_t{p.head_bytes} + p.rest_bytes >= slot) {
+        if (overlaid) {
+          if (read_slot(t, page, record.data(), slot) != 0) {
+            std::memcpy(p.head, record.data(), p.head_bytes);
+            std::memcpy(p.rest, record.data() + p.head_bytes, slot - p.head_bytes);
+          } else {
+            std::memset(p.head, 0, sizeof(record_header));
+          }
+        } else {
+          page_file_->read_into(page, p.head, p.head_bytes, p.rest, slot - p.head_bytes);
+        }
+        record_header h;
+        std::memcpy(&h, p.head, sizeof h);
+        if (h.magic != 0) {
+          if (!f(page, false, nullptr, slot)) return;
+          if (h.mapping_entries != 0)
+            if (auto m = read_mapping(t, page))
+              if (!f(page, true, m->data(), static_cast<std::uint32_t>(m->size()))) return;
+        }
+      }
+      if (page == last) break;
+    }
+    return;
+  }
   std::uint32_t flags = 0;
   DbTxn* rt = reading(t, flags);
   Dbc* cursor = nullptr;
@@ -1336,6 +1536,95 @@ std::uint64_t bdb_env::log_flushes() {
   std::uint64_t n = st->st_scount;
   std::free(st);
   return n;
+}
+
+void bdb_env::write_slot(DbTxn* t, std::uint64_t page, std::span<const page_log::piece> pieces) {
+  about_to_write();
+  if (!t) {
+    DbTxn* own = begin();
+    try {
+      write_slot(own, page, pieces);
+    } catch (...) {
+      abort(own);
+      throw;
+    }
+    commit(own, true);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> g(room_mutex_);
+    if (int e = page_file_->reserve(page + 1)) {
+      // Past what a file may hold: nothing was written, the transaction
+      // cannot go on. Anything else (a full disk) breaks the environment,
+      // as a failed write does.
+      if (e == EFBIG)
+        throw store_error("database " + dir_ + ": page " + std::to_string(page) + " lies past what " +
+                          page_file_->path() + " can hold (slots of " + std::to_string(page_file_->slot_bytes()) +
+                          " bytes; the file system's largest file, or 2^62 bytes): a page number that large comes "
+                          "from a damaged page counter (next_page)");
+      fail_writes("database " + dir_ + ": cannot reserve room in " + page_file_->path() + " for page " +
+                  std::to_string(page) + ": " + std::strerror(e));
+    }
+  }
+  check(page_log_->write(*env_, t, page, pieces), "log a write of page " + std::to_string(page));
+}
+
+std::uint32_t bdb_env::read_slot(DbTxn* t, std::uint64_t page, void* buf, std::uint32_t cap) {
+  page_file_->read(page, buf, cap);
+  if (t) page_log_->overlay(t, page, buf, cap);
+  std::uint32_t magic = 0;
+  std::memcpy(&magic, buf, std::min<std::uint32_t>(cap, sizeof magic));
+  return magic == 0 ? 0 : cap;
+}
+
+int bdb_env::checkpoint(std::uint32_t kbytes) {
+  if (!page_file_) return env_->txn_checkpoint(kbytes, 0, 0);
+  // Recovery starts at the last checkpoint: every page write logged before
+  // it must be on the disk first.
+  std::uint64_t at = checkpointed_at_;
+  try {
+    at = log_position();
+  } catch (const error&) {
+    // Asked at close too, which must not throw: the checkpoint says what is wrong.
+  }
+  if (kbytes != 0 && at - checkpointed_at_ < std::uint64_t{kbytes} << 10) return 0;
+  if (int e = page_file_->sync()) {
+    break_for_writes(after_failed_write("database " + dir_ + ": syncing " + page_file_->path() +
+                                        " before a checkpoint: " + std::strerror(e)));
+    return e;
+  }
+  int rc = env_->txn_checkpoint(0, 0, 0);
+  if (rc == 0) checkpointed_at_ = at;
+  return rc;
+}
+
+int bdb_env::dispatch(DbEnv* env, Dbt* record, DbLsn* lsn, int op) {
+  auto* self = static_cast<bdb_env*>(env->get_app_private());
+  std::string said;
+  int rc = replay_page_write(self ? self->page_file_.get() : nullptr, record, lsn, op, said);
+  if (!said.empty()) collect(env, nullptr, said.c_str());
+  return rc;
+}
+
+int bdb_env::copy_page_file(const std::string& target) {
+  void* handle = nullptr;
+  if (int rc = backup_open(env_.get(), page_file::file_name, target.c_str(), &handle)) return rc;
+  std::vector<char> buf(std::size_t{1} << 20);
+  const int from = ::open(page_file_->path().c_str(), O_RDONLY | O_CLOEXEC);
+  int rc = from < 0 ? errno : 0;
+  for (std::uint64_t at = 0; rc == 0;) {
+    ssize_t n = ::pread(from, buf.data(), buf.size(), static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) rc = errno;
+    if (n <= 0) break;
+    rc = backup_write(env_.get(), static_cast<std::uint32_t>(at >> 30),
+                      static_cast<std::uint32_t>(at & ((1u << 30) - 1)), static_cast<std::uint32_t>(n),
+                      reinterpret_cast<std::uint8_t*>(buf.data()), handle);
+    at += static_cast<std::uint64_t>(n);
+  }
+  if (from >= 0) ::close(from);
+  const int closed = backup_close(env_.get(), page_file::file_name, handle);
+  return rc != 0 ? rc : closed;
 }
 
 }  // namespace qs::detail

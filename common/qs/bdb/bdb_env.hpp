@@ -27,6 +27,19 @@
 // touch; Berkeley DB logs only the bytes between the first and last changed
 // byte of each put.
 //
+// An environment may instead be laid out with a page file (page_file.hpp),
+// chosen when it is created (page_file_slot) and kept for its life: page
+// records are then slots of `pages.qs`, and only mapping objects stay in
+// pages.db. A write to a record is an application record in Berkeley DB's
+// log, in the writing transaction (page_log.hpp), written to the file once
+// the commit is in the log; recovery (the environment's app_dispatch)
+// writes the committed ones again. The file is synced before every
+// checkpoint, qs's own and the clean close's. A record write reserves the
+// file's blocks first, so that the write after the commit never needs room.
+// Such an environment has one client, in its own process: it is neither
+// multiversion (qs-pageserver's snapshots) nor replicated, and its hot
+// backup copies the page file before Berkeley DB copies the rest.
+//
 // Opening runs Berkeley DB recovery only when it is needed: a clean close
 // (every page checkpointed into the data files, the log flushed) leaves the
 // file `closed-cleanly` in the directory, and the first write of the next
@@ -63,6 +76,8 @@
 #pragma once
 
 #include <qs/base/error.hpp>
+#include <qs/bdb/page_file.hpp>
+#include <qs/bdb/page_log.hpp>
 #include <qs/bdb/replication.hpp>
 
 #include <atomic>
@@ -71,6 +86,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +94,8 @@
 class DbEnv;
 class Db;
 class DbTxn;
+class DbLsn;
+class Dbt;
 
 namespace qs::detail {
 
@@ -102,7 +120,8 @@ struct bdb_options {
   std::uint32_t page_size;
   std::uint64_t cache_bytes;
   std::uint32_t max_locks = default_max_locks;
-  bool map_files = true;  // see bdb_env's constructor
+  bool map_files = true;   // see bdb_env's constructor
+  bool page_file = false;  // a new environment is laid out with a page file
 };
 
 class bdb_env {
@@ -119,9 +138,13 @@ class bdb_env {
   // when told it is the master (open_as_master); a commit whose
   // acknowledgements did not come in time throws qs::commit_unknown (it
   // stands on this site, and may or may not survive the loss of it).
+  // `page_file_slot` (not 0): an environment created now is laid out with
+  // a page file whose slots hold records of that many bytes (see above); an
+  // existing one keeps the layout it has. Throws qs::invalid_argument for a
+  // page-file environment opened multiversion or replicated.
   bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multiversion = false,
           std::uint32_t max_locks = default_max_locks, bool map_files = true,
-          const replication_options* replication = nullptr);
+          const replication_options* replication = nullptr, std::uint32_t page_file_slot = 0);
   // Checkpoints and closes; when that succeeded, marks the files as closed
   // cleanly, so that the next open runs no recovery. After a failed write
   // nothing is written: the next open recovers from the log.
@@ -239,6 +262,9 @@ class bdb_env {
   // `progress` (when set) is told the bytes copied of those the files held
   // when the copy began. One backup at a time: a second waits.
   void backup(const std::string& target, const std::function<void(std::uint64_t, std::uint64_t)>& progress = {});
+
+  // Whether page records are in a page file (see above).
+  bool has_page_file() const { return page_file_ != nullptr; }
 
   // Where the log ends, in bytes; after the environment broke, where it
   // ended when last asked.
@@ -368,8 +394,28 @@ class bdb_env {
   // Whether Berkeley DB's code `rc` (or what it said) is a failed write.
   bool is_write_fault(int rc) const;
 
+  // The page-file layout's writes (see above): logs `pieces` of page's
+  // slot in t (in a transaction of its own when t is null), its blocks
+  // reserved first.
+  void write_slot(DbTxn* t, std::uint64_t page, std::span<const page_log::piece> pieces);
+  // Reads page's slot as t sees it into buf (cap bytes at most); the
+  // record's size, or 0 when the page has none.
+  std::uint32_t read_slot(DbTxn* t, std::uint64_t page, void* buf, std::uint32_t cap);
+  // Copies the page file into the backup directory `target` (as
+  // Berkeley DB's backup copies its files, counted the same); 0 or an
+  // errno.
+  int copy_page_file(const std::string& target);
+  // A checkpoint, the page file synced before it; Berkeley DB's code.
+  int checkpoint(std::uint32_t kbytes);
+  // The environment's app_dispatch: page_log::redo for the page writes
+  // recovery replays.
+  static int dispatch(DbEnv* env, Dbt* record, DbLsn* lsn, int op);
+
   std::string dir_;
   std::uint64_t cache_bytes_;
+  std::unique_ptr<page_file> page_file_;  // the page-file layout's
+  std::unique_ptr<page_log> page_log_;
+  std::uint64_t checkpointed_at_ = 0;  // log_position() at the last checkpoint (the page-file layout's)
   bool multiversion_;
   std::uint32_t max_locks_;
   bool map_files_;

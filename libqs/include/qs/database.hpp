@@ -135,6 +135,14 @@ struct options {
   // where that is megabytes, small scattered cold reads cost more mapped;
   // false reads through the cache.
   bool map_store_files = true;
+  // Embedded store, for a database created by this open: keep page records
+  // in a file of fixed slots (pages.qs) that a commit writes in place, its
+  // changes logged in Berkeley DB's log as application records, instead of
+  // in Berkeley DB's B-tree. A database keeps the layout it was created
+  // with. Such a database is served by neither qs-pageserver nor a
+  // replication group (opening it there throws qs::invalid_argument). The
+  // environment variable QS_PAGE_FILE=1 (or 0) sets it for every open.
+  bool page_file = false;
   // The shared secret of a qs-pageserver reached over TCP (qs://host:port).
   // When empty, the environment variable QS_SECRET gives it.
   std::string server_secret;

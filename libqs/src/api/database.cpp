@@ -48,6 +48,11 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
     else if (v == "automatic") opts.prefetch_along = prefetch_order::automatic;
     else throw invalid_argument("QS_PREFETCH_ORDER must be page_order, pointers, both or automatic, not '" + v + "'");
   }
+  if (const char* p = std::getenv("QS_PAGE_FILE"); p && *p) {
+    const std::string v = p;
+    if (v != "0" && v != "1") throw invalid_argument("QS_PAGE_FILE must be 0 or 1, not '" + v + "'");
+    opts.page_file = v == "1";
+  }
   if (static_cast<unsigned>(opts.prefetch_along) > static_cast<unsigned>(prefetch_order::automatic))
     throw invalid_argument("database " + path + ": prefetch_along is not a qs::prefetch_order");
   if (opts.page_size < 4096 || opts.page_size > 65536 || (opts.page_size & (opts.page_size - 1)))
@@ -73,7 +78,8 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
   else
     s = std::make_unique<detail::bdb_store>(
         path, detail::bdb_options{opts.page_size, opts.store_cache_bytes,
-                                  opts.evolve ? evolution_max_locks : detail::default_max_locks, opts.map_store_files});
+                                  opts.evolve ? evolution_max_locks : detail::default_max_locks, opts.map_store_files,
+                                  opts.page_file});
   return std::make_unique<detail::database_impl>(std::move(s), opts);
 }
 

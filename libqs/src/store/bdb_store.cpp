@@ -85,7 +85,8 @@ bdb_store::bdb_store(const std::string& dir, const bdb_options& o)
                           "time (use qs-pageserver to share it)");
   }
   try {
-    env_ = std::make_unique<bdb_env>(dir, o.cache_bytes, false, o.max_locks, o.map_files);
+    env_ = std::make_unique<bdb_env>(dir, o.cache_bytes, false, o.max_locks, o.map_files, nullptr,
+                                     o.page_file ? static_cast<std::uint32_t>(sizeof(record_header)) + o.page_size : 0);
   } catch (...) {
     ::close(lock_fd_);
     throw;

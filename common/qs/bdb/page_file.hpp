@@ -1,0 +1,90 @@
+// qs/bdb/page_file.hpp: the file of fixed slots that holds the page records of
+// an environment laid out with a page file (bdb_env.hpp), instead of
+// pages.db's B-tree.
+//
+// `pages.qs` starts with a header block (a magic number, the format version,
+// the size of a slot); slot i, at header_bytes + i * slot_bytes, holds page
+// i's record: its record_header, then its image. A slot whose first four
+// bytes are zero, or that lies past the end of the file, holds no record.
+//
+// The file holds only what committed transactions wrote: page_log.hpp logs
+// every change in Berkeley DB's log, in the transaction, and writes it here
+// once the commit is in the log; recovery writes it again from the log.
+// Nothing here is synced but by sync(), which the environment calls before
+// every checkpoint (after which recovery no longer replays what came
+// before). During recovery, writes are synced one by one instead
+// (sync_each_write): Berkeley DB checkpoints at the end of recovery, with no
+// hook before it.
+//
+// The blocks slots are written into are reserved first (reserve), so that a
+// write made after a commit returned never needs room the disk may not have.
+//
+// Everything read from the file is the caller's to check (a record's
+// checksum, its fields): the file is trusted for nothing but its header.
+//
+// Thread-safety: reads from any number of threads at once; writes, reserve
+// and sync from one thread at a time (bdb_env's writer).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace qs::detail {
+
+class page_file {
+ public:
+  static constexpr const char* file_name = "pages.qs";
+  static constexpr std::uint32_t header_bytes = 4096;
+
+  // Opens `dir`'s page file: nullptr when there is none. Throws
+  // qs::store_error when it cannot be opened, or its header is not a page
+  // file's (naming the file and what is wrong).
+  static std::unique_ptr<page_file> open(const std::string& dir);
+  // Creates `dir`'s page file for records of `slot_bytes` (durably: the file
+  // and its directory entry are synced). Throws qs::store_error.
+  static std::unique_ptr<page_file> create(const std::string& dir, std::uint32_t slot_bytes);
+  ~page_file();
+  page_file(const page_file&) = delete;
+  page_file& operator=(const page_file&) = delete;
+
+  std::uint32_t slot_bytes() const { return slot_bytes_; }
+  const std::string& path() const { return path_; }
+
+  // Reads the first `cap` bytes (at most a slot) of page's slot into buf;
+  // bytes past the end of the file read as zero. Throws qs::store_error on
+  // an I/O error.
+  void read(std::uint64_t page, void* buf, std::uint32_t cap) const;
+  // Reads page's slot into two places: its first head_bytes at head, the
+  // next rest_bytes at rest (one call).
+  void read_into(std::uint64_t page, void* head, std::uint32_t head_bytes, void* rest, std::uint32_t rest_bytes) const;
+
+  // How many slots the file has room for now (pages past them hold no
+  // record). Throws qs::store_error when the file cannot be examined.
+  std::uint64_t slots() const;
+
+  // Writes `len` bytes at `offset` of page's slot; 0 or the errno of the
+  // failure.
+  int write(std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len);
+  // Makes sure the blocks of the slots of pages below `pages` are allocated
+  // (ahead by a few MiB); 0 or the errno of the failure.
+  int reserve(std::uint64_t pages);
+  // Flushes what was written to the disk; 0 or the errno of the failure.
+  int sync();
+  // While on, every write is on the disk when it returns (recovery).
+  void sync_each_write(bool on) { sync_each_ = on; }
+
+ private:
+  page_file(std::string path, int fd, std::uint32_t slot_bytes);
+  std::uint64_t offset_of(std::uint64_t page, std::uint32_t within) const {
+    return header_bytes + page * std::uint64_t{slot_bytes_} + within;
+  }
+
+  std::string path_;
+  int fd_;
+  std::uint32_t slot_bytes_;
+  std::uint64_t reserved_ = 0;  // bytes of the file known to be allocated
+  bool sync_each_ = false;
+};
+
+}  // namespace qs::detail

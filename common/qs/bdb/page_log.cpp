@@ -1,0 +1,188 @@
+// Page writes as Berkeley DB application log records (see page_log.hpp).
+#include <qs/bdb/page_log.hpp>
+
+#include <qs/base/pause_point.hpp>
+
+#include <db_cxx.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace qs::detail {
+namespace {
+
+// A record: what Berkeley DB reads of every record (its type, the
+// transaction's id, the transaction's previous record), then the page, the
+// slot size it was written for, the number of pieces, and each piece's
+// offset, length and bytes.
+constexpr std::size_t prefix_bytes = 4 + 4 + sizeof(DB_LSN);
+constexpr std::size_t fixed_bytes = prefix_bytes + 8 + 4 + 4;
+constexpr std::size_t piece_head_bytes = 8;
+
+template <class T>
+T load(const std::byte* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <class T>
+void store_at(std::byte* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// Checks record `rec`; calls f(page, offset, length, bytes) for each piece
+// when `f` is given. Returns "" or what is wrong.
+template <class F>
+std::string walk(const std::byte* rec, std::size_t size, std::uint32_t slot_bytes, F&& f) {
+  if (size < fixed_bytes) return "it is " + std::to_string(size) + " bytes, shorter than its fixed part";
+  if (load<std::uint32_t>(rec) != page_log::page_write_record)
+    return "its type is " + std::to_string(load<std::uint32_t>(rec)) + ", not a qs page write";
+  const auto page = load<std::uint64_t>(rec + prefix_bytes);
+  const auto slot = load<std::uint32_t>(rec + prefix_bytes + 8);
+  const auto count = load<std::uint32_t>(rec + prefix_bytes + 12);
+  if (slot != slot_bytes)
+    return "it writes page " + std::to_string(page) + " for slots of " + std::to_string(slot) +
+           " bytes; the page file's are " + std::to_string(slot_bytes);
+  std::size_t at = fixed_bytes;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (size - at < piece_head_bytes)
+      return "piece " + std::to_string(i) + " of page " + std::to_string(page) + " is cut short";
+    const auto offset = load<std::uint32_t>(rec + at);
+    const auto length = load<std::uint32_t>(rec + at + 4);
+    at += piece_head_bytes;
+    if (std::uint64_t{offset} + length > slot_bytes || size - at < length)
+      return "piece " + std::to_string(i) + " of page " + std::to_string(page) + " (" + std::to_string(length) +
+             " bytes at " + std::to_string(offset) + ") lies outside the slot or the record";
+    f(page, offset, length, rec + at);
+    at += length;
+  }
+  if (at != size) return "it has " + std::to_string(size - at) + " bytes past its last piece";
+  return {};
+}
+
+}  // namespace
+
+int page_log::write(DbEnv& env, DbTxn* t, std::uint64_t page, std::span<const piece> pieces) {
+  std::size_t size = fixed_bytes;
+  for (const piece& p : pieces) size += piece_head_bytes + p.length;
+  DB_TXN* txn = t->get_DB_TXN();
+  std::lock_guard<std::mutex> g(mutex_);
+  pending& mine = txns_[t];
+  const std::size_t start = mine.bytes.size();
+  mine.bytes.resize(start + size);
+  std::byte* rec = mine.bytes.data() + start;
+  store_at(rec, page_write_record);
+  store_at(rec + 4, static_cast<std::uint32_t>(txn->txnid));
+  store_at(rec + prefix_bytes, page);
+  store_at(rec + prefix_bytes + 8, file_.slot_bytes());
+  store_at(rec + prefix_bytes + 12, static_cast<std::uint32_t>(pieces.size()));
+  std::size_t at = fixed_bytes;
+  for (const piece& p : pieces) {
+    store_at(rec + at, p.offset);
+    store_at(rec + at + 4, p.length);
+    std::memcpy(rec + at + piece_head_bytes, p.bytes, p.length);
+    at += piece_head_bytes + p.length;
+  }
+  // Chained into the transaction as Berkeley DB's own records are: the
+  // previous record's LSN goes in, the new one becomes the transaction's
+  // last (and its first, when it logged nothing before).
+  DB_LSN lsn{};
+  DB_LSN* begin_lsn = &lsn;
+  DB_LSN* last_lsn = nullptr;
+  DB_SET_TXN_LSNP(txn, &begin_lsn, &last_lsn);
+  std::memcpy(rec + 8, last_lsn, sizeof(DB_LSN));
+  DBT d{};
+  d.data = rec;
+  d.size = static_cast<std::uint32_t>(size);
+  DB_ENV* e = env.get_DB_ENV();
+  int rc = e->log_put(e, begin_lsn, &d, 0);
+  if (rc != 0) {
+    mine.bytes.resize(start);
+    return rc;
+  }
+  *last_lsn = *begin_lsn;
+  mine.by_page[page].push_back(start);
+  return 0;
+}
+
+bool page_log::overlay(DbTxn* t, std::uint64_t page, void* record, std::uint32_t cap) const {
+  std::lock_guard<std::mutex> g(mutex_);
+  auto it = txns_.find(t);
+  if (it == txns_.end()) return false;
+  auto w = it->second.by_page.find(page);
+  if (w == it->second.by_page.end()) return false;
+  auto* out = static_cast<std::byte*>(record);
+  const std::vector<std::byte>& bytes = it->second.bytes;
+  for (std::size_t start : w->second) {
+    const std::byte* rec = bytes.data() + start;
+    const auto count = load<std::uint32_t>(rec + prefix_bytes + 12);
+    std::size_t at = fixed_bytes;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const auto offset = load<std::uint32_t>(rec + at);
+      const auto length = load<std::uint32_t>(rec + at + 4);
+      at += piece_head_bytes;
+      if (offset < cap) std::memcpy(out + offset, rec + at, std::min<std::uint32_t>(length, cap - offset));
+      at += length;
+    }
+  }
+  return true;
+}
+
+bool page_log::wrote(DbTxn* t) const {
+  std::lock_guard<std::mutex> g(mutex_);
+  return txns_.count(t) != 0;
+}
+
+int page_log::apply(DbTxn* t) {
+  pending mine;
+  {
+    std::lock_guard<std::mutex> g(mutex_);
+    auto it = txns_.find(t);
+    if (it == txns_.end()) return 0;
+    mine = std::move(it->second);
+    txns_.erase(it);
+  }
+  const std::byte* rec = mine.bytes.data();
+  const std::byte* end = rec + mine.bytes.size();
+  const std::byte* half = rec + mine.bytes.size() / 2;
+  bool halfway = false;
+  while (rec < end) {
+    if (!halfway && rec >= half) {
+      halfway = true;
+      pause_point("page_file.half_applied");
+    }
+    const auto page = load<std::uint64_t>(rec + prefix_bytes);
+    const auto count = load<std::uint32_t>(rec + prefix_bytes + 12);
+    std::size_t at = fixed_bytes;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const auto offset = load<std::uint32_t>(rec + at);
+      const auto length = load<std::uint32_t>(rec + at + 4);
+      at += piece_head_bytes;
+      if (int rc = file_.write(page, offset, rec + at, length)) return rc;
+      at += length;
+    }
+    rec += at;
+  }
+  return 0;
+}
+
+void page_log::forget(DbTxn* t) {
+  std::lock_guard<std::mutex> g(mutex_);
+  txns_.erase(t);
+}
+
+int page_log::redo(page_file& file, const void* rec, std::size_t size, std::string& why) {
+  const auto* r = static_cast<const std::byte*>(rec);
+  why = walk(r, size, file.slot_bytes(), [](std::uint64_t, std::uint32_t, std::uint32_t, const std::byte*) {});
+  if (!why.empty()) return EINVAL;
+  int rc = 0;
+  walk(r, size, file.slot_bytes(),
+       [&](std::uint64_t page, std::uint32_t offset, std::uint32_t length, const std::byte* p) {
+         if (rc == 0) rc = file.write(page, offset, p, length);
+       });
+  return rc;
+}
+
+}  // namespace qs::detail

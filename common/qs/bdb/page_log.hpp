@@ -1,0 +1,90 @@
+// qs/bdb/page_log.hpp: writes to the page file (page_file.hpp) as Berkeley
+// DB application log records, kept by transaction until it ends.
+//
+// In an environment laid out with a page file, every write to a page record
+// is one log record, of type page_write_record, in the writing transaction:
+// the page, the slot size, and byte ranges of the slot with their new bytes
+// (after-images). It is chained into its transaction (DB_SET_TXN_LSNP), so
+// that Berkeley DB writes a commit record for a transaction that logged
+// nothing else, and walks past it when aborting. It is also kept here until
+// the transaction ends: the transaction's own reads see it (overlay), its
+// commit writes it to the page file once the commit record is in the log
+// (apply), its abort forgets it (forget). Nothing of a transaction reaches
+// the file before its commit is in the log.
+//
+// Recovery: redo() is what the environment's app_dispatch does with such a
+// record in Berkeley DB's forward pass (committed transactions) and when a
+// replica applies a transaction: it writes the ranges to the page file
+// again. Other passes need nothing. Replaying after-images in log order
+// leaves the same bytes whether or not the file held them already, so a
+// record replayed twice, or one the file had before the crash, does no harm.
+//
+// Every record is checked before any of it is used (sizes, the slot): a
+// damaged one is refused with an error naming its LSN, never half applied.
+//
+// Thread-safety: any number of transactions at once, each from one thread
+// at a time (the per-transaction state is under a mutex).
+#pragma once
+
+#include <qs/bdb/page_file.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+class DbEnv;
+class DbTxn;
+
+namespace qs::detail {
+
+class page_log {
+ public:
+  // Application log record types start at Berkeley DB's DB_user_BEGIN.
+  static constexpr std::uint32_t page_write_record = 10000 + 1;
+
+  // A range of a slot and its new bytes.
+  struct piece {
+    std::uint32_t offset;
+    std::uint32_t length;
+    const void* bytes;
+  };
+
+  explicit page_log(page_file& file) : file_(file) {}
+
+  // Logs a write of `pieces` to page's slot in transaction t; Berkeley DB's
+  // error code (0: logged, and kept for t).
+  int write(DbEnv& env, DbTxn* t, std::uint64_t page, std::span<const piece> pieces);
+  // Lays t's writes to `page`, in order, over `record` (the first `cap`
+  // bytes of the slot as the file holds it); false when t wrote none.
+  bool overlay(DbTxn* t, std::uint64_t page, void* record, std::uint32_t cap) const;
+  // Whether t has written anything to the page file.
+  bool wrote(DbTxn* t) const;
+  // t committed: writes its writes to the page file and forgets them; 0 or
+  // the errno of the first write that failed (the rest are not made:
+  // recovery makes them all from the log).
+  int apply(DbTxn* t);
+  // t ended without committing.
+  void forget(DbTxn* t);
+
+  // Writes the ranges of the log record `rec` (size bytes, as Berkeley DB
+  // returned it) to `file`. Returns 0, or EINVAL with `why` said when the
+  // record is not a sound page write for this file (nothing written then),
+  // or the errno of a failed write.
+  static int redo(page_file& file, const void* rec, std::size_t size, std::string& why);
+
+ private:
+  struct pending {
+    std::vector<std::byte> bytes;  // the log records, one after another, in log order
+    // Where each page's records start in bytes, in order.
+    std::unordered_map<std::uint64_t, std::vector<std::size_t>> by_page;
+  };
+  page_file& file_;
+  mutable std::mutex mutex_;
+  std::unordered_map<DbTxn*, pending> txns_;
+};
+
+}  // namespace qs::detail
