@@ -35,6 +35,15 @@ namespace fs = std::filesystem;
 
 constexpr std::array writer_pauses{"torture.mid", "torture.end", "commit.half_written", "commit.before_store_commit",
                                    "commit.after_store_commit"};
+// With QS_PAGE_FILE=1 (the embedded databases laid out with a page file),
+// the page file's points too.
+constexpr std::array page_file_writer_pauses{"torture.mid",
+                                             "torture.end",
+                                             "commit.half_written",
+                                             "commit.before_store_commit",
+                                             "commit.after_store_commit",
+                                             "page_file.committed",
+                                             "page_file.half_applied"};
 constexpr std::array server_pauses{"server.write.applied", "server.commit.half_applied", "server.commit.before_commit",
                                    "server.commit.after_commit"};
 constexpr int pause_wait_ms = 30000;
@@ -171,6 +180,12 @@ class torture {
     return k;
   }
 
+  kill_choice choose_writer_kill() {
+    const char* layout = std::getenv("QS_PAGE_FILE");
+    return layout && std::string(layout) == "1" ? choose_kill(page_file_writer_pauses, 4)
+                                                : choose_kill(writer_pauses, 4);
+  }
+
   // pool, relocation
   std::pair<int, int> choose_options() { return {chance(70) ? 16 : 256, chance(50) ? 0 : uniform(1, 2)}; }
 
@@ -281,7 +296,7 @@ class torture {
     fs::create_directories(dir);
     std::int64_t floor = 0;
     for (int r = 0; r < c_.rounds; ++r, ++st.rounds) {
-      kill_choice k = choose_kill(writer_pauses, 4);
+      kill_choice k = choose_writer_kill();
       auto options = choose_options();
       victim v = start_writer(dir, "writer", db, 0, options, k.pause);
       bool paused = kill_victim(v, k, "the writer");
@@ -359,7 +374,7 @@ class torture {
     server.start();
     std::int64_t floor = 0;
     for (int r = 0; r < c_.rounds; ++r, ++st.rounds) {
-      kill_choice k = choose_kill(writer_pauses, 4);
+      kill_choice k = choose_writer_kill();
       std::string url = chance(50) ? server.unix_url() : server.tcp_url();
       victim v = start_writer(dir, "writer", url, 0, choose_options(), k.pause);
       bool paused = kill_victim(v, k, "the writer");
