@@ -18,6 +18,8 @@ NOTES = {
     "mem": "mem: new/delete, nothing durable; hot = the hot passes in the process that built the tree",
     "qs-remote": "qs-remote: qs through qs-pageserver on a Unix socket (a new server for each phase: its cache"
     " starts empty), optimistic serializable transactions",
+    "qs-pagefile": "qs-pagefile: qs with options::page_file: page records in a file of slots written in place,"
+    " their changes logged as Berkeley DB application records (atomic and durable as qs)",
 }
 
 
@@ -114,7 +116,8 @@ def report(n, rows, cold_is_warm):
                   f" evictions, {int(b['log_bytes']) / 1e6:.1f} MB logged")
         if r.startswith("qs") and row.get("disk"):
             d = row["disk"]
-            print(f"  {r}: on disk {int(d['data_bytes']) / 1e6:.1f} MB of data files (pages.db, meta.db) and"
+            files = "pages.qs, pages.db, meta.db" if r == "qs-pagefile" else "pages.db, meta.db"
+            print(f"  {r}: on disk {int(d['data_bytes']) / 1e6:.1f} MB of data files ({files}) and"
                   f" {int(d['log_bytes']) / 1e6:.1f} MB of Berkeley DB log")
         if r == "boost" and row.get("disk") and row.get("build"):
             print(f"  boost: file {int(row['disk']['apparent_bytes']) / 1e6:.1f} MB (sparse), of which the heap"
@@ -135,6 +138,13 @@ def report(n, rows, cold_is_warm):
         print(f"  every traversal visited {n} nodes and summed {expected}")
     else:
         print("  the traversals' sums differ: " + "; ".join(f"{s}: {', '.join(w)}" for s, w in sums.items()))
+    if "qs" in cols and "qs-pagefile" in cols:
+        ratios = []
+        for h in ("build s", "cold ms", "warm ms", "hot ms", "update ms", "commit ms"):
+            a, b = cols["qs-pagefile"].get(h), cols["qs"].get(h)
+            if a is not None and b:
+                ratios.append(f"{h[:-3] if h.endswith(' ms') else h.split()[0]} {a / b:.2f}")
+        print("  qs-pagefile / qs: " + ", ".join(ratios))
     if "qs" in cols and "qs-remote" in cols:
         ratios = []
         for h in ("build s", "cold ms", "warm ms", "hot ms", "hot txn ms", "update ms"):
