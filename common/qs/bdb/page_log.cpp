@@ -70,9 +70,7 @@ int page_log::write(DbEnv& env, DbTxn* t, std::uint64_t page, std::span<const pi
   DB_TXN* txn = t->get_DB_TXN();
   std::lock_guard<std::mutex> g(mutex_);
   pending& mine = txns_[t];
-  const std::size_t start = mine.bytes.size();
-  mine.bytes.resize(start + size);
-  std::byte* rec = mine.bytes.data() + start;
+  std::byte* rec = mine.append(size);
   store_at(rec, page_write_record);
   store_at(rec + 4, static_cast<std::uint32_t>(txn->txnid));
   store_at(rec + prefix_bytes, page);
@@ -99,12 +97,25 @@ int page_log::write(DbEnv& env, DbTxn* t, std::uint64_t page, std::span<const pi
   DB_ENV* e = env.get_DB_ENV();
   int rc = e->log_put(e, begin_lsn, &d, 0);
   if (rc != 0) {
-    mine.bytes.resize(start);
+    mine.chunks.back().used -= size;
     return rc;
   }
   *last_lsn = *begin_lsn;
-  mine.by_page[page].push_back(start);
+  mine.by_page[page].push_back(rec);
   return 0;
+}
+
+std::byte* page_log::pending::append(std::size_t size) {
+  if (chunks.empty() || chunks.back().size - chunks.back().used < size) {
+    chunk c;
+    c.size = std::max(size, chunk_bytes);
+    c.bytes.reset(new std::byte[c.size]);
+    chunks.push_back(std::move(c));
+  }
+  chunk& c = chunks.back();
+  std::byte* at = c.bytes.get() + c.used;
+  c.used += size;
+  return at;
 }
 
 bool page_log::overlay(DbTxn* t, std::uint64_t page, void* record, std::uint32_t cap) const {
@@ -114,9 +125,7 @@ bool page_log::overlay(DbTxn* t, std::uint64_t page, void* record, std::uint32_t
   auto w = it->second.by_page.find(page);
   if (w == it->second.by_page.end()) return false;
   auto* out = static_cast<std::byte*>(record);
-  const std::vector<std::byte>& bytes = it->second.bytes;
-  for (std::size_t start : w->second) {
-    const std::byte* rec = bytes.data() + start;
+  for (const std::byte* rec : w->second) {
     const auto count = load<std::uint32_t>(rec + prefix_bytes + 12);
     std::size_t at = fixed_bytes;
     for (std::uint32_t i = 0; i < count; ++i) {
@@ -144,26 +153,28 @@ int page_log::apply(DbTxn* t) {
     mine = std::move(it->second);
     txns_.erase(it);
   }
-  const std::byte* rec = mine.bytes.data();
-  const std::byte* end = rec + mine.bytes.size();
-  const std::byte* half = rec + mine.bytes.size() / 2;
+  std::size_t total = 0, done = 0;
+  for (const chunk& c : mine.chunks) total += c.used;
   bool halfway = false;
-  while (rec < end) {
-    if (!halfway && rec >= half) {
-      halfway = true;
-      pause_point("page_file.half_applied");
+  for (const chunk& c : mine.chunks) {
+    for (const std::byte* rec = c.bytes.get(); rec < c.bytes.get() + c.used;) {
+      if (!halfway && 2 * done >= total) {
+        halfway = true;
+        pause_point("page_file.half_applied");
+      }
+      const auto page = load<std::uint64_t>(rec + prefix_bytes);
+      const auto count = load<std::uint32_t>(rec + prefix_bytes + 12);
+      std::size_t at = fixed_bytes;
+      for (std::uint32_t i = 0; i < count; ++i) {
+        const auto offset = load<std::uint32_t>(rec + at);
+        const auto length = load<std::uint32_t>(rec + at + 4);
+        at += piece_head_bytes;
+        if (int rc = file_.write(page, offset, rec + at, length)) return rc;
+        at += length;
+      }
+      rec += at;
+      done += at;
     }
-    const auto page = load<std::uint64_t>(rec + prefix_bytes);
-    const auto count = load<std::uint32_t>(rec + prefix_bytes + 12);
-    std::size_t at = fixed_bytes;
-    for (std::uint32_t i = 0; i < count; ++i) {
-      const auto offset = load<std::uint32_t>(rec + at);
-      const auto length = load<std::uint32_t>(rec + at + 4);
-      at += piece_head_bytes;
-      if (int rc = file_.write(page, offset, rec + at, length)) return rc;
-      at += length;
-    }
-    rec += at;
   }
   return 0;
 }

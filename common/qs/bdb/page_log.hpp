@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -77,10 +78,20 @@ class page_log {
   static int redo(page_file& file, const void* rec, std::size_t size, std::string& why);
 
  private:
+  // A transaction's log records, one after another in log order, in
+  // chunks of at least chunk_bytes that are never moved or zeroed (a large
+  // transaction logs every page it makes).
+  struct chunk {
+    std::unique_ptr<std::byte[]> bytes;
+    std::size_t used = 0, size = 0;
+  };
+  static constexpr std::size_t chunk_bytes = std::size_t{1} << 20;
   struct pending {
-    std::vector<std::byte> bytes;  // the log records, one after another, in log order
-    // Where each page's records start in bytes, in order.
-    std::unordered_map<std::uint64_t, std::vector<std::size_t>> by_page;
+    std::vector<chunk> chunks;
+    // Where each page's records start, in order.
+    std::unordered_map<std::uint64_t, std::vector<const std::byte*>> by_page;
+    // Room for a record of `size` bytes at the end of the last chunk.
+    std::byte* append(std::size_t size);
   };
   page_file& file_;
   mutable std::mutex mutex_;
