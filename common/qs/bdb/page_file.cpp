@@ -4,10 +4,12 @@
 #include <qs/base/error.hpp>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -27,6 +29,10 @@ struct file_header {
 // Slots far enough out that their offset would not fit in an off_t hold
 // nothing (and cannot be written).
 constexpr std::uint64_t max_offset = static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()) / 2;
+
+// The address space reserved for the file's mapping (the most of it that
+// reads through the mapping; slots past it are read with pread).
+constexpr std::uint64_t map_span = std::uint64_t{1} << 40;
 
 // How far ahead of the slots asked for blocks are reserved.
 constexpr std::uint64_t reserve_ahead = std::uint64_t{4} << 20;
@@ -67,9 +73,38 @@ void read_fully(int fd, const std::string& path, std::uint64_t off, void* buf, s
 }  // namespace
 
 page_file::page_file(std::string path, int fd, std::uint32_t slot_bytes)
-    : path_(std::move(path)), fd_(fd), slot_bytes_(slot_bytes) {}
+    : path_(std::move(path)), fd_(fd), slot_bytes_(slot_bytes) {
+  void* p = ::mmap(nullptr, map_span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p != MAP_FAILED) map_ = static_cast<std::byte*>(p);
+}
 
-page_file::~page_file() { ::close(fd_); }
+page_file::~page_file() {
+  if (map_) ::munmap(map_, map_span);
+  ::close(fd_);
+}
+
+const std::byte* page_file::mapped(std::uint64_t offset, std::uint64_t len) const {
+  if (!map_ || offset + len > map_span) return nullptr;
+  if (offset + len <= map_len_.load(std::memory_order_acquire)) return map_ + offset;
+  std::lock_guard<std::mutex> g(map_mutex_);
+  std::uint64_t have = map_len_.load(std::memory_order_relaxed);
+  if (offset + len > have) {
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) return nullptr;
+    const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    // The last page may run past the end of the file (it reads as zero
+    // there); no page wholly past it is mapped (it would raise SIGBUS).
+    const std::uint64_t want =
+        std::min<std::uint64_t>((static_cast<std::uint64_t>(st.st_size) + page - 1) / page * page, map_span);
+    if (want > have) {
+      void* p = ::mmap(map_ + have, want - have, PROT_READ, MAP_SHARED | MAP_FIXED, fd_, static_cast<off_t>(have));
+      if (p == MAP_FAILED) return nullptr;
+      have = want;
+      map_len_.store(have, std::memory_order_release);
+    }
+  }
+  return offset + len <= have ? map_ + offset : nullptr;
+}
 
 std::unique_ptr<page_file> page_file::open(const std::string& dir) {
   const std::string path = dir + "/" + file_name;
@@ -130,6 +165,10 @@ void page_file::read(std::uint64_t page, void* buf, std::uint32_t cap) const {
     std::memset(buf, 0, cap);
     return;
   }
+  if (const std::byte* at = mapped(offset_of(page, 0), cap)) {
+    std::memcpy(buf, at, cap);
+    return;
+  }
   read_fully(fd_, path_, offset_of(page, 0), buf, cap);
 }
 
@@ -141,6 +180,11 @@ void page_file::read_into(std::uint64_t page, void* head, std::uint32_t head_byt
     return;
   }
   const std::uint64_t off = offset_of(page, 0);
+  if (const std::byte* at = mapped(off, std::uint64_t{head_bytes} + rest_bytes)) {
+    std::memcpy(head, at, head_bytes);
+    std::memcpy(rest, at + head_bytes, rest_bytes);
+    return;
+  }
   iovec v[2] = {{head, head_bytes}, {rest, rest_bytes}};
   for (;;) {
     ssize_t n = ::preadv(fd_, v, 2, static_cast<off_t>(off));

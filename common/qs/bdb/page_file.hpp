@@ -19,6 +19,14 @@
 // The blocks slots are written into are reserved first (reserve), so that a
 // write made after a commit returned never needs room the disk may not have.
 //
+// Reads copy from a read-only shared mapping of the file, grown as the
+// file grows, so that a cold read takes the kernel's read-around as a
+// mapped file's fault does (the slots a program reads together are often
+// neighbours); past the mapping, and where address space could not be
+// reserved, they are preads. As with any mapped file, an I/O error under
+// such a read ends the process with SIGBUS; nothing committed is lost by
+// it.
+//
 // Everything read from the file is the caller's to check (a record's
 // checksum, its fields): the file is trusted for nothing but its header.
 //
@@ -26,8 +34,10 @@
 // and sync from one thread at a time (bdb_env's writer).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace qs::detail {
@@ -76,6 +86,9 @@ class page_file {
 
  private:
   page_file(std::string path, int fd, std::uint32_t slot_bytes);
+  // Where the file's bytes [offset, offset + len) are mapped, mapping more
+  // of the file when it has grown; null when they are not (past its end).
+  const std::byte* mapped(std::uint64_t offset, std::uint64_t len) const;
   std::uint64_t offset_of(std::uint64_t page, std::uint32_t within) const {
     return header_bytes + page * std::uint64_t{slot_bytes_} + within;
   }
@@ -85,6 +98,11 @@ class page_file {
   std::uint32_t slot_bytes_;
   std::uint64_t reserved_ = 0;  // bytes of the file known to be allocated
   bool sync_each_ = false;
+  // The mapping: address space for map_span bytes, of which the first
+  // map_len_ are the file's (a multiple of the OS page size).
+  std::byte* map_ = nullptr;
+  mutable std::atomic<std::uint64_t> map_len_{0};
+  mutable std::mutex map_mutex_;  // guards growing the mapping
 };
 
 }  // namespace qs::detail
