@@ -140,7 +140,9 @@ struct options {
   // changes logged in Berkeley DB's log as application records, instead of
   // in Berkeley DB's B-tree. A database keeps the layout it was created
   // with. Such a database is served by neither qs-pageserver nor a
-  // replication group (opening it there throws qs::invalid_argument). The
+  // replication group (opening it there throws qs::invalid_argument). A
+  // commit with `durable` false flushes the log all the same before it
+  // writes the file (the file must never hold what the log lost). The
   // environment variable QS_PAGE_FILE=1 (or 0) sets it for every open.
   bool page_file = false;
   // The shared secret of a qs-pageserver reached over TCP (qs://host:port).
