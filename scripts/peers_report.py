@@ -138,20 +138,20 @@ def report(n, rows, cold_is_warm):
         print(f"  every traversal visited {n} nodes and summed {expected}")
     else:
         print("  the traversals' sums differ: " + "; ".join(f"{s}: {', '.join(w)}" for s, w in sums.items()))
-    if "qs" in cols and "qs-pagefile" in cols:
+    def ratios_to_qs(row, label, heads):
+        if "qs" not in cols or row not in cols:
+            return
         ratios = []
-        for h in ("build s", "cold ms", "warm ms", "hot ms", "update ms", "commit ms"):
-            a, b = cols["qs-pagefile"].get(h), cols["qs"].get(h)
+        for h in heads:
+            a, b = cols[row].get(h), cols["qs"].get(h)
             if a is not None and b:
                 ratios.append(f"{h[:-3] if h.endswith(' ms') else h.split()[0]} {a / b:.2f}")
-        print("  qs-pagefile / qs: " + ", ".join(ratios))
-    if "qs" in cols and "qs-remote" in cols:
-        ratios = []
-        for h in ("build s", "cold ms", "warm ms", "hot ms", "hot txn ms", "update ms"):
-            a, b = cols["qs-remote"].get(h), cols["qs"].get(h)
-            if a is not None and b:
-                ratios.append(f"{h[:-3] if h.endswith(' ms') else h.split()[0]} {a / b:.2f}")
-        print("  qs-remote / qs (embedded): " + ", ".join(ratios))
+        print(f"  {label}: " + ", ".join(ratios))
+
+    ratios_to_qs("qs-pagefile", "qs-pagefile / qs",
+                 ("build s", "cold ms", "warm ms", "hot ms", "update ms", "commit ms"))
+    ratios_to_qs("qs-remote", "qs-remote / qs (embedded)",
+                 ("build s", "cold ms", "warm ms", "hot ms", "hot txn ms", "update ms"))
     if cold_is_warm:
         print("  cold*: the OS page cache could not be dropped (not root?): the cold column is a warm one")
     for r in order:

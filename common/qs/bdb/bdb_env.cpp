@@ -279,8 +279,12 @@ bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multive
   // whenever a log record needs it).
   page_file_ = page_file::open(dir);
   if (!page_file_ && page_file_slot && !std::filesystem::exists(dir + "/pages.db", ec) &&
-      !std::filesystem::exists(dir + "/meta.db", ec))
+      !std::filesystem::exists(dir + "/meta.db", ec)) {
     page_file_ = page_file::create(dir, page_file_slot);
+    if (!sync_directory(dir))
+      throw store_error("database " + dir + ": cannot sync the directory after creating " + page_file::file_name +
+                        ": " + std::strerror(errno));
+  }
   if (page_file_) {
     if (multiversion || repl)
       throw invalid_argument("database " + dir + " keeps its pages in " + page_file::file_name +

@@ -39,14 +39,6 @@ constexpr std::uint64_t reserve_ahead = std::uint64_t{4} << 20;
 
 std::string said(const std::string& path, const std::string& what) { return "page file " + path + ": " + what; }
 
-bool sync_directory_of(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = ::fsync(fd) == 0;
-  ::close(fd);
-  return ok;
-}
-
 // Reads len bytes at off; what lies past the end of the file reads as zero.
 void read_fully(int fd, const std::string& path, std::uint64_t off, void* buf, std::size_t len) {
   auto* p = static_cast<char*>(buf);
@@ -148,8 +140,7 @@ std::unique_ptr<page_file> page_file::create(const std::string& dir, std::uint32
   h.version = file_version;
   h.slot_bytes = slot_bytes;
   std::memcpy(block, &h, sizeof h);
-  bool ok = ::pwrite(fd, block, sizeof block, 0) == static_cast<ssize_t>(sizeof block) && ::fsync(fd) == 0 &&
-            sync_directory_of(dir);
+  bool ok = ::pwrite(fd, block, sizeof block, 0) == static_cast<ssize_t>(sizeof block) && ::fsync(fd) == 0;
   if (!ok) {
     int e = errno;
     ::close(fd);

@@ -51,8 +51,9 @@ class page_file {
   // qs::store_error when it cannot be opened, or its header is not a page
   // file's (naming the file and what is wrong).
   static std::unique_ptr<page_file> open(const std::string& dir);
-  // Creates `dir`'s page file for records of `slot_bytes` (durably: the file
-  // and its directory entry are synced). Throws qs::store_error.
+  // Creates `dir`'s page file for records of `slot_bytes`, its header
+  // synced (its directory entry is the caller's to sync). Throws
+  // qs::store_error.
   static std::unique_ptr<page_file> create(const std::string& dir, std::uint32_t slot_bytes);
   ~page_file();
   page_file(const page_file&) = delete;

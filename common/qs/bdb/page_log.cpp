@@ -32,6 +32,24 @@ void store_at(std::byte* p, T v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+// Calls f(page, offset, length, bytes) for each piece of `rec`, a record
+// this process built (so not checked), until f returns false. Returns the
+// record's size, or 0 when f stopped.
+template <class F>
+std::size_t for_each_piece(const std::byte* rec, F&& f) {
+  const auto page = load<std::uint64_t>(rec + prefix_bytes);
+  const auto count = load<std::uint32_t>(rec + prefix_bytes + 12);
+  std::size_t at = fixed_bytes;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const auto offset = load<std::uint32_t>(rec + at);
+    const auto length = load<std::uint32_t>(rec + at + 4);
+    at += piece_head_bytes;
+    if (!f(page, offset, length, rec + at)) return 0;
+    at += length;
+  }
+  return at;
+}
+
 // Checks record `rec`; calls f(page, offset, length, bytes) for each piece
 // when `f` is given. Returns "" or what is wrong.
 template <class F>
@@ -125,17 +143,11 @@ bool page_log::overlay(DbTxn* t, std::uint64_t page, void* record, std::uint32_t
   auto w = it->second.by_page.find(page);
   if (w == it->second.by_page.end()) return false;
   auto* out = static_cast<std::byte*>(record);
-  for (const std::byte* rec : w->second) {
-    const auto count = load<std::uint32_t>(rec + prefix_bytes + 12);
-    std::size_t at = fixed_bytes;
-    for (std::uint32_t i = 0; i < count; ++i) {
-      const auto offset = load<std::uint32_t>(rec + at);
-      const auto length = load<std::uint32_t>(rec + at + 4);
-      at += piece_head_bytes;
-      if (offset < cap) std::memcpy(out + offset, rec + at, std::min<std::uint32_t>(length, cap - offset));
-      at += length;
-    }
-  }
+  for (const std::byte* rec : w->second)
+    for_each_piece(rec, [&](std::uint64_t, std::uint32_t offset, std::uint32_t length, const std::byte* bytes) {
+      if (offset < cap) std::memcpy(out + offset, bytes, std::min<std::uint32_t>(length, cap - offset));
+      return true;
+    });
   return true;
 }
 
@@ -162,18 +174,15 @@ int page_log::apply(DbTxn* t) {
         halfway = true;
         pause_point("page_file.half_applied");
       }
-      const auto page = load<std::uint64_t>(rec + prefix_bytes);
-      const auto count = load<std::uint32_t>(rec + prefix_bytes + 12);
-      std::size_t at = fixed_bytes;
-      for (std::uint32_t i = 0; i < count; ++i) {
-        const auto offset = load<std::uint32_t>(rec + at);
-        const auto length = load<std::uint32_t>(rec + at + 4);
-        at += piece_head_bytes;
-        if (int rc = file_.write(page, offset, rec + at, length)) return rc;
-        at += length;
-      }
-      rec += at;
-      done += at;
+      int rc = 0;
+      const std::size_t size = for_each_piece(
+          rec, [&](std::uint64_t page, std::uint32_t offset, std::uint32_t length, const std::byte* bytes) {
+            rc = file_.write(page, offset, bytes, length);
+            return rc == 0;
+          });
+      if (rc != 0) return rc;
+      rec += size;
+      done += size;
     }
   }
   return 0;
