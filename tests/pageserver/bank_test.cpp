@@ -82,7 +82,8 @@ TEST_CASE_METHOD(server_fixture,
   process auditor = bank_process(s, {"audit", done}, "auditor");
 
   // The clients have 150 s together; then the auditor is told to stop, and
-  // stops after its current audit (it gives up by itself after 120 s).
+  // stops after its current audit (it gives up by itself after 240 s, when
+  // the test would no longer wait for it).
   std::vector<int> st(clients);
   for (int i = 0; i < clients; ++i) st[i] = wait_until(ps[i], start + std::chrono::seconds(150));
   { std::ofstream(done.c_str()).put('\n'); }
