@@ -3,16 +3,20 @@
 // SIGKILL anywhere, before or after its commit reached the log, and before
 // or halfway through the page file's writes, a database holds exactly the
 // transactions whose commit reached the log; the layout stays the one the
-// database was made with; a damaged page file is refused, naming it.
+// database was made with; images lie where a frame can map them; a damaged
+// page file, or one of the previous format, is refused, naming it.
 #include <catch2/catch.hpp>
 
 #include "support.hpp"
 
 #include <qs/bdb/bdb_env.hpp>
 
+#include <algorithm>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 using namespace qs_test;
 
@@ -97,15 +101,76 @@ TEST_CASE("page file: qs-pageserver's environment and a damaged page file are re
                        Catch::Matchers::Predicate<qs::invalid_argument>([](const qs::invalid_argument& e) {
                          return std::string(e.what()).find("pages.qs") != std::string::npos;
                        }));
-  {
+  auto overwrite = [&](std::streamoff at, const void* bytes, std::streamsize n) {
     std::fstream f(db + "/pages.qs", std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(0);
-    f.write("garbage!", 8);
+    f.seekp(at);
+    f.write(static_cast<const char*>(bytes), n);
+  };
+  auto refusal = [&] {
+    try {
+      qs::detail::bdb_env env(db, 16u << 20);
+    } catch (const qs::error& e) {
+      return std::string(e.what());
+    }
+    return std::string("opened");
+  };
+  SECTION("a page file of the previous format: both formats named") {
+    const std::uint32_t version = 1;
+    overwrite(8, &version, sizeof version);
+    const std::string why = refusal();
+    CHECK_THAT(why, Catch::Contains("pages.qs") && Catch::Contains("format version 1") &&
+                        Catch::Contains("records whole") && Catch::Contains("it reads version 2") &&
+                        Catch::Contains("aligned to 4096"));
   }
-  try {
-    qs::detail::bdb_env env(db, 16u << 20);
-    FAIL("a page file whose header is damaged was opened");
-  } catch (const qs::error& e) {
-    CHECK_THAT(e.what(), Catch::Contains("pages.qs") && Catch::Contains("not a qs page file"));
+  SECTION("sizes no page file has") {
+    const std::uint32_t image_bytes = 8192 + 100;
+    overwrite(16, &image_bytes, sizeof image_bytes);
+    CHECK_THAT(refusal(),
+               Catch::Contains("pages.qs") && Catch::Contains("images of 8292 bytes") && Catch::Contains("damaged"));
+  }
+  SECTION("a damaged magic number") {
+    overwrite(0, "garbage!", 8);
+    CHECK_THAT(refusal(), Catch::Contains("pages.qs") && Catch::Contains("not a qs page file"));
   }
 }
+
+TEST_CASE("page file: images lie at multiples of 4096 bytes, their heads apart") {
+  test_dir dir;
+  auto file = qs::detail::page_file::create(dir.path(), 48, 8192);
+  REQUIRE(file->per_group() == 4096 / 48);
+  // Pages on both sides of a group's end, each record written whole.
+  std::vector<std::byte> rec(48 + 8192), back(48 + 8192);
+  for (std::uint64_t page : {0u, 1u, 84u, 85u, 86u, 300u}) {
+    for (std::size_t i = 0; i < rec.size(); ++i) rec[i] = static_cast<std::byte>((page * 7 + i) & 0xff);
+    REQUIRE(file->reserve(page + 1) == 0);
+    REQUIRE(file->write(page, 0, rec.data(), static_cast<std::uint32_t>(rec.size())) == 0);
+  }
+  // A write across the end of the head reaches both.
+  const std::byte patch[8] = {std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4},
+                              std::byte{5}, std::byte{6}, std::byte{7}, std::byte{8}};
+  REQUIRE(file->write(85, 44, patch, sizeof patch) == 0);
+  std::ifstream raw(dir.path() + "/pages.qs", std::ios::binary);
+  for (std::uint64_t page : {0u, 1u, 84u, 85u, 86u, 300u}) {
+    for (std::size_t i = 0; i < rec.size(); ++i) rec[i] = static_cast<std::byte>((page * 7 + i) & 0xff);
+    if (page == 85) std::memcpy(rec.data() + 44, patch, sizeof patch);
+    file->read(page, back.data(), static_cast<std::uint32_t>(back.size()));
+    CHECK(back == rec);
+    // Where the layout says: the group's block of heads, then its images.
+    const std::uint64_t group = 4096 + page / 85 * (4096 + 85 * 8192);
+    std::vector<std::byte> head(48), image(8192);
+    raw.seekg(static_cast<std::streamoff>(group + page % 85 * 48));
+    raw.read(reinterpret_cast<char*>(head.data()), 48);
+    const std::uint64_t at = group + 4096 + page % 85 * 8192;
+    CHECK(at % 4096 == 0);
+    raw.seekg(static_cast<std::streamoff>(at));
+    raw.read(reinterpret_cast<char*>(image.data()), 8192);
+    CHECK(std::equal(head.begin(), head.end(), rec.begin()));
+    CHECK(std::equal(image.begin(), image.end(), rec.begin() + 48));
+  }
+  // Page 2 was never written: no record.
+  file->read(2, back.data(), 48);
+  CHECK(std::all_of(back.begin(), back.begin() + 48, [](std::byte b) { return b == std::byte{0}; }));
+  CHECK(file->slots() >= 301);
+  CHECK_THROWS_AS(qs::detail::page_file::create(dir.sub("odd"), 48, 8000), qs::invalid_argument);
+}
+

@@ -280,7 +280,10 @@ bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multive
   page_file_ = page_file::open(dir);
   if (!page_file_ && page_file_slot && !std::filesystem::exists(dir + "/pages.db", ec) &&
       !std::filesystem::exists(dir + "/meta.db", ec)) {
-    page_file_ = page_file::create(dir, page_file_slot);
+    // A record's head is its record_header; page_file_slot - head is the
+    // page size.
+    constexpr auto head = static_cast<std::uint32_t>(sizeof(record_header));
+    page_file_ = page_file::create(dir, head, page_file_slot > head ? page_file_slot - head : 0);
     if (!sync_directory(dir))
       throw store_error("database " + dir + ": cannot sync the directory after creating " + page_file::file_name +
                         ": " + std::strerror(errno));

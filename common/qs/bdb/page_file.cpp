@@ -18,23 +18,37 @@ namespace qs::detail {
 namespace {
 
 constexpr char file_magic[8] = {'Q', 'S', 'P', 'A', 'G', 'E', 'S', '1'};
-constexpr std::uint32_t file_version = 1;
+// 1: each record whole, one after the other (images at no particular
+// alignment); 2: heads and images apart, images at multiples of 4096.
+constexpr std::uint32_t file_version = 2;
 
 struct file_header {
   char magic[8];
   std::uint32_t version;
-  std::uint32_t slot_bytes;
+  std::uint32_t head_bytes;
+  std::uint32_t image_bytes;
 };
 
-// Slots far enough out that their offset would not fit in an off_t hold
+constexpr std::uint32_t block = page_file::header_bytes;
+
+// What a page file's header must say of its sizes; empty when it is laid
+// out by them.
+std::string wrong_sizes(std::uint32_t head_bytes, std::uint32_t image_bytes) {
+  if (head_bytes < 16 || head_bytes > block) return "records with heads of " + std::to_string(head_bytes) + " bytes";
+  if (image_bytes == 0 || image_bytes % block != 0 || image_bytes > (std::uint32_t{1} << 24))
+    return "images of " + std::to_string(image_bytes) + " bytes";
+  return {};
+}
+
+// Records far enough out that their offsets would not fit in an off_t hold
 // nothing (and cannot be written).
 constexpr std::uint64_t max_offset = static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()) / 2;
 
 // The address space reserved for the file's mapping (the most of it that
-// reads through the mapping; slots past it are read with pread).
+// reads through the mapping; records past it are read with pread).
 constexpr std::uint64_t map_span = std::uint64_t{1} << 40;
 
-// How far ahead of the slots asked for blocks are reserved.
+// How far ahead of the records asked for blocks are reserved.
 constexpr std::uint64_t reserve_ahead = std::uint64_t{4} << 20;
 
 std::string said(const std::string& path, const std::string& what) { return "page file " + path + ": " + what; }
@@ -64,8 +78,14 @@ void read_fully(int fd, const std::string& path, std::uint64_t off, void* buf, s
 
 }  // namespace
 
-page_file::page_file(std::string path, int fd, std::uint32_t slot_bytes)
-    : path_(std::move(path)), fd_(fd), slot_bytes_(slot_bytes) {
+page_file::page_file(std::string path, int fd, std::uint32_t head_bytes, std::uint32_t image_bytes)
+    : path_(std::move(path)),
+      fd_(fd),
+      head_bytes_(head_bytes),
+      image_bytes_(image_bytes),
+      per_group_(block / head_bytes),
+      group_bytes_(block + std::uint64_t{per_group_} * image_bytes),
+      max_pages_((max_offset - header_bytes) / group_bytes_ * per_group_) {
   void* p = ::mmap(nullptr, map_span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p != MAP_FAILED) map_ = static_cast<std::byte*>(p);
 }
@@ -119,104 +139,131 @@ std::unique_ptr<page_file> page_file::open(const std::string& dir) {
   }
   if (h.version != file_version) {
     ::close(fd);
-    throw store_error(said(path, "format version " + std::to_string(h.version) +
-                                     ", which this qs does not read (it reads " + std::to_string(file_version) + ")"));
+    throw store_error(
+        said(path, "format version " + std::to_string(h.version) + " (" +
+                       (h.version == 1 ? "records whole, one after the other" : "not a format qs has written") +
+                       "), which this qs does not read: it reads version " + std::to_string(file_version) +
+                       " (heads and images apart, images aligned to 4096 bytes)"));
   }
-  if (h.slot_bytes < 64 || h.slot_bytes > (std::uint32_t{1} << 24)) {
+  if (std::string wrong = wrong_sizes(h.head_bytes, h.image_bytes); !wrong.empty()) {
     ::close(fd);
-    throw store_error(said(path, "its header gives slots of " + std::to_string(h.slot_bytes) +
-                                     " bytes, not a record size qs makes: the file is damaged"));
+    throw store_error(said(path, "its header gives " + wrong + ", not a size qs makes: the file is damaged"));
   }
-  return std::unique_ptr<page_file>(new page_file(path, fd, h.slot_bytes));
+  return std::unique_ptr<page_file>(new page_file(path, fd, h.head_bytes, h.image_bytes));
 }
 
-std::unique_ptr<page_file> page_file::create(const std::string& dir, std::uint32_t slot_bytes) {
+std::unique_ptr<page_file> page_file::create(const std::string& dir, std::uint32_t head_bytes,
+                                             std::uint32_t image_bytes) {
   const std::string path = dir + "/" + file_name;
+  if (std::string wrong = wrong_sizes(head_bytes, image_bytes); !wrong.empty())
+    throw invalid_argument(said(path, "cannot lay out " + wrong));
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) throw store_error(said(path, std::string("cannot create it: ") + std::strerror(errno)));
-  char block[header_bytes] = {};
+  char first[header_bytes] = {};
   file_header h{};
   std::memcpy(h.magic, file_magic, sizeof file_magic);
   h.version = file_version;
-  h.slot_bytes = slot_bytes;
-  std::memcpy(block, &h, sizeof h);
-  bool ok = ::pwrite(fd, block, sizeof block, 0) == static_cast<ssize_t>(sizeof block) && ::fsync(fd) == 0;
+  h.head_bytes = head_bytes;
+  h.image_bytes = image_bytes;
+  std::memcpy(first, &h, sizeof h);
+  bool ok = ::pwrite(fd, first, sizeof first, 0) == static_cast<ssize_t>(sizeof first) && ::fsync(fd) == 0;
   if (!ok) {
     int e = errno;
     ::close(fd);
     ::unlink(path.c_str());
     throw store_error(said(path, std::string("cannot create it: ") + std::strerror(e)));
   }
-  return std::unique_ptr<page_file>(new page_file(path, fd, slot_bytes));
+  return std::unique_ptr<page_file>(new page_file(path, fd, head_bytes, image_bytes));
+}
+
+template <class F>
+void page_file::for_each_stretch(std::uint64_t page, std::uint32_t offset, std::uint32_t len, F&& f) const {
+  const std::uint64_t group = group_offset(page), within = page % per_group_;
+  const std::uint32_t end = offset + len;
+  if (offset < head_bytes_) {
+    const std::uint32_t n = std::min(end, head_bytes_) - offset;
+    f(group + within * head_bytes_ + offset, offset, n);
+    offset += n;
+  }
+  if (offset < end) f(group + block + within * image_bytes_ + (offset - head_bytes_), offset, end - offset);
 }
 
 void page_file::read(std::uint64_t page, void* buf, std::uint32_t cap) const {
-  if (cap > slot_bytes_) cap = slot_bytes_;
-  if (page >= (max_offset - header_bytes) / slot_bytes_) {
-    std::memset(buf, 0, cap);
+  if (cap > slot_bytes()) cap = slot_bytes();
+  auto* to = static_cast<std::byte*>(buf);
+  if (page >= max_pages_) {
+    std::memset(to, 0, cap);
     return;
   }
-  if (const std::byte* at = mapped(offset_of(page, 0), cap)) {
-    std::memcpy(buf, at, cap);
-    return;
-  }
-  read_fully(fd_, path_, offset_of(page, 0), buf, cap);
+  for_each_stretch(page, 0, cap, [&](std::uint64_t at, std::uint32_t offset, std::uint32_t n) {
+    if (const std::byte* from = mapped(at, n)) std::memcpy(to + offset, from, n);
+    else read_fully(fd_, path_, at, to + offset, n);
+  });
 }
 
 void page_file::read_into(std::uint64_t page, void* head, std::uint32_t head_bytes, void* rest,
                           std::uint32_t rest_bytes) const {
-  if (page >= (max_offset - header_bytes) / slot_bytes_ || std::uint64_t{head_bytes} + rest_bytes > slot_bytes_) {
+  if (page >= max_pages_ || std::uint64_t{head_bytes} + rest_bytes > slot_bytes()) {
     std::memset(head, 0, head_bytes);
     std::memset(rest, 0, rest_bytes);
     return;
   }
-  const std::uint64_t off = offset_of(page, 0);
-  if (const std::byte* at = mapped(off, std::uint64_t{head_bytes} + rest_bytes)) {
-    std::memcpy(head, at, head_bytes);
-    std::memcpy(rest, at + head_bytes, rest_bytes);
-    return;
-  }
-  iovec v[2] = {{head, head_bytes}, {rest, rest_bytes}};
-  for (;;) {
-    ssize_t n = ::preadv(fd_, v, 2, static_cast<off_t>(off));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw store_error(said(path_, std::string("read failed: ") + std::strerror(errno)));
-    if (static_cast<std::uint64_t>(n) == std::uint64_t{head_bytes} + rest_bytes) return;
-    break;
-  }
-  // Short (the end of the file, or an interrupted read): piece by piece.
-  read_fully(fd_, path_, off, head, head_bytes);
-  read_fully(fd_, path_, off + head_bytes, rest, rest_bytes);
+  for_each_stretch(page, 0, head_bytes + rest_bytes, [&](std::uint64_t at, std::uint32_t offset, std::uint32_t n) {
+    // The stretch may fall on both sides of the split between head and rest.
+    while (n > 0) {
+      std::byte* to = offset < head_bytes ? static_cast<std::byte*>(head) + offset
+                                          : static_cast<std::byte*>(rest) + (offset - head_bytes);
+      const std::uint32_t k = offset < head_bytes ? std::min(n, head_bytes - offset) : n;
+      if (const std::byte* from = mapped(at, k)) std::memcpy(to, from, k);
+      else read_fully(fd_, path_, at, to, k);
+      at += k;
+      offset += k;
+      n -= k;
+    }
+  });
+}
+
+bool page_file::image_at(std::uint64_t page, std::uint64_t& offset, const std::byte*& bytes) const {
+  if (page >= max_pages_) return false;
+  offset = group_offset(page) + block + page % per_group_ * std::uint64_t{image_bytes_};
+  bytes = mapped(offset, image_bytes_);
+  return bytes != nullptr;
 }
 
 std::uint64_t page_file::slots() const {
   struct stat st {};
   if (::fstat(fd_, &st) != 0) throw store_error(said(path_, std::string("cannot examine it: ") + std::strerror(errno)));
+  // Every page of a group the file reaches into: what of a record is past
+  // the end of the file reads as zero.
   const auto size = static_cast<std::uint64_t>(st.st_size);
-  return size <= header_bytes ? 0 : (size - header_bytes + slot_bytes_ - 1) / slot_bytes_;
+  if (size <= header_bytes) return 0;
+  return std::min(max_pages_, (size - header_bytes + group_bytes_ - 1) / group_bytes_ * per_group_);
 }
 
 int page_file::write(std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len) {
-  if (page >= (max_offset - header_bytes) / slot_bytes_ || std::uint64_t{offset} + len > slot_bytes_) return EFBIG;
-  std::uint64_t off = offset_of(page, offset);
-  const auto* from = static_cast<const char*>(p);
-  while (len > 0) {
-    ssize_t n = ::pwrite(fd_, from, len, static_cast<off_t>(off));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
+  if (page >= max_pages_ || std::uint64_t{offset} + len > slot_bytes()) return EFBIG;
+  int rc = 0;
+  for_each_stretch(page, offset, len, [&](std::uint64_t at, std::uint32_t from_offset, std::uint32_t n) {
+    const auto* from = static_cast<const char*>(p) + (from_offset - offset);
+    while (rc == 0 && n > 0) {
+      ssize_t w = ::pwrite(fd_, from, n, static_cast<off_t>(at));
+      if (w < 0) {
+        if (errno != EINTR) rc = errno;
+        continue;
+      }
+      from += w;
+      at += static_cast<std::uint64_t>(w);
+      n -= static_cast<std::uint32_t>(w);
     }
-    from += n;
-    off += static_cast<std::uint64_t>(n);
-    len -= static_cast<std::uint32_t>(n);
-  }
-  if (sync_each_ && ::fdatasync(fd_) != 0) return errno;
-  return 0;
+  });
+  if (rc == 0 && sync_each_ && ::fdatasync(fd_) != 0) rc = errno;
+  return rc;
 }
 
 int page_file::reserve(std::uint64_t pages) {
-  if (pages >= (max_offset - header_bytes) / slot_bytes_) return EFBIG;
-  const std::uint64_t need = offset_of(pages, 0);
+  if (pages > max_pages_) return EFBIG;
+  if (pages == 0) return 0;
+  const std::uint64_t need = end_of(pages - 1);
   if (need <= reserved_) return 0;
   const std::uint64_t to = need + reserve_ahead;
   int rc = ::posix_fallocate(fd_, static_cast<off_t>(reserved_), static_cast<off_t>(to - reserved_));

@@ -1,11 +1,15 @@
-// qs/bdb/page_file.hpp: the file of fixed slots that holds the page records of
+// qs/bdb/page_file.hpp: the file of fixed-size records that holds the page records of
 // an environment laid out with a page file (bdb_env.hpp), instead of
 // pages.db's B-tree.
 //
 // `pages.qs` starts with a header block (a magic number, the format version,
-// the size of a slot); slot i, at header_bytes + i * slot_bytes, holds page
-// i's record: its record_header, then its image. A slot whose first four
-// bytes are zero, or that lies past the end of the file, holds no record.
+// the sizes of a record's head and image). Page i's record is its head (a
+// record_header) and its image, kept apart so that every image lies at an
+// offset that is a multiple of 4096: the file is a run of groups, each a
+// 4096-byte block of the heads of per_group() pages, then their images, one
+// after the other, in page order. A page's image can thus be mapped from the
+// file as it is. A record whose head's first four bytes are zero, or that
+// lies past the end of the file, is no record.
 //
 // The file holds only what committed transactions wrote: page_log.hpp logs
 // every change in Berkeley DB's log, in the transaction, and writes it here
@@ -16,12 +20,12 @@
 // (sync_each_write): Berkeley DB checkpoints at the end of recovery, with no
 // hook before it.
 //
-// The blocks slots are written into are reserved first (reserve), so that a
+// The blocks records are written into are reserved first (reserve), so that a
 // write made after a commit returned never needs room the disk may not have.
 //
 // Reads copy from a read-only shared mapping of the file, grown as the
 // file grows, so that a cold read takes the kernel's read-around as a
-// mapped file's fault does (the slots a program reads together are often
+// mapped file's fault does (the records a program reads together are often
 // neighbours); past the mapping, and where address space could not be
 // reserved, they are preads. As with any mapped file, an I/O error under
 // such a read ends the process with SIGBUS; nothing committed is lost by
@@ -51,33 +55,47 @@ class page_file {
   // qs::store_error when it cannot be opened, or its header is not a page
   // file's (naming the file and what is wrong).
   static std::unique_ptr<page_file> open(const std::string& dir);
-  // Creates `dir`'s page file for records of `slot_bytes`, its header
-  // synced (its directory entry is the caller's to sync). Throws
-  // qs::store_error.
-  static std::unique_ptr<page_file> create(const std::string& dir, std::uint32_t slot_bytes);
+  // Creates `dir`'s page file for records of a head of `head_bytes` and an
+  // image of `image_bytes` (a multiple of 4096), its header synced (its
+  // directory entry is the caller's to sync). Throws qs::invalid_argument
+  // for sizes it cannot lay out, qs::store_error when it cannot write.
+  static std::unique_ptr<page_file> create(const std::string& dir, std::uint32_t head_bytes, std::uint32_t image_bytes);
   ~page_file();
   page_file(const page_file&) = delete;
   page_file& operator=(const page_file&) = delete;
 
-  std::uint32_t slot_bytes() const { return slot_bytes_; }
+  // A record's bytes: its head, then its image. Every offset into a record
+  // below counts from its head's first byte.
+  std::uint32_t slot_bytes() const { return head_bytes_ + image_bytes_; }
+  std::uint32_t head_bytes() const { return head_bytes_; }
+  std::uint32_t image_bytes() const { return image_bytes_; }
+  // Pages per group (their heads fill one 4096-byte block).
+  std::uint32_t per_group() const { return per_group_; }
   const std::string& path() const { return path_; }
 
-  // Reads the first `cap` bytes (at most a slot) of page's slot into buf;
+  // Reads the first `cap` bytes (at most a record) of page's record into buf;
   // bytes past the end of the file read as zero. Throws qs::store_error on
   // an I/O error.
   void read(std::uint64_t page, void* buf, std::uint32_t cap) const;
-  // Reads page's slot into two places: its first head_bytes at head, the
-  // next rest_bytes at rest (one call).
+  // Reads page's record into two places: its first head_bytes at head, the
+  // next rest_bytes at rest.
   void read_into(std::uint64_t page, void* head, std::uint32_t head_bytes, void* rest, std::uint32_t rest_bytes) const;
 
-  // How many slots the file has room for now (pages past them hold no
-  // record). Throws qs::store_error when the file cannot be examined.
+  // Where page's image lies in the file (a multiple of 4096), and its bytes
+  // in the file's mapping, when the mapping reaches past them; false when
+  // it does not. The bytes stay mapped as long as the page_file lives.
+  bool image_at(std::uint64_t page, std::uint64_t& offset, const std::byte*& bytes) const;
+  // The file, open for reading (for a mapping of its images).
+  int fd() const { return fd_; }
+
+  // How many pages the file reaches now (pages past them hold no record;
+  // some below may hold none either). Throws qs::store_error when the file cannot be examined.
   std::uint64_t slots() const;
 
-  // Writes `len` bytes at `offset` of page's slot; 0 or the errno of the
+  // Writes `len` bytes at `offset` of page's record; 0 or the errno of the
   // failure.
   int write(std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len);
-  // Makes sure the blocks of the slots of pages below `pages` are allocated
+  // Makes sure the blocks of the records of pages below `pages` are allocated
   // (ahead by a few MiB); 0 or the errno of the failure.
   int reserve(std::uint64_t pages);
   // Flushes what was written to the disk; 0 or the errno of the failure.
@@ -86,17 +104,28 @@ class page_file {
   void sync_each_write(bool on) { sync_each_ = on; }
 
  private:
-  page_file(std::string path, int fd, std::uint32_t slot_bytes);
+  page_file(std::string path, int fd, std::uint32_t head_bytes, std::uint32_t image_bytes);
   // Where the file's bytes [offset, offset + len) are mapped, mapping more
   // of the file when it has grown; null when they are not (past its end).
   const std::byte* mapped(std::uint64_t offset, std::uint64_t len) const;
-  std::uint64_t offset_of(std::uint64_t page, std::uint32_t within) const {
-    return header_bytes + page * std::uint64_t{slot_bytes_} + within;
+  // Calls f(file offset, record offset, bytes) for each of the (at most
+  // two) stretches of the file that bytes [offset, offset + len) of page's
+  // record are.
+  template <class F>
+  void for_each_stretch(std::uint64_t page, std::uint32_t offset, std::uint32_t len, F&& f) const;
+  std::uint64_t group_offset(std::uint64_t page) const { return header_bytes + page / per_group_ * group_bytes_; }
+  // The file offset just past page's record.
+  std::uint64_t end_of(std::uint64_t page) const {
+    return group_offset(page) + header_bytes + (page % per_group_ + 1) * std::uint64_t{image_bytes_};
   }
 
   std::string path_;
   int fd_;
-  std::uint32_t slot_bytes_;
+  std::uint32_t head_bytes_;
+  std::uint32_t image_bytes_;
+  std::uint32_t per_group_;
+  std::uint64_t group_bytes_;
+  std::uint64_t max_pages_;     // pages whose offsets fit in an off_t, with room
   std::uint64_t reserved_ = 0;  // bytes of the file known to be allocated
   bool sync_each_ = false;
   // The mapping: address space for map_span bytes, of which the first
