@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "support.hpp"
+#include "types.hpp"
 
 #include <qs/bdb/bdb_env.hpp>
 
@@ -174,3 +175,85 @@ TEST_CASE("page file: images lie at multiples of 4096 bytes, their heads apart")
   CHECK_THROWS_AS(qs::detail::page_file::create(dir.sub("odd"), 48, 8000), qs::invalid_argument);
 }
 
+TEST_CASE("page file: pages shown by mapping the file are read, written, aborted and evicted as copied ones are") {
+  test_dir dir;
+  // Runs come from page-order prefetch, whatever the ctest variant says.
+  env_var prefetch("QS_PREFETCH", "32"), order("QS_PREFETCH_ORDER", "page_order"), map("QS_MAP_PAGE_FILE", "1");
+  auto opts = small_options(64);
+  opts.page_file = true;
+  constexpr int n = 60000;    // about 300 pages, against a pool of 64
+  constexpr int near = 4000;  // the first nodes of the list: about 20 pages
+  {
+    auto db = qs::database::open(dir.path(), opts);
+    qs::transaction tx(db);
+    auto& head = db.root<Pair*>("head");
+    for (int i = 0; i < n; ++i) head = new (db) Pair{nullptr, static_cast<std::uint64_t>(i), head};
+    tx.commit();
+  }
+  auto sum_all = [](qs::database& db) {
+    std::uint64_t sum = 0, count = 0;
+    for (Pair* p = db.root<Pair*>("head"); p; p = p->right, ++count) sum += p->key;
+    return std::pair{sum, count};
+  };
+  const std::uint64_t sum0 = std::uint64_t{n} * (n - 1) / 2;
+  // Frames map files under the userfault control only (QS_FRAMES).
+  const bool maps = std::string(qs::database::open(dir.path(), opts).stats().frame_control) == "userfault";
+  {
+    // Read only: the pages come in by runs mapped from the file, and leave
+    // the pool again.
+    auto db = qs::database::open(dir.path(), opts);
+    qs::transaction tx(db);
+    CHECK(sum_all(db) == std::pair{sum0, std::uint64_t{n}});
+    tx.commit();
+    CHECK((db.stats().pages_mapped > 0) == maps);
+    CHECK(db.stats().evictions > 0);
+  }
+  // Each of the next opens starts with an empty pool (prefetch takes free
+  // slots only). The first nodes are read first (mapped: the transaction
+  // has written nothing yet), then written: each write faults on a mapped
+  // frame.
+  auto write_near = [&](qs::database& db, std::uint64_t add) {
+    std::uint64_t seen = 0;
+    Pair* p = db.root<Pair*>("head");
+    for (int i = 0; i < near && p; ++i, p = p->right) seen += p->key;
+    CHECK(seen > 0);
+    CHECK((db.stats().pages_mapped > 0) == maps);
+    p = db.root<Pair*>("head");
+    for (int i = 0; i < near && p; ++i, p = p->right) p->key += add;
+  };
+  {
+    auto db = qs::database::open(dir.path(), opts);
+    {
+      qs::transaction tx(db);
+      write_near(db, 1000000);
+      tx.abort();
+    }
+    qs::transaction tx(db);
+    CHECK(sum_all(db) == std::pair{sum0, std::uint64_t{n}});
+    tx.commit();
+  }
+  {
+    // Written, then evicted dirty by the walk that follows, then committed.
+    auto db = qs::database::open(dir.path(), opts);
+    qs::transaction tx(db);
+    write_near(db, 1000000);
+    CHECK(sum_all(db) == std::pair{sum0 + std::uint64_t{near} * 1000000, std::uint64_t{n}});
+    tx.commit();
+    CHECK(db.stats().dirty_evictions > 0);
+  }
+  {
+    // Written and committed while resident, then read again.
+    auto db = qs::database::open(dir.path(), opts);
+    {
+      qs::transaction tx(db);
+      write_near(db, 1);
+      tx.commit();
+    }
+    qs::transaction tx(db);
+    std::uint64_t first = db.root<Pair*>("head")->key;
+    CHECK(first == (n - 1) + 1000001);
+  }
+  auto db = qs::database::open(dir.path(), opts);
+  qs::transaction tx(db);
+  CHECK(sum_all(db) == std::pair{sum0 + std::uint64_t{near} * 1000001, std::uint64_t{n}});
+}

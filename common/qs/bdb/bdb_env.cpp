@@ -1576,6 +1576,12 @@ void bdb_env::write_slot(DbTxn* t, std::uint64_t page, std::span<const page_log:
   check(page_log_->write(*env_, t, page, pieces), "log a write of page " + std::to_string(page));
 }
 
+bool bdb_env::image_in_file(DbTxn* t, std::uint64_t page, file_image& where) const {
+  if (!page_file_ || (t && page_log_->wrote(t, page))) return false;
+  where.fd = page_file_->fd();
+  return page_file_->image_at(page, where.offset, where.bytes);
+}
+
 std::uint32_t bdb_env::read_slot(DbTxn* t, std::uint64_t page, void* buf, std::uint32_t cap) {
   page_file_->read(page, buf, cap);
   if (t) page_log_->overlay(t, page, buf, cap);

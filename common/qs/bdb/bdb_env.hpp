@@ -265,6 +265,19 @@ class bdb_env {
 
   // Whether page records are in a page file (see above).
   bool has_page_file() const { return page_file_ != nullptr; }
+  // The page-file layout: where page's image, as transaction t reads it,
+  // lies in pages.qs (its file descriptor, its offset there, its bytes in
+  // the file's mapping), so that it can be mapped with no copy. False when
+  // the environment has no page file, when t wrote to the page (what t
+  // reads is not in the file yet), or when the file's mapping does not
+  // reach the image. The caller checks the bytes: nothing here vouches for
+  // them.
+  struct file_image {
+    int fd;
+    std::uint64_t offset;
+    const std::byte* bytes;
+  };
+  bool image_in_file(DbTxn* t, std::uint64_t page, file_image& where) const;
 
   // Where the log ends, in bytes; after the environment broke, where it
   // ended when last asked.

@@ -156,6 +156,12 @@ bool page_log::wrote(DbTxn* t) const {
   return txns_.count(t) != 0;
 }
 
+bool page_log::wrote(DbTxn* t, std::uint64_t page) const {
+  std::lock_guard<std::mutex> g(mutex_);
+  auto it = txns_.find(t);
+  return it != txns_.end() && it->second.by_page.count(page) != 0;
+}
+
 int page_log::apply(DbTxn* t) {
   pending mine;
   {

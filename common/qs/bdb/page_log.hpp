@@ -64,6 +64,8 @@ class page_log {
   bool overlay(DbTxn* t, std::uint64_t page, void* record, std::uint32_t cap) const;
   // Whether t has written anything to the page file.
   bool wrote(DbTxn* t) const;
+  // Whether t has written to page's record.
+  bool wrote(DbTxn* t, std::uint64_t page) const;
   // t committed: writes its writes to the page file and forgets them; 0 or
   // the errno of the first write that failed (the rest are not made:
   // recovery makes them all from the log).

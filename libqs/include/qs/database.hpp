@@ -145,6 +145,14 @@ struct options {
   // writes the file (the file must never hold what the log lost). The
   // environment variable QS_PAGE_FILE=1 (or 0) sets it for every open.
   bool page_file = false;
+  // Hardware mode, a database laid out with a page file: a page that comes
+  // in with neighbours and needs no pointer or vptr rewritten is shown by
+  // mapping its image in pages.qs into its frame, one mapping a run, with
+  // no copy (statistics::pages_mapped); a transaction stops at its first
+  // write (a mapped page costs more to make writable than a copied one).
+  // false copies every page into its frame. The environment variable
+  // QS_MAP_PAGE_FILE=0 (or 1) sets it for every open.
+  bool map_page_file = true;
   // The shared secret of a qs-pageserver reached over TCP (qs://host:port).
   // When empty, the environment variable QS_SECRET gives it.
   std::string server_secret;
@@ -196,6 +204,10 @@ struct statistics {
   // and prefetched_used / prefetch_watched is the share of guesses used.
   std::uint64_t prefetch_watched = 0;
   std::uint64_t prefetched_used = 0;
+  // Of pages_fetched, shown by mapping the store's file into their frames,
+  // with no copy (options::page_file, hardware mode: pages whose pointers
+  // and vptrs needed no rewriting, brought in with neighbours).
+  std::uint64_t pages_mapped = 0;
   std::uint64_t pages_written = 0;  // page records written (diffs or whole)
   std::uint64_t evictions = 0;
   std::uint64_t dirty_evictions = 0;

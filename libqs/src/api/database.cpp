@@ -53,6 +53,11 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
     if (v != "0" && v != "1") throw invalid_argument("QS_PAGE_FILE must be 0 or 1, not '" + v + "'");
     opts.page_file = v == "1";
   }
+  if (const char* p = std::getenv("QS_MAP_PAGE_FILE"); p && *p) {
+    const std::string v = p;
+    if (v != "0" && v != "1") throw invalid_argument("QS_MAP_PAGE_FILE must be 0 or 1, not '" + v + "'");
+    opts.map_page_file = v == "1";
+  }
   if (static_cast<unsigned>(opts.prefetch_along) > static_cast<unsigned>(prefetch_order::automatic))
     throw invalid_argument("database " + path + ": prefetch_along is not a qs::prefetch_order");
   if (opts.page_size < 4096 || opts.page_size > 65536 || (opts.page_size & (opts.page_size - 1)))

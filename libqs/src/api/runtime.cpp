@@ -23,6 +23,7 @@ runtime::runtime(store& s, std::unique_ptr<frame_space> frames, std::uint32_t pa
   pages.set_prefetch(opts.prefetch_pages, opts.prefetch_along != prefetch_order::automatic ? opts.prefetch_along
                                           : s.shared()                                     ? prefetch_order::both
                                                        : prefetch_order::page_order);
+  pages.set_map_files(opts.map_page_file);
   schema.set_evolving(opts.evolve);
   schema.load();
   // Invalidations that crossed a commit through a page server: the pager

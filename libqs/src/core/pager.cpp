@@ -111,6 +111,7 @@ void pager::page_in(page_desc* d) {
   std::byte* img = incoming_.get();
   record_header h;
   std::string m;
+  const bool was_rewritten = d->rewritten();
   try {
     auto t0 = std::chrono::steady_clock::now();
     bool found = store_.read_page(d->page, h, img, m);
@@ -126,20 +127,27 @@ void pager::page_in(page_desc* d) {
   ++stats_.pages_fetched;
   count_refetch(d);
   d->loaded(slot);
-  show(d, false, img);
+  show_stored(d, img, was_rewritten, prefetch_source::none, true);
 }
 
 void pager::make_current(page_desc* d, std::uint32_t touched) {
   if (d->state() == page_state::absent) {
-    page_in(d);
-    if (!prefetch_ || d->origin() != page_origin::stored) return;
-    auto t0 = std::chrono::steady_clock::now();
-    // Guesses take free slots only: read no more than there are.
-    std::uint32_t room = std::min(prefetch_, pool_.free_slots());
-    if (order_ != prefetch_order::page_order)
-      room -= prefetch_targets(d, touched, window_of(prefetch_source::pointers, room));
-    if (order_ != prefetch_order::pointers) prefetch_after(d, window_of(prefetch_source::page_order, room));
-    stats_.prefetch_ns += ns_since(t0);
+    try {
+      page_in(d);
+      if (prefetch_ && d->origin() == page_origin::stored) {
+        auto t0 = std::chrono::steady_clock::now();
+        // Guesses take free slots only: read no more than there are.
+        std::uint32_t room = std::min(prefetch_, pool_.free_slots());
+        if (order_ != prefetch_order::page_order)
+          room -= prefetch_targets(d, touched, window_of(prefetch_source::pointers, room));
+        if (order_ != prefetch_order::pointers) prefetch_after(d, window_of(prefetch_source::page_order, room));
+        stats_.prefetch_ns += ns_since(t0);
+      }
+    } catch (...) {
+      show_mapped();
+      throw;
+    }
+    show_mapped();
   } else if (d->state() == page_state::stale) {
     revalidate(d);
   } else if (d->prefetched_by != prefetch_source::none) {
@@ -188,7 +196,7 @@ std::uint32_t pager::prefetch_targets(const page_desc* d, std::uint32_t touched,
   // order from the touched offset on, then from the page's start: the
   // object the program reached leads to what it reaches next.
   const frame_space& fs = access_.frames();
-  const std::byte* img = image(d);
+  const std::byte* img = readable_image(d);
   targets_.clear();
   std::vector<std::uint64_t>& before = targets_before_;  // the pages of pointers before `touched`
   before.clear();
@@ -292,6 +300,7 @@ bool pager::take_in(staged_page& s, std::byte* img, prefetch_source source) {
   if (!p || p->state() != page_state::absent || p->origin() != page_origin::stored) return true;
   std::uint32_t slot;
   if (!pool_.take_free(p, slot)) return false;  // a guess never evicts a page
+  const bool was_rewritten = p->rewritten();
   try {
     accept_record(p, s.h, img, std::move(s.mapping));
   } catch (const error&) {
@@ -306,15 +315,93 @@ bool pager::take_in(staged_page& s, std::byte* img, prefetch_source source) {
   // store's transaction must know exactly which pages it read, so every
   // page is watched there; embedded, one in watch_every is (a first touch
   // costs a fault's signal), and the rest are shown now.
-  if (store_.shared() || ++prefetched_since_watch_ == watch_every) {
+  // A page to be mapped with its neighbours is not watched where it would
+  // split their run: the watch moves to the run's end (show_mapped).
+  const bool watch = store_.shared() || ++prefetched_since_watch_ >= watch_every;
+  if (watch && !show_stored(p, img, was_rewritten, source)) {
     prefetched_since_watch_ = 0;
-    ++stats_.prefetch_watched;
-    p->prefetched_by = source;
-    access_.fill(p, img);
-  } else {
-    show(p, false, img);
+    watch_now(p, img, source);
+  } else if (!watch) {
+    show_stored(p, img, was_rewritten, source, true);
   }
   return true;
+}
+
+void pager::watch_now(page_desc* d, const std::byte* img, prefetch_source source) {
+  ++stats_.prefetch_watched;
+  d->prefetched_by = source;
+  access_.fill(d, img);
+}
+
+bool pager::show_stored(page_desc* d, const std::byte* img, bool was_rewritten, prefetch_source source, bool or_now) {
+  if constexpr (page_access::maps_files) {
+    store::file_image at{};
+    if (mapping_.on && !mapping_.writing && mapping_.pause == 0 && !was_rewritten && !d->rewritten() &&
+        store_.image_in_file(d->page, at)) {
+      to_map_.push_back({d, at, source});
+      return true;
+    }
+  }
+  if (mapping_.pause != 0) --mapping_.pause;
+  if (or_now) show(d, false, img);
+  return false;
+}
+
+void pager::note_mapped(std::uint32_t mapped, std::uint32_t written) {
+  mapping_gauge& g = mapping_;
+  g.mapped += mapped;
+  g.written += written;
+  if (g.mapped < mapping_sample) return;
+  // Written, a mapped page costs more than a copied one (its mapping
+  // splits, and the kernel copies it then); read only, much less.
+  if (3 * g.written > g.mapped) g.pause = mapping_pause;
+  g.mapped = g.written = 0;
+}
+
+const std::byte* pager::readable_image(const page_desc* d) const {
+  for (const file_page& p : to_map_)
+    if (p.d == d) return p.at.bytes;
+  return image(d);
+}
+
+void pager::show_mapped() {
+  if (to_map_.empty()) return;
+  auto t0 = std::chrono::steady_clock::now();
+  std::sort(to_map_.begin(), to_map_.end(),
+            [](const file_page& a, const file_page& b) { return a.d->frame < b.d->frame; });
+  std::size_t shown = 0;
+  try {
+    for (std::size_t i = 0; i < to_map_.size();) {
+      const file_page& first = to_map_[i];
+      std::size_t j = i + 1;
+      while (j < to_map_.size() && to_map_[j].d->frame == to_map_[j - 1].d->frame + 1 &&
+             to_map_[j].at.fd == first.at.fd && to_map_[j].at.offset == to_map_[j - 1].at.offset + page_size_)
+        ++j;
+      std::size_t end = j;
+      // A watch that fell on a page to be mapped: the run's last page, if
+      // prefetched, is watched instead (it ends the run anyway).
+      if (prefetched_since_watch_ >= watch_every && to_map_[j - 1].source != prefetch_source::none) {
+        prefetched_since_watch_ = 0;
+        --end;
+        watch_now(to_map_[end].d, to_map_[end].at.bytes, to_map_[end].source);
+      }
+      if (end - i >= min_mapped_run &&
+          access_.frames().map_file(first.d->frame, end - i, first.at.fd, first.at.offset)) {
+        stats_.pages_mapped += end - i;
+        note_mapped(static_cast<std::uint32_t>(end - i), 0);
+      } else {
+        for (std::size_t k = i; k < end; ++k) access_.fill_and_show(to_map_[k].d, to_map_[k].at.bytes, false);
+      }
+      shown = i = j;
+    }
+  } catch (...) {
+    // The pages not shown leave the pool: a touch reads them again.
+    for (std::size_t k = shown; k < to_map_.size(); ++k) release_slot(to_map_[k].d);
+    to_map_.clear();
+    throw;
+  }
+  to_map_.clear();
+  stats_.protect_ns += ns_since(t0);
 }
 
 void pager::revalidate(page_desc* d) {
@@ -406,6 +493,10 @@ void pager::make_writable(page_desc* d) {
     return;
   }
   d->made_writable(undo_kind::page);
+  if constexpr (page_access::maps_files) {
+    if (access_.frames().file_mapped(d->frame)) note_mapped(0, 1);
+    mapping_.writing = true;
+  }
   access_.set_access(d, true);
   log_.add_written(d);
 }
@@ -513,8 +604,8 @@ void pager::evict(page_desc* d) {
   d->evicted_in = transaction_;
   // The frame goes first: once unmapped, no other thread can still be
   // writing to the page while its changes are diffed from the pool's copy.
-  access_.hide(d);
   bool writable = d->state() == page_state::writable;
+  hide_leaving(d, writable || log_.relocate_pending(d));
   if (writable || log_.relocate_pending(d)) {
     if (writable) {
       ++stats_.dirty_evictions;
@@ -569,8 +660,16 @@ void pager::forget_evicted() {
   to_forget_.clear();
 }
 
-void pager::evict_clean(page_desc* d) {
+void pager::hide_leaving(page_desc* d, bool read_after) {
+  // A frame mapping the store's file holds nothing the file does not:
+  // releasing it (release_slot) unmaps it, with no copy of its bytes
+  // first, unless they are still to be read.
+  if (!read_after && access_.frames().file_mapped(d->frame)) return;
   access_.hide(d);
+}
+
+void pager::evict_clean(page_desc* d) {
+  hide_leaving(d, false);
   log_.forget_saved(d);
   release_slot(d);
 }
@@ -668,6 +767,7 @@ std::string pager::invalidated_in_transaction() {
 
 void pager::committed() {
   ++transaction_;
+  mapping_.writing = false;
   refetches_now_ = 0;
   evicted_now_.clear();
   for (std::uint64_t page : frames_.take_unread()) to_forget_.push_back(page);
@@ -688,6 +788,7 @@ void pager::release_before_images(std::size_t written) {
 
 void pager::aborted() {
   ++transaction_;
+  mapping_.writing = false;
   refetches_now_ = 0;
   evicted_now_.clear();
   for (std::uint64_t page : frames_.take_unread()) to_forget_.push_back(page);

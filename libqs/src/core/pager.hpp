@@ -104,6 +104,9 @@ class pager {
     gauge(prefetch_source::page_order) = {pages, 0, 0, 0};
     gauge(prefetch_source::pointers) = {std::min(pages, first_window), 0, 0, 0};
   }
+  // Whether stored pages may be shown by mapping the store's file
+  // (options::map_page_file; show_stored).
+  void set_map_files(bool on) { mapping_.on = on; }
   // Takes d's before-image (taking in the objects saved on it so far) and
   // makes it writable.
   void make_writable(page_desc* d);
@@ -120,6 +123,9 @@ class pager {
   void evict(page_desc* d);
   // Forgets a resident page's image without writing it.
   void evict_clean(page_desc* d);
+  // Hides a page about to leave the pool; `read_after`: its image is read
+  // before its slot is released.
+  void hide_leaving(page_desc* d, bool read_after);
   // evict_clean() for every resident page (between transactions).
   void evict_all_clean();
   // Drops the entries of pages evicted since the last call that may go
@@ -203,6 +209,50 @@ class pager {
   bool take_in(staged_page& s, std::byte* img, prefetch_source source);
   // page_access::show, timed; with `image`, page_access::fill_and_show.
   void show(page_desc* d, bool writable, const std::byte* image = nullptr);
+  // Shows a stored page just taken in, read-only, `img` its checked image;
+  // true when it waits in to_map_ instead. When the store keeps that image
+  // in a file (store::image_in_file) and taking it in rewrote nothing
+  // (`was_rewritten`: d was marked before), the page waits in to_map_, and
+  // show_mapped() shows it and the pages that came in with it: each run of
+  // neighbouring frames whose images are neighbours in the file is one
+  // mapping of the file, with no copy (frame_space::map_file); a page
+  // alone, or one the frames cannot map, is copied from the file's bytes.
+  // Else, with `or_now`, it is shown now. make_current calls show_mapped
+  // before it returns, whatever happens: a page in to_map_ is resident but
+  // not shown.
+  bool show_stored(page_desc* d, const std::byte* img, bool was_rewritten, prefetch_source source, bool or_now = false);
+  // A prefetched page stays hidden until its first touch (set_prefetch).
+  void watch_now(page_desc* d, const std::byte* img, prefetch_source source);
+  void show_mapped();
+  // Where d's image can be read now: in the store's file while d waits in
+  // to_map_.
+  const std::byte* readable_image(const page_desc* d) const;
+  struct file_page {
+    page_desc* d;
+    store::file_image at;
+    prefetch_source source;  // none: the faulted page
+  };
+  std::vector<file_page> to_map_;
+  // The shortest run worth a mapping of its own (one costs about what
+  // copying a page does).
+  static constexpr std::size_t min_mapped_run = 2;
+  // Whether mapping pays. A mapped page the program writes costs more than
+  // a copied one (its frame's mapping splits, and the kernel copies the
+  // page then); one it only reads costs much less. So a transaction maps
+  // pages until it first writes a stored page (`writing`), and of the last
+  // mapping_sample pages mapped, when the program went on to write more
+  // than a third, pages are copied for the next mapping_pause pages taken
+  // in (then mapping is tried again).
+  struct mapping_gauge {
+    std::uint32_t mapped = 0, written = 0;
+    std::uint32_t pause = 0;
+    bool writing = false;
+    bool on = true;
+  };
+  mapping_gauge mapping_;
+  static constexpr std::uint32_t mapping_sample = 256;
+  static constexpr std::uint32_t mapping_pause = 4096;
+  void note_mapped(std::uint32_t mapped, std::uint32_t written);
   // Page-aligned memory for images on their way to their frames (the
   // kernel copies from it into a frame's memory: frame_space::fill).
   class page_buffer {

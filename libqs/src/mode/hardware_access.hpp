@@ -54,6 +54,10 @@ class hardware_access final : public frame_access {
   }
   static constexpr bool faults_pages_in = true;
   static constexpr bool pins_transaction_pages = false;
+  // A stored page whose image needs no rewriting may be shown by mapping
+  // the store's file into its frame (frame_space::map_file): the program
+  // faults before it writes.
+  static constexpr bool maps_files = true;
   static constexpr bool builds_whole_objects = false;
   static constexpr const char* mode_name = "hardware";
   // 48-byte record headers with a page version and the size of the page's

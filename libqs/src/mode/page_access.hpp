@@ -124,6 +124,9 @@ concept page_access_policy = std::derived_from<A, frame_access> &&
   // Whether a new large object is built whole at once (else page by
   // page, as its pages are touched).
   { A::builds_whole_objects } -> std::convertible_to<bool>;
+  // Whether a frame may show a stored page by mapping the store's file
+  // (frame_space::map_file), read-only until the program's write faults.
+  { A::maps_files } -> std::convertible_to<bool>;
   // The mode's name, and the format of the databases it creates (its
   // object headers differ from the other mode's).
   { A::mode_name } -> std::convertible_to<const char*>;

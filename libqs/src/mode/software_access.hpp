@@ -54,6 +54,9 @@ class software_access final : public frame_access {
   static std::string pool_full_message(std::uint32_t pool_pages);
   static constexpr bool faults_pages_in = false;
   static constexpr bool pins_transaction_pages = true;
+  // Never mapped from the store's file: the program writes images
+  // without faulting first.
+  static constexpr bool maps_files = false;
   static constexpr bool builds_whole_objects = true;
   static constexpr const char* mode_name = "software";
   // Object headers carry a tag: software mode's databases have a format of

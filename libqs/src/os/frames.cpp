@@ -240,6 +240,10 @@ frame_space::frame_space(std::uintptr_t preferred, std::uint64_t bytes, std::uin
     r.range = {reinterpret_cast<std::uint64_t>(base_), bytes_};
     r.mode = userfault_modes;
     if (::ioctl(uffd_, UFFDIO_REGISTER, &r) != 0) undo("qs: registering the frames with userfaultfd");
+    // Each run of frames mapping a file costs up to two kernel mappings;
+    // they take at most half of what the rest of the process leaves.
+    const long spare = max_map_count() - other_mappings;
+    run_budget_ = spare > 0 ? static_cast<std::uint64_t>(spare) / 4 : 0;
   }
 }
 
@@ -252,6 +256,7 @@ frame_space::~frame_space() {
 
 void frame_space::show(std::uint64_t f, bool writable) {
   if (control_ == frame_control::protection) return protect(f, writable);
+  if (file_mapped(f)) return protect_mapped(f, writable);
   uffdio_continue c{};
   c.range = {reinterpret_cast<std::uint64_t>(frame_address(f)), page_size_};
   c.mode = writable ? 0 : UFFDIO_CONTINUE_MODE_WP;
@@ -263,6 +268,7 @@ void frame_space::show(std::uint64_t f, bool writable) {
 }
 
 void frame_space::fill(std::uint64_t f, const std::byte* src) {
+  if (file_mapped(f)) unmap_file(f, false);
   // A write into a hole of shared memory allocates the page without
   // clearing it (the write covers it), where a store through a view would
   // fault, and the kernel would zero the page before the copy.
@@ -276,6 +282,7 @@ void frame_space::fill(std::uint64_t f, const std::byte* src) {
 }
 
 void frame_space::fill_and_show(std::uint64_t f, const std::byte* src, bool writable) {
+  if (file_mapped(f)) unmap_file(f, false);
   if (control_ == frame_control::userfault) {
     uffdio_copy c{};
     c.dst = reinterpret_cast<std::uint64_t>(frame_address(f));
@@ -307,6 +314,7 @@ void frame_space::protect(std::uint64_t f, bool writable) {
       fail("qs: protecting frame " + std::to_string(f));
     return;
   }
+  if (file_mapped(f)) return protect_mapped(f, writable);
   uffdio_writeprotect w{};
   w.range = {reinterpret_cast<std::uint64_t>(frame_address(f)), page_size_};
   w.mode = writable ? 0 : UFFDIO_WRITEPROTECT_MODE_WP;
@@ -315,12 +323,17 @@ void frame_space::protect(std::uint64_t f, bool writable) {
 }
 
 void frame_space::hide(std::uint64_t f) {
+  // Back to the memfd, its bytes with it: hidden there.
+  if (file_mapped(f)) return unmap_file(f, true);
   int r = control_ == frame_control::protection ? ::mprotect(frame_address(f), page_size_, PROT_NONE)
                                                 : ::madvise(frame_address(f), page_size_, MADV_DONTNEED);
   if (r != 0) fail("qs: hiding frame " + std::to_string(f));
 }
 
 void frame_space::release(std::uint64_t f, std::uint64_t n) {
+  if (mapped_count_ != 0)
+    for (std::uint64_t i = f; i < f + n; ++i)
+      if (file_mapped(i)) unmap_file(i, false);
   // Punching the hole drops the page from both views; under protection the
   // frame's access must go first (it would otherwise read a new zero page).
   if (control_ == frame_control::protection && ::mprotect(frame_address(f), n * page_size_, PROT_NONE) != 0)
@@ -331,9 +344,119 @@ void frame_space::release(std::uint64_t f, std::uint64_t n) {
 }
 
 void frame_space::hide_all() {
+  if (mapped_count_ != 0) {
+    std::vector<std::uint64_t> mapped;
+    mapped.reserve(mapped_offsets_.size());
+    for (const auto& [f, offset] : mapped_offsets_) mapped.push_back(f);
+    for (std::uint64_t f : mapped) unmap_file(f, true);
+  }
   int r = control_ == frame_control::protection ? ::mprotect(base_, bytes_, PROT_NONE)
                                                 : ::madvise(base_, bytes_, MADV_DONTNEED);
   if (r != 0) fail("qs: revoking access to the frames");
+}
+
+bool frame_space::joins(std::uint64_t f, std::uint64_t offset, bool left) const {
+  const std::uint64_t g = left ? f - 1 : f + 1;
+  if ((left && f == 0) || g >= frames() || !file_mapped(g)) return false;
+  const std::uint64_t at = mapped_offsets_.at(g) & ~std::uint64_t{1};
+  return left ? at + page_size_ == offset : offset + page_size_ == at;
+}
+
+void frame_space::set_mapped(std::uint64_t f, bool on, std::uint64_t offset) {
+  // A frame joining both neighbours' runs makes one of two; one between
+  // two frames that join it leaves two of one.
+  const std::uint64_t joined = std::uint64_t{joins(f, offset, true)} + joins(f, offset, false);
+  if (on) {
+    mapped_bits_[f / 64] |= std::uint64_t{1} << (f % 64);
+    mapped_offsets_[f] = offset;
+    ++mapped_count_;
+    mapped_runs_ = mapped_runs_ + 1 - joined;
+  } else {
+    mapped_runs_ = mapped_runs_ + joined - 1;
+    mapped_bits_[f / 64] &= ~(std::uint64_t{1} << (f % 64));
+    mapped_offsets_.erase(f);
+    --mapped_count_;
+  }
+}
+
+bool frame_space::map_file(std::uint64_t f, std::uint64_t n, int fd, std::uint64_t offset) {
+  if (control_ != frame_control::userfault || n == 0 || mapped_runs_ + mapped_writable_ + n > run_budget_) return false;
+  if (!mapped_bits_) {
+    mapped_memory_ = std::make_unique<zeroed_memory>((frames() + 63) / 64 * 8);
+    mapped_bits_ = reinterpret_cast<std::uint64_t*>(mapped_memory_->data());
+  }
+  std::byte* at = frame_address(f);
+  const std::size_t bytes = n * page_size_;
+  // Whatever memory the memfd held for these frames goes first.
+  if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(f * page_size_),
+                  static_cast<off_t>(bytes)) != 0)
+    fail("qs: releasing the memory of frame " + std::to_string(f));
+  if (::mmap(at, bytes, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, fd, static_cast<off_t>(offset)) ==
+      MAP_FAILED) {
+    // The kernel may have taken the frames' memfd mapping away already:
+    // put it back, hidden.
+    const int e = errno;
+    restore_memfd(f, n);
+    errno = e;
+    return false;
+  }
+  for (std::uint64_t i = 0; i < n; ++i) set_mapped(f + i, true, offset + i * page_size_);
+  return true;
+}
+
+void frame_space::restore_memfd(std::uint64_t f, std::uint64_t n) {
+  // Mapped without access until registered: a thread that touched the
+  // frames in between would otherwise reach the memfd with no fault (a
+  // write the runtime never sees).
+  std::byte* at = frame_address(f);
+  const std::size_t bytes = n * page_size_;
+  uffdio_register r{};
+  r.range = {reinterpret_cast<std::uint64_t>(at), bytes};
+  r.mode = userfault_modes;
+  if (::mmap(at, bytes, PROT_NONE, MAP_SHARED | MAP_FIXED, fd_, static_cast<off_t>(f * page_size_)) == MAP_FAILED ||
+      ::ioctl(uffd_, UFFDIO_REGISTER, &r) != 0 || ::mprotect(at, bytes, PROT_READ | PROT_WRITE) != 0)
+    fail("qs: restoring frames " + std::to_string(f) + " to " + std::to_string(f + n - 1) + " to their memory");
+}
+
+void frame_space::unmap_file(std::uint64_t f, bool keep) {
+  std::byte* at = frame_address(f);
+  if (keep) {
+    // Another thread may be writing to a writable frame: it is made
+    // read-only first, so that no write lands after its bytes are copied
+    // (such a write faults, and waits for the runtime).
+    if ((mapped_offsets_.at(f) & 1) != 0 && ::mprotect(at, page_size_, PROT_READ) != 0)
+      fail("qs: protecting frame " + std::to_string(f));
+    // The memfd's page is still a hole: written whole, it is never zeroed.
+    std::size_t done = 0;
+    while (done < page_size_) {
+      ssize_t n = ::pwrite(fd_, at + done, page_size_ - done, static_cast<off_t>(f * page_size_ + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail("qs: copying frame " + std::to_string(f) + " to its memory");
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  restore_memfd(f, 1);
+  const std::uint64_t offset = mapped_offsets_.at(f);
+  if (offset & 1) --mapped_writable_;
+  set_mapped(f, false, offset & ~std::uint64_t{1});
+}
+
+void frame_space::protect_mapped(std::uint64_t f, bool writable) {
+  std::uint64_t& at = mapped_offsets_.at(f);
+  if (((at & 1) != 0) == writable) return;
+  if (writable && mapped_runs_ + mapped_writable_ >= run_budget_) {
+    // No room for the mapping a writable frame splits off: the memfd
+    // takes its bytes, and shows them writable.
+    unmap_file(f, true);
+    return show(f, true);
+  }
+  // Written, the frame's page becomes the process's own copy (the file is
+  // never written through it).
+  if (::mprotect(frame_address(f), page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ) != 0)
+    fail("qs: protecting frame " + std::to_string(f));
+  at ^= 1;
+  if (writable) ++mapped_writable_;
+  else --mapped_writable_;
 }
 
 std::uint64_t frame_space::memory_bytes() const {

@@ -28,9 +28,22 @@
 //    each distinct run costs one (vm.max_map_count bounds them:
 //    check_map_budget).
 //
+// Under userfault, frames may instead show a file's bytes with no copy
+// (map_file): a private mapping of the file in place of the memfd's, each
+// run of them one kernel mapping. Their access is mprotect's: made
+// writable, a frame's page becomes the process's own copy when first
+// written (the file is never written through it); view(f) is the frame
+// itself. Such a frame goes back to the memfd, its bytes copied there,
+// when it is hidden, and without them when released. The runs, and the
+// writable frames that split them, are kept under a budget of mappings
+// drawn from vm.max_map_count; past it, map_file says no and a frame made
+// writable goes back to the memfd.
+//
 // Invariants:
 //  * A frame is hidden (any touch faults) or shown read-only or read-write;
 //    a shown frame's bytes are view(f)'s.
+//  * A frame mapping a file is shown (read-only or read-write), and
+//    view(f) is the frame itself, with the frame's access.
 //  * Memory is used only by frames whose page has been written and not
 //    released since, and by frames populated ahead (populate), which read
 //    zeros until written.
@@ -44,10 +57,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <unordered_map>
 
 namespace qs::detail {
 
 enum class frame_control { userfault, protection };
+
+class zeroed_memory;
 
 // Whether this kernel and process offer what the userfault control needs
 // (userfaultfd with SIGBUS delivery and write protection of shared memory),
@@ -77,8 +94,12 @@ class frame_space {
   std::uint64_t frame_of(const void* p) const {
     return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base_) / page_size_;
   }
-  // The runtime's view of frame f's page: always readable and writable.
-  std::byte* view(std::uint64_t f) const { return view_ + f * page_size_; }
+  // The runtime's view of frame f's page: always readable and writable,
+  // unless the frame maps a file: then it is the frame, writable only
+  // while the frame is.
+  std::byte* view(std::uint64_t f) const { return file_mapped(f) ? frame_address(f) : view_ + f * page_size_; }
+  // Whether frame f shows a file's bytes (map_file).
+  bool file_mapped(std::uint64_t f) const { return mapped_count_ != 0 && (mapped_bits_[f / 64] >> (f % 64) & 1) != 0; }
   bool view_contains(const void* p) const { return p >= view_ && p < view_ + bytes_; }
   std::uint64_t frame_of_view(const void* p) const {
     return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - view_) / page_size_;
@@ -99,6 +120,14 @@ class frame_space {
   // in one system call (MADV_POPULATE_WRITE on the runtime's view); they
   // stay hidden. False when the kernel cannot (before Linux 5.14).
   bool populate(std::uint64_t f, std::uint64_t n);
+  // Frames [f, f + n), hidden and their memory released, show the bytes
+  // [offset, offset + n * page_size) of the file open as `fd` read-only,
+  // with no copy, their page tables filled now (one system call). The file
+  // must reach past those bytes and keep them (it may change them: the
+  // frames show the change until written). False, nothing changed, under
+  // the protection control or when the budget of mappings is spent;
+  // throws qs::error when the kernel refuses.
+  bool map_file(std::uint64_t f, std::uint64_t n, int fd, std::uint64_t offset);
   // A shown frame's access changes.
   void protect(std::uint64_t f, bool writable);
   // Frame f becomes hidden; its page stays in view(f).
@@ -114,6 +143,18 @@ class frame_space {
   std::uint64_t memory_bytes() const;
 
  private:
+  // Frame f, mapping a file, goes back to the memfd, hidden: with its bytes
+  // copied there when `keep`, else with no memory.
+  void unmap_file(std::uint64_t f, bool keep);
+  // Frames [f, f + n) map the memfd again, registered, hidden.
+  void restore_memfd(std::uint64_t f, std::uint64_t n);
+  // A frame mapping a file is shown read-only or read-write (its own copy
+  // of the page once written).
+  void protect_mapped(std::uint64_t f, bool writable);
+  void set_mapped(std::uint64_t f, bool on, std::uint64_t offset);
+  // Whether f - 1 (or f + 1) maps the file bytes right before (after) f's.
+  bool joins(std::uint64_t f, std::uint64_t offset, bool left) const;
+
   std::byte* base_ = nullptr;
   std::byte* view_ = nullptr;
   std::uint64_t bytes_;
@@ -122,6 +163,18 @@ class frame_space {
   int fd_ = -1;    // the memfd behind both views
   int uffd_ = -1;  // userfault control only
   bool continue_wp_ = false;
+  // Frames mapping a file: a bit each, and the file offset each shows
+  // (its low bit set while the frame is writable).
+  std::unique_ptr<zeroed_memory> mapped_memory_;
+  std::uint64_t* mapped_bits_ = nullptr;
+  std::uint64_t mapped_count_ = 0;
+  std::unordered_map<std::uint64_t, std::uint64_t> mapped_offsets_;
+  // Maximal runs of frames mapping consecutive file bytes: each is one
+  // kernel mapping, and splits the memfd's once.
+  std::uint64_t mapped_runs_ = 0;
+  // Writable frames mapping a file: each splits its run's mapping.
+  std::uint64_t mapped_writable_ = 0;
+  std::uint64_t run_budget_ = 0;
 };
 
 // Throws qs::invalid_argument when a pool of `slots` pages could need more

@@ -175,6 +175,13 @@ bool bdb_store::read_page(std::uint64_t page, record_header& h, std::byte* image
   return true;
 }
 
+bool bdb_store::image_in_file(std::uint64_t page, file_image& where) {
+  bdb_env::file_image w{};
+  if (!env_->image_in_file(txn_, page, w)) return false;
+  where = {w.fd, w.offset, w.bytes};
+  return true;
+}
+
 void bdb_store::split_record(const void* record, record_header& h, std::byte* image) const {
   std::memcpy(&h, record, sizeof h);
   std::memcpy(image, static_cast<const std::byte*>(record) + sizeof h, page_size_);

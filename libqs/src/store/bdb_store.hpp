@@ -54,6 +54,7 @@ class bdb_store final : public store {
   bool read_pages(
       std::span<const std::uint64_t> pages, const std::function<std::byte*(std::uint64_t page)>& want,
       const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) override;
+  bool image_in_file(std::uint64_t page, file_image& where) override;
   void put_page(std::uint64_t page, const record_header& h, const std::byte* image,
                 const std::string* mapping) override;
   void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,

@@ -117,6 +117,20 @@ class store {
     (void)pages, (void)want, (void)got;
     return false;
   }
+  // Where page's image, as the open transaction reads it, lies in a file
+  // the store keeps (its descriptor, the offset, its bytes there, mapped
+  // for reading), for the runtime to map into a frame with no copy once it
+  // has checked a copy read before. False (the default) when the store has
+  // no such file, or the bytes there are not what the transaction reads.
+  struct file_image {
+    int fd;
+    std::uint64_t offset;
+    const std::byte* bytes;
+  };
+  virtual bool image_in_file(std::uint64_t page, file_image& where) {
+    (void)page, (void)where;
+    return false;
+  }
   // The runtime used a page that prefetch read in the open transaction
   // (read_range, read_pages), whose record had `version`: a shared store
   // counts it read by the transaction from now on (it does not before: a
