@@ -18,8 +18,10 @@ NOTES = {
     "mem": "mem: new/delete, nothing durable; hot = the hot passes in the process that built the tree",
     "qs-remote": "qs-remote: qs through qs-pageserver on a Unix socket (a new server for each phase: its cache"
     " starts empty), optimistic serializable transactions",
-    "qs-pagefile": "qs-pagefile: qs with options::page_file: page records in a file of slots written in place,"
+    "qs-pagefile": "qs-pagefile: qs with options::page_file: page records in a file written in place,"
     " their changes logged as Berkeley DB application records (atomic and durable as qs)",
+    "qs-pagefile-copied": "qs-pagefile-copied: qs-pagefile with options::map_page_file = false: every page copied"
+    " into its frame, none mapped from the file",
 }
 
 
@@ -88,10 +90,11 @@ def report(n, rows, cold_is_warm):
         cols[r]["hot/mem"] = h / mem_hot if h is not None and mem_hot else None
 
     print(f"== {n} nodes of 64 bytes, 3 child pointers each, allocated in shuffled order")
-    print(f"{'':15}" + "".join(f"{(cold_label if h == 'cold ms' else h):>11}" for h in heads))
+    w = max(15, max(len(r) + 1 for r in order))
+    print(f"{'':{w}}" + "".join(f"{(cold_label if h == 'cold ms' else h):>11}" for h in heads))
     for r in order:
         failed = [p for p, v in rows[r].items() if v is None]
-        print(f"{r:15}" + "".join(fmt(cols[r].get(h)) for h in heads) + (f"   ({failed[0]} failed)" if failed else ""))
+        print(f"{r:{w}}" + "".join(fmt(cols[r].get(h)) for h in heads) + (f"   ({failed[0]} failed)" if failed else ""))
     if "boost" in cols:
         print("ratio to boost")
         for r in order:
@@ -101,7 +104,7 @@ def report(n, rows, cold_is_warm):
             for h in heads:
                 a, b = cols[r].get(h), cols["boost"].get(h)
                 line += fmt(a / b if a is not None and b else None) if h != "hot/mem" else fmt(None)
-            print(f"  {r:13}" + line)
+            print(f"  {r:{w - 2}}" + line)
 
     # Details: what the table's figures are made of.
     print()
@@ -111,12 +114,12 @@ def report(n, rows, cold_is_warm):
             c, b, w = row["cold"], row["build"], row["warm"]
             print(f"  {r}: pool {b['pool_pages']} pages; cold pass {c['read_faults']} read faults, {c['evictions']}"
                   f" evictions, {c.get('prefetched', '?')} pages prefetched (of {c.get('prefetch_watched', '?')} watched,"
-                  f" {c.get('prefetched_used', '?')} used);"
+                  f" {c.get('prefetched_used', '?')} used), {c.get('pages_mapped', '?')} mapped from the file;"
                   f" hot pass {w['hot_read_faults']} faults; build {b['dirty_evictions']} dirty"
                   f" evictions, {int(b['log_bytes']) / 1e6:.1f} MB logged")
         if r.startswith("qs") and row.get("disk"):
             d = row["disk"]
-            files = "pages.qs, pages.db, meta.db" if r == "qs-pagefile" else "pages.db, meta.db"
+            files = "pages.qs, pages.db, meta.db" if r.startswith("qs-pagefile") else "pages.db, meta.db"
             print(f"  {r}: on disk {int(d['data_bytes']) / 1e6:.1f} MB of data files ({files}) and"
                   f" {int(d['log_bytes']) / 1e6:.1f} MB of Berkeley DB log")
         if r == "boost" and row.get("disk") and row.get("build"):
@@ -138,18 +141,20 @@ def report(n, rows, cold_is_warm):
         print(f"  every traversal visited {n} nodes and summed {expected}")
     else:
         print("  the traversals' sums differ: " + "; ".join(f"{s}: {', '.join(w)}" for s, w in sums.items()))
-    def ratios_to_qs(row, label, heads):
-        if "qs" not in cols or row not in cols:
+    def ratios_to_qs(row, label, heads, base="qs"):
+        if base not in cols or row not in cols:
             return
         ratios = []
         for h in heads:
-            a, b = cols[row].get(h), cols["qs"].get(h)
+            a, b = cols[row].get(h), cols[base].get(h)
             if a is not None and b:
                 ratios.append(f"{h[:-3] if h.endswith(' ms') else h.split()[0]} {a / b:.2f}")
         print(f"  {label}: " + ", ".join(ratios))
 
     ratios_to_qs("qs-pagefile", "qs-pagefile / qs",
                  ("build s", "cold ms", "warm ms", "hot ms", "update ms", "commit ms"))
+    ratios_to_qs("qs-pagefile", "qs-pagefile / qs-pagefile-copied",
+                 ("cold ms", "warm ms", "hot ms", "update ms"), base="qs-pagefile-copied")
     ratios_to_qs("qs-remote", "qs-remote / qs (embedded)",
                  ("build s", "cold ms", "warm ms", "hot ms", "hot txn ms", "update ms"))
     if cold_is_warm:

@@ -59,9 +59,10 @@ void print_stats(const qs::statistics& s) {
               static_cast<double>(s.fault_ns) / 1e6, static_cast<double>(s.fetch_ns) / 1e6,
               static_cast<double>(s.mapping_ns) / 1e6, static_cast<double>(s.swizzle_ns) / 1e6,
               static_cast<double>(s.protect_ns) / 1e6);
-  std::printf(" prefetched=%llu prefetch_watched=%llu prefetched_used=%llu prefetch_ms=%.1f",
+  std::printf(" prefetched=%llu prefetch_watched=%llu prefetched_used=%llu pages_mapped=%llu prefetch_ms=%.1f",
               static_cast<unsigned long long>(s.pages_prefetched), static_cast<unsigned long long>(s.prefetch_watched),
-              static_cast<unsigned long long>(s.prefetched_used), static_cast<double>(s.prefetch_ns) / 1e6);
+              static_cast<unsigned long long>(s.prefetched_used), static_cast<unsigned long long>(s.pages_mapped),
+              static_cast<double>(s.prefetch_ns) / 1e6);
   std::printf(" resident_pages=%llu mappings=%llu frames=%s", static_cast<unsigned long long>(s.resident_pages),
               static_cast<unsigned long long>(s.kernel_mappings), s.frame_control);
 }
