@@ -305,7 +305,9 @@ bool frame_space::populate(std::uint64_t f, std::uint64_t n) {
 #endif
   if (f >= frames()) return false;
   if (n > frames() - f) n = frames() - f;
-  return ::madvise(view(f), n * page_size_, MADV_POPULATE_WRITE) == 0;
+  // The memfd's view itself, whatever the frames show (the helper thread
+  // that populates frames reads nothing of which map a file).
+  return ::madvise(view_ + f * page_size_, n * page_size_, MADV_POPULATE_WRITE) == 0;
 }
 
 void frame_space::protect(std::uint64_t f, bool writable) {
