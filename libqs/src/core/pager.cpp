@@ -338,7 +338,9 @@ bool pager::show_stored(page_desc* d, const std::byte* img, bool was_rewritten, 
     store::file_image at{};
     if (mapping_.on && !mapping_.writing && mapping_.pause == 0 && !was_rewritten && !d->rewritten() &&
         store_.image_in_file(d->page, at)) {
-      to_map_.push_back({d, at, source});
+      // The faulted page's image stays in incoming_ until make_current
+      // returns; a prefetched one's buffer may be reused before.
+      to_map_.push_back({d, at, source, source == prefetch_source::none ? img : at.bytes});
       return true;
     }
   }
@@ -390,7 +392,7 @@ void pager::show_mapped() {
         stats_.pages_mapped += end - i;
         note_mapped(static_cast<std::uint32_t>(end - i), 0);
       } else {
-        for (std::size_t k = i; k < end; ++k) access_.fill_and_show(to_map_[k].d, to_map_[k].at.bytes, false);
+        for (std::size_t k = i; k < end; ++k) access_.fill_and_show(to_map_[k].d, to_map_[k].copy_from, false);
       }
       shown = i = j;
     }

@@ -230,7 +230,8 @@ class pager {
   struct file_page {
     page_desc* d;
     store::file_image at;
-    prefetch_source source;  // none: the faulted page
+    prefetch_source source;      // none: the faulted page
+    const std::byte* copy_from;  // its image, if it is copied after all
   };
   std::vector<file_page> to_map_;
   // The shortest run worth a mapping of its own (one costs about what
