@@ -111,7 +111,6 @@ void pager::page_in(page_desc* d) {
   std::byte* img = incoming_.get();
   record_header h;
   std::string m;
-  const bool was_rewritten = d->rewritten();
   try {
     auto t0 = std::chrono::steady_clock::now();
     bool found = store_.read_page(d->page, h, img, m);
@@ -127,7 +126,7 @@ void pager::page_in(page_desc* d) {
   ++stats_.pages_fetched;
   count_refetch(d);
   d->loaded(slot);
-  show_stored(d, img, was_rewritten, prefetch_source::none, true);
+  show_stored(d, img, prefetch_source::none, true);
 }
 
 void pager::make_current(page_desc* d, std::uint32_t touched) {
@@ -300,7 +299,6 @@ bool pager::take_in(staged_page& s, std::byte* img, prefetch_source source) {
   if (!p || p->state() != page_state::absent || p->origin() != page_origin::stored) return true;
   std::uint32_t slot;
   if (!pool_.take_free(p, slot)) return false;  // a guess never evicts a page
-  const bool was_rewritten = p->rewritten();
   try {
     accept_record(p, s.h, img, std::move(s.mapping));
   } catch (const error&) {
@@ -318,11 +316,11 @@ bool pager::take_in(staged_page& s, std::byte* img, prefetch_source source) {
   // A page to be mapped with its neighbours is not watched where it would
   // split their run: the watch moves to the run's end (show_mapped).
   const bool watch = store_.shared() || ++prefetched_since_watch_ >= watch_every;
-  if (watch && !show_stored(p, img, was_rewritten, source)) {
+  if (watch && !show_stored(p, img, source)) {
     prefetched_since_watch_ = 0;
     watch_now(p, img, source);
   } else if (!watch) {
-    show_stored(p, img, was_rewritten, source, true);
+    show_stored(p, img, source, true);
   }
   return true;
 }
@@ -333,10 +331,12 @@ void pager::watch_now(page_desc* d, const std::byte* img, prefetch_source source
   access_.fill(d, img);
 }
 
-bool pager::show_stored(page_desc* d, const std::byte* img, bool was_rewritten, prefetch_source source, bool or_now) {
+bool pager::show_stored(page_desc* d, const std::byte* img, prefetch_source source, bool or_now) {
   if constexpr (page_access::maps_files) {
     store::file_image at{};
-    if (mapping_.on && !mapping_.writing && mapping_.pause == 0 && !was_rewritten && !d->rewritten() &&
+    // Marked rewritten (now, or when it came in before): its image is not
+    // the file's.
+    if (mapping_.on && !mapping_.writing && mapping_.pause == 0 && !d->rewritten() &&
         store_.image_in_file(d->page, at)) {
       // The faulted page's image stays in incoming_ until make_current
       // returns; a prefetched one's buffer may be reused before.
@@ -607,8 +607,9 @@ void pager::evict(page_desc* d) {
   // The frame goes first: once unmapped, no other thread can still be
   // writing to the page while its changes are diffed from the pool's copy.
   bool writable = d->state() == page_state::writable;
-  hide_leaving(d, writable || log_.relocate_pending(d));
-  if (writable || log_.relocate_pending(d)) {
+  const bool write_back_now = writable || log_.relocate_pending(d);
+  hide_leaving(d, write_back_now);
+  if (write_back_now) {
     if (writable) {
       ++stats_.dirty_evictions;
       if (!pointers_.check(d, image(d), false)) log_.add_suspect(d);

@@ -211,8 +211,8 @@ class pager {
   void show(page_desc* d, bool writable, const std::byte* image = nullptr);
   // Shows a stored page just taken in, read-only, `img` its checked image;
   // true when it waits in to_map_ instead. When the store keeps that image
-  // in a file (store::image_in_file) and taking it in rewrote nothing
-  // (`was_rewritten`: d was marked before), the page waits in to_map_, and
+  // in a file (store::image_in_file) and d is not marked rewritten (by
+  // taking it in now, or before), the page waits in to_map_, and
   // show_mapped() shows it and the pages that came in with it: each run of
   // neighbouring frames whose images are neighbours in the file is one
   // mapping of the file, with no copy (frame_space::map_file); a page
@@ -220,7 +220,7 @@ class pager {
   // Else, with `or_now`, it is shown now. make_current calls show_mapped
   // before it returns, whatever happens: a page in to_map_ is resident but
   // not shown.
-  bool show_stored(page_desc* d, const std::byte* img, bool was_rewritten, prefetch_source source, bool or_now = false);
+  bool show_stored(page_desc* d, const std::byte* img, prefetch_source source, bool or_now = false);
   // A prefetched page stays hidden until its first touch (set_prefetch).
   void watch_now(page_desc* d, const std::byte* img, prefetch_source source);
   void show_mapped();

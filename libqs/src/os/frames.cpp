@@ -269,6 +269,10 @@ void frame_space::show(std::uint64_t f, bool writable) {
 
 void frame_space::fill(std::uint64_t f, const std::byte* src) {
   if (file_mapped(f)) unmap_file(f, false);
+  write_memory(f, src);
+}
+
+void frame_space::write_memory(std::uint64_t f, const std::byte* src) {
   // A write into a hole of shared memory allocates the page without
   // clearing it (the write covers it), where a store through a view would
   // fault, and the kernel would zero the page before the copy.
@@ -428,14 +432,7 @@ void frame_space::unmap_file(std::uint64_t f, bool keep) {
     // (such a write faults, and waits for the runtime).
     if ((mapped_offsets_.at(f) & 1) != 0 && ::mprotect(at, page_size_, PROT_READ) != 0)
       fail("qs: protecting frame " + std::to_string(f));
-    // The memfd's page is still a hole: written whole, it is never zeroed.
-    std::size_t done = 0;
-    while (done < page_size_) {
-      ssize_t n = ::pwrite(fd_, at + done, page_size_ - done, static_cast<off_t>(f * page_size_ + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) fail("qs: copying frame " + std::to_string(f) + " to its memory");
-      done += static_cast<std::size_t>(n);
-    }
+    write_memory(f, at);
   }
   restore_memfd(f, 1);
   const std::uint64_t offset = mapped_offsets_.at(f);

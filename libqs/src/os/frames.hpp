@@ -146,6 +146,8 @@ class frame_space {
   // Frame f, mapping a file, goes back to the memfd, hidden: with its bytes
   // copied there when `keep`, else with no memory.
   void unmap_file(std::uint64_t f, bool keep);
+  // Frame f's page in the memfd becomes a copy of `src` (a page's bytes).
+  void write_memory(std::uint64_t f, const std::byte* src);
   // Frames [f, f + n) map the memfd again, registered, hidden.
   void restore_memfd(std::uint64_t f, std::uint64_t n);
   // A frame mapping a file is shown read-only or read-write (its own copy
