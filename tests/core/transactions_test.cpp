@@ -81,6 +81,63 @@ TEST_CASE("a commit that would store a pointer to transient memory is refused an
   CHECK(v[0] == 9);
 }
 
+TEST_CASE("a transient pointer written on a page stored before is refused wherever it lies on the page") {
+  // The commit checks only the words that changed on such a page, found
+  // from its before-image: each place below must still be among them.
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options());
+  constexpr int elements = 3000;  // 24,000 bytes: an array over several pages
+  {
+    qs::transaction tx(db);
+    Blob* b = new (db) Blob;
+    b->self = b;
+    db.root<Blob*>("blob") = b;
+    Node** a = qs::allocator<Node*>().allocate(elements);
+    for (int i = 0; i < elements; ++i) a[i] = nullptr;
+    db.root<Node**>("array") = a;
+    tx.commit();
+  }
+  make_list(db, 300);  // pages full of nodes
+  Node on_stack{99, nullptr};
+  qs::transaction tx(db);
+  auto refused = [&](const std::string& member) {
+    try {
+      tx.commit();
+      FAIL("commit accepted a transient pointer");
+    } catch (const qs::transient_pointer& e) {
+      CHECK_THAT(e.what(), Catch::Contains(member));
+    }
+  };
+  SECTION("the last word of a large object, on its last page") {
+    db.root<Blob*>("blob")->self = reinterpret_cast<Blob*>(&on_stack);
+    refused("qs_test::Blob::self");
+  }
+  SECTION("an element of an array, past its first page") {
+    db.root<Node**>("array")[elements - 700] = &on_stack;
+    refused("in element 2300 of an array of 3000");
+  }
+  SECTION("an object in the middle of a page, beside data that changed") {
+    Node* n = db.root<Node*>("head");
+    for (int i = 0; i < 150; ++i) n = n->next;
+    n->value = 7;
+    n->next->value = 8;
+    n->next = &on_stack;
+    refused("qs_test::Node::next");
+  }
+  SECTION("a new object on a page that holds others") {
+    Node* head = db.root<Node*>("head");
+    delete head->next->next;  // room on a stored page, taken again below
+    head->next->next = new (db) Node{5, &on_stack};
+    refused("qs_test::Node::next");
+  }
+  CHECK_FALSE(db.in_transaction());
+  db.run([&] {
+    CHECK(db.root<Blob*>("blob")->self == db.root<Blob*>("blob"));
+    CHECK(db.root<Node**>("array")[elements - 700] == nullptr);
+  });
+  CHECK(values(db).size() == 300);
+}
+
 TEST_CASE("several threads touch persistent objects inside one transaction", "[tsan]") {
   test_dir dir;
   auto db = qs::database::open(dir.path(), small_options(32));

@@ -48,7 +48,6 @@ void transaction_engine::commit() {
   try {
     throw_if_failed();
     rt_.refs.announce_root_cells();
-    for (page_desc* d : rt_.log.written()) rt_.pointers.check(d, rt_.pages.image(d), true);
     for (page_desc* d : rt_.log.suspects()) {
       // Evicted holding a non-persistent pointer: look again.
       rt_.pages.make_current(d);
@@ -66,7 +65,7 @@ void transaction_engine::commit() {
     const std::vector<page_desc*>& written = rt_.log.written();
     for (std::size_t i = 0; i < written.size(); ++i) {
       if (i == written.size() / 2) pause_point("commit.half_written");
-      rt_.pages.write_back(written[i]);
+      rt_.pages.write_back(written[i], true);  // checks its pointers first
     }
     for (page_desc* d : rt_.log.created()) rt_.pages.store_unbuilt(d);
     rt_.allocator.commit();

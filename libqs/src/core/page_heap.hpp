@@ -67,7 +67,12 @@ std::uint32_t heap_available(const std::byte* image, std::uint32_t page_size);
 // changed in memory behind the allocator's back; page_check.hpp refuses such
 // records before they are used), so it never reads outside the image.
 template <class F>
-void heap_for_each(const std::byte* image, std::uint32_t page_size, F f) {
+void heap_for_each(const std::byte* image, std::uint32_t page_size, F f);
+
+// The same walk, calling f(payload_offset, header) for every block, free
+// blocks (type free_type) included, in page order.
+template <class F>
+void heap_for_each_block(const std::byte* image, std::uint32_t page_size, F f) {
   auto* ph = reinterpret_cast<const page_header*>(image);
   std::uint64_t top = ph->top < page_size ? ph->top : page_size;
   std::uint64_t off = sizeof(page_header);
@@ -75,9 +80,16 @@ void heap_for_each(const std::byte* image, std::uint32_t page_size, F f) {
     auto* oh = reinterpret_cast<const object_header*>(image + off);
     std::uint64_t payload = off + sizeof(object_header);
     if (payload + oh->size > top) return;
-    if (oh->type != free_type) f(static_cast<std::uint32_t>(payload), *oh);
+    f(static_cast<std::uint32_t>(payload), *oh);
     off = payload + oh->size;
   }
+}
+
+template <class F>
+void heap_for_each(const std::byte* image, std::uint32_t page_size, F f) {
+  heap_for_each_block(image, page_size, [&](std::uint32_t payload, const object_header& oh) {
+    if (oh.type != free_type) f(payload, oh);
+  });
 }
 
 }  // namespace qs::detail

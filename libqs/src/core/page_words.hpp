@@ -22,8 +22,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace qs::detail {
@@ -39,17 +39,23 @@ class page_words {
   template <class F>
   void for_each(const page_desc* d, const std::byte* img, F f);
 
-  // Whether a pointer word (not a vptr) of d's image lies in one of
-  // `ranges` (sorted, disjoint): when none does, the page's pointers, and so
-  // its mapping object, are what they were.
+  // Calls f(page_offset, is_vptr, layout, which) for the pointer words and
+  // vptrs of d's image that may differ from those of an earlier image of
+  // the page where only the bytes in `ranges` (sorted, disjoint) differ:
+  // the words that overlap one, and on a small-object page every word of
+  // every object from the first block whose header (or the page header)
+  // overlaps one. Up to that block, the walk of the page's blocks is the
+  // same in both images, so the objects there are the same; after it, it
+  // may not be. Objects no range reaches cost a comparison each.
+  template <class F>
+  void for_each_in(const page_desc* d, const std::byte* img, const std::vector<byte_range>& ranges, F f);
+
+  // Whether a pointer word (not a vptr) for_each_in reports: when none,
+  // the page's pointers, and so its mapping object, are what they were.
   bool any_pointer_in(const page_desc* d, const std::byte* img, const std::vector<byte_range>& ranges) {
     bool found = false;
-    for_each(d, img, [&](std::uint32_t off, bool is_vptr, const type_layout&, std::uint32_t) {
-      if (found || is_vptr) return;
-      auto after = std::upper_bound(ranges.begin(), ranges.end(), off,
-                                    [](std::uint32_t o, const byte_range& r) { return o < r.offset; });
-      if (after != ranges.begin() && off < std::prev(after)->offset + std::prev(after)->length) found = true;
-    });
+    for_each_in(d, img, ranges,
+                [&](std::uint32_t, bool is_vptr, const type_layout&, std::uint32_t) { found = found || !is_vptr; });
     return found;
   }
 
@@ -92,30 +98,47 @@ inline const type_layout& page_words::layout_of(const page_desc* d, std::uint32_
   return *l;
 }
 
+namespace page_words_detail {
+
+// Calls f for the words of elements [0, elems) of an object whose words start
+// at an object offset in [lo, hi); page offset = object offset + shift.
+template <class F>
+void visit_words(const type_layout& l, std::uint64_t elems, std::uint64_t lo, std::uint64_t hi, std::int64_t shift,
+                 F& f) {
+  if (l.pointers.empty() && l.vptrs.empty()) return;
+  std::uint64_t first = lo / l.size, last = std::min<std::uint64_t>(elems, (hi + l.size - 1) / l.size);
+  for (std::uint64_t e = first; e < last; ++e) {
+    std::uint64_t base = e * l.size;
+    for (std::uint32_t i = 0; i < l.pointers.size(); ++i) {
+      std::uint64_t w = base + l.pointers[i];
+      if (w >= lo && w < hi) f(static_cast<std::uint32_t>(w + shift), false, l, i);
+    }
+    for (std::uint32_t i = 0; i < l.vptrs.size(); ++i) {
+      std::uint64_t w = base + l.vptrs[i];
+      if (w >= lo && w < hi) f(static_cast<std::uint32_t>(w + shift), true, l, i);
+    }
+  }
+}
+
+// The words of an object that overlap page bytes [lo, hi) start at object
+// offsets in [lo - 7, hi) (a word is 8 bytes; packed types may place one
+// anywhere), clipped to the object's [0, size).
+inline std::pair<std::uint64_t, std::uint64_t> overlapping(std::uint64_t lo, std::uint64_t hi, std::uint64_t object_at,
+                                                           std::uint64_t size) {
+  std::uint64_t from = lo > object_at + 7 ? lo - object_at - 7 : 0;
+  std::uint64_t to = hi > object_at ? std::min(hi - object_at, size) : 0;
+  return {from, to};
+}
+
+}  // namespace page_words_detail
+
 template <class F>
 void page_words::for_each(const page_desc* d, const std::byte* img, F f) {
-  auto visit = [&](const type_layout& l, std::uint64_t obj_begin, std::uint64_t elems, std::uint64_t lo,
-                   std::uint64_t hi, std::int64_t shift) {
-    // Words of elements [0, elems) of an object at obj_begin whose object
-    // offset lies in [lo, hi); page offset = object offset + shift.
-    if (l.pointers.empty() && l.vptrs.empty()) return;
-    std::uint64_t first = lo / l.size, last = std::min<std::uint64_t>(elems, (hi + l.size - 1) / l.size);
-    for (std::uint64_t e = first; e < last; ++e) {
-      std::uint64_t base = obj_begin + e * l.size;
-      for (std::uint32_t i = 0; i < l.pointers.size(); ++i) {
-        std::uint64_t w = base + l.pointers[i];
-        if (w >= lo && w < hi) f(static_cast<std::uint32_t>(w + shift), false, l, i);
-      }
-      for (std::uint32_t i = 0; i < l.vptrs.size(); ++i) {
-        std::uint64_t w = base + l.vptrs[i];
-        if (w >= lo && w < hi) f(static_cast<std::uint32_t>(w + shift), true, l, i);
-      }
-    }
-  };
+  using page_words_detail::visit_words;
   if (d->hdr.kind == page_kind::small) {
     heap_for_each(img, page_size_, [&](std::uint32_t payload, const object_header& oh) {
       const type_layout& l = layout_of(d, oh.type);
-      visit(l, 0, oh.size / l.size, 0, oh.size, payload);
+      visit_words(l, oh.size / l.size, 0, oh.size, payload, f);
     });
     return;
   }
@@ -126,7 +149,53 @@ void page_words::for_each(const page_desc* d, const std::byte* img, F f) {
   std::uint64_t lo = page_begin > start ? page_begin - start : 0;
   std::uint64_t hi = std::min<std::uint64_t>(d->hdr.size, page_begin + page_size_ - start);
   if (lo >= hi) return;
-  visit(l, 0, d->hdr.size / l.size, lo, hi, static_cast<std::int64_t>(start) - static_cast<std::int64_t>(page_begin));
+  visit_words(l, d->hdr.size / l.size, lo, hi, static_cast<std::int64_t>(start) - static_cast<std::int64_t>(page_begin),
+              f);
+}
+
+template <class F>
+void page_words::for_each_in(const page_desc* d, const std::byte* img, const std::vector<byte_range>& ranges, F f) {
+  using page_words_detail::overlapping;
+  using page_words_detail::visit_words;
+  if (ranges.empty()) return;
+  if (d->hdr.kind == page_kind::small) {
+    std::size_t r = 0;  // the first range that does not end before the block
+    bool reframed = ranges.front().offset < sizeof(page_header);
+    heap_for_each_block(img, page_size_, [&](std::uint32_t payload, const object_header& oh) {
+      const std::uint64_t header = payload - sizeof(object_header), end = std::uint64_t{payload} + oh.size;
+      while (r < ranges.size() && ranges[r].offset + ranges[r].length <= header) ++r;
+      reframed = reframed || (r < ranges.size() && ranges[r].offset < payload);
+      if (oh.type == free_type || (!reframed && (r == ranges.size() || ranges[r].offset >= end))) return;
+      const type_layout& l = layout_of(d, oh.type);
+      const std::uint64_t elems = oh.size / l.size;
+      if (reframed) {
+        visit_words(l, elems, 0, oh.size, payload, f);
+        return;
+      }
+      for (std::size_t k = r; k < ranges.size() && ranges[k].offset < end; ++k) {
+        auto [from, to] = overlapping(ranges[k].offset, ranges[k].offset + ranges[k].length, payload, oh.size);
+        visit_words(l, elems, from, to, payload, f);
+      }
+    });
+    return;
+  }
+  // A page of a large object: object bytes [lo, hi) are on this page.
+  const type_layout& l = layout_of(d, d->hdr.type);
+  constexpr std::uint64_t start = sizeof(page_header) + sizeof(object_header);
+  std::uint64_t page_begin = std::uint64_t{d->hdr.index} * page_size_;
+  std::uint64_t lo = page_begin > start ? page_begin - start : 0;
+  std::uint64_t hi = std::min<std::uint64_t>(d->hdr.size, page_begin + page_size_ - start);
+  if (lo >= hi) return;
+  const std::int64_t shift = static_cast<std::int64_t>(start) - static_cast<std::int64_t>(page_begin);
+  for (const byte_range& c : ranges) {
+    // Object offset = page offset - shift; a word overlapping the range
+    // starts at most 7 bytes before it.
+    const std::int64_t from = std::max(static_cast<std::int64_t>(c.offset) - shift - 7, static_cast<std::int64_t>(lo));
+    const std::int64_t to =
+        std::min(static_cast<std::int64_t>(c.offset + c.length) - shift, static_cast<std::int64_t>(hi));
+    if (from < to)
+      visit_words(l, d->hdr.size / l.size, static_cast<std::uint64_t>(from), static_cast<std::uint64_t>(to), shift, f);
+  }
 }
 
 }  // namespace qs::detail

@@ -509,7 +509,7 @@ void pager::make_writable_by_objects(page_desc* d) {
   log_.add_written(d);
 }
 
-void pager::write_back(page_desc* d) {
+void pager::write_back(page_desc* d, bool check_pointers) {
   // A prefetched page written before the program touched it (one-time
   // relocation writes back the pages whose pointers it rewrote): the
   // transaction writes what it read, at the version it read.
@@ -555,9 +555,18 @@ void pager::write_back(page_desc* d) {
   h.magic = record_magic;
   h.frame = d->frame;
   // The mapping object lists where the page's pointers lead: unchanged when
-  // no changed range holds a pointer word (most updates change data).
+  // no changed range holds a pointer word (most updates change data). The
+  // commit's check of the page's pointers reads only those words when the
+  // page's before-image says what changed.
+  bool pointers_changed = whole;
+  if (!whole && check_pointers && d->undo() == undo_kind::page) {
+    pointers_changed = pointers_.check_changed(d, img, ranges);
+  } else {
+    if (check_pointers) pointers_.check(d, img, true);
+    if (!whole) pointers_changed = words_.any_pointer_in(d, img, ranges);
+  }
   std::optional<std::string> new_mapping;
-  if (whole || words_.any_pointer_in(d, img, ranges)) new_mapping = frames_.mapping_of(d, img, h.mapping_entries);
+  if (pointers_changed) new_mapping = frames_.mapping_of(d, img, h.mapping_entries);
   ++h.version;  // clients caching the page see that it changed
   h.checksum = record_checksum(h, img, page_size_);
   if (whole) store_.put_page(d->page, h, img, new_mapping ? &*new_mapping : nullptr);

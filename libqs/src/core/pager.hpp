@@ -113,8 +113,10 @@ class pager {
   // Software mode: d becomes writable with its objects saved one by one
   // (nothing is copied now).
   void make_writable_by_objects(page_desc* d);
-  // Writes d's changes (or its whole image) to the store transaction.
-  void write_back(page_desc* d);
+  // Writes d's changes (or its whole image) to the store transaction;
+  // with `check_pointers`, the commit's pointer check (pointer_check) first,
+  // which throws when a changed pointer word may not be stored.
+  void write_back(page_desc* d, bool check_pointers = false);
   // The pages created by the open transaction whose image was never built
   // (pages of a large object nobody touched) get their records.
   void store_unbuilt(page_desc* d);

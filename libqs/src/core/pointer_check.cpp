@@ -16,25 +16,39 @@ bool pointer_check::check(const page_desc* d, const std::byte* img, bool throw_o
   bool ok = true;
   words_.for_each(d, img, [&](std::uint32_t off, bool is_vptr, const type_layout& l, std::uint32_t which) {
     if (is_vptr || !ok) return;
-    std::uint64_t v;
-    std::memcpy(&v, img + off, sizeof v);
-    if (v == 0 || access_.storable_pointer(v)) return;
-    ok = false;
-    if (!throw_on_violation) return;
-    const auto* target = reinterpret_cast<const void*>(v);
-    char at[96], to[64];
-    std::snprintf(at, sizeof at, " at %p (page %" PRIu64 ")", static_cast<void*>(access_.address(d) + off), d->page);
-    std::snprintf(to, sizeof to, ", points to %p", target);
-    std::string what = "commit refused: " + member_name(l, l.pointers[which]) + at + whereabouts(d, img, off, l) + to;
-    if (access_.contains(target))
-      throw transient_pointer(what + ", " + page_access::raw_address_note + "; the transaction is aborted");
-    std::string other = name_of_database_at(target);
-    if (!other.empty())
-      throw cross_database_pointer(what + ", into database " + other +
-                                   " (pointers between databases are not supported); the transaction is aborted");
-    throw transient_pointer(what + ", outside the persistent region; the transaction is aborted");
+    ok = storable(d, img, off, l, which, throw_on_violation);
   });
   return ok;
+}
+
+bool pointer_check::check_changed(const page_desc* d, const std::byte* img, const std::vector<byte_range>& changed) {
+  bool any = false;
+  words_.for_each_in(d, img, changed, [&](std::uint32_t off, bool is_vptr, const type_layout& l, std::uint32_t which) {
+    if (is_vptr) return;
+    any = true;
+    storable(d, img, off, l, which, true);
+  });
+  return any;
+}
+
+bool pointer_check::storable(const page_desc* d, const std::byte* img, std::uint32_t off, const type_layout& l,
+                             std::uint32_t which, bool throw_on_violation) {
+  std::uint64_t v;
+  std::memcpy(&v, img + off, sizeof v);
+  if (v == 0 || access_.storable_pointer(v)) return true;
+  if (!throw_on_violation) return false;
+  const auto* target = reinterpret_cast<const void*>(v);
+  char at[96], to[64];
+  std::snprintf(at, sizeof at, " at %p (page %" PRIu64 ")", static_cast<void*>(access_.address(d) + off), d->page);
+  std::snprintf(to, sizeof to, ", points to %p", target);
+  std::string what = "commit refused: " + member_name(l, l.pointers[which]) + at + whereabouts(d, img, off, l) + to;
+  if (access_.contains(target))
+    throw transient_pointer(what + ", " + page_access::raw_address_note + "; the transaction is aborted");
+  std::string other = name_of_database_at(target);
+  if (!other.empty())
+    throw cross_database_pointer(what + ", into database " + other +
+                                 " (pointers between databases are not supported); the transaction is aborted");
+  throw transient_pointer(what + ", outside the persistent region; the transaction is aborted");
 }
 
 std::string pointer_check::whereabouts(const page_desc* d, const std::byte* img, std::uint32_t off,

@@ -20,6 +20,7 @@
 #include "mode/page_access.hpp"
 
 #include <string>
+#include <vector>
 
 namespace qs::detail {
 
@@ -31,11 +32,23 @@ class pointer_check {
   // Whether every pointer word on d's image `img` may be stored. Throws
   // when one may not and `throw_on_violation` is set.
   bool check(const page_desc* d, const std::byte* img, bool throw_on_violation);
+  // check(d, img, true) for a page whose image differs from its
+  // before-image only in `changed` (sorted, disjoint): a word that is
+  // where it was, as it was, came in with the page, stored by a commit that
+  // checked it, so only the words page_words::for_each_in reports are
+  // checked. Returns whether one of them is a pointer word (not a vptr):
+  // when none is, the page's pointers, and so its mapping object, are what
+  // they were.
+  bool check_changed(const page_desc* d, const std::byte* img, const std::vector<byte_range>& changed);
 
  private:
   // Where the word at page offset `off` of d is: the element of its object
   // and the resident object member that points into that object, as text
   // for a message ("" when nothing more is known).
+  // Whether the pointer word at `off` (pointer `which` of layout l) may be
+  // stored; throws naming it when not and `throw_on_violation`.
+  bool storable(const page_desc* d, const std::byte* img, std::uint32_t off, const type_layout& l, std::uint32_t which,
+                bool throw_on_violation);
   std::string whereabouts(const page_desc* d, const std::byte* img, std::uint32_t off, const type_layout& l);
 
   page_words& words_;
