@@ -783,10 +783,8 @@ void pager::committed() {
   refetches_now_ = 0;
   evicted_now_.clear();
   for (std::uint64_t page : frames_.take_unread()) to_forget_.push_back(page);
-  for (page_desc* d : log_.written()) {
-    d->made_readable();
-    access_.set_access(d, false);
-  }
+  for (page_desc* d : log_.written()) d->made_readable();
+  access_.set_access(log_.written(), false);
   release_before_images(log_.written().size());
 }
 

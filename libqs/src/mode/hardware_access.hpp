@@ -17,7 +17,9 @@
 
 #include <qs/format/keys.hpp>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 namespace qs::detail {
 
@@ -32,6 +34,19 @@ class hardware_access final : public frame_access {
   }
   void hide(page_desc* d) { frames_->hide(d->frame); }
   void set_access(page_desc* d, bool writable) { frames_->protect(d->frame, writable); }
+  // Neighbouring frames change together, in one system call.
+  void set_access(const std::vector<page_desc*>& pages, bool writable) {
+    std::vector<std::uint64_t> f;
+    f.reserve(pages.size());
+    for (const page_desc* d : pages) f.push_back(d->frame);
+    std::sort(f.begin(), f.end());
+    for (std::size_t i = 0; i < f.size();) {
+      std::size_t j = i + 1;
+      while (j < f.size() && f[j] == f[j - 1] + 1) ++j;
+      frames_->protect(f[i], writable, j - i);
+      i = j;
+    }
+  }
   void hide_all() { frames_->hide_all(); }
   // Nothing is looked up per transaction or per thread: a page's frame is
   // its address in every thread.

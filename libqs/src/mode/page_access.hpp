@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace qs::detail {
 
@@ -75,10 +76,9 @@ class frame_access {
 // What a mode's page access provides.
 template <class A>
 concept page_access_policy = std::derived_from<A, frame_access> &&
-    std::constructible_from<A, std::unique_ptr<frame_space>, page_table&>&& requires(A& a, const A& c, page_desc* d,
-                                                                                     const void* p, void* q,
-                                                                                     std::uint64_t v, database_impl* db,
-                                                                                     std::uint32_t n) {
+    std::constructible_from<A, std::unique_ptr<frame_space>, page_table&>&& requires(
+        A& a, const A& c, page_desc* d, const void* p, void* q, std::uint64_t v, database_impl* db, std::uint32_t n,
+        const std::vector<page_desc*>& pages) {
   // The page came into the pool (its image is ready).
   a.show(d, true);
   // The page comes into the pool with `p` (a page, aligned to the kernel's
@@ -89,8 +89,10 @@ concept page_access_policy = std::derived_from<A, frame_access> &&
   // The page leaves the pool (or must be revalidated before its next
   // use); its image stays until the pager releases its frame's memory.
   a.hide(d);
-  // The resident page's access becomes writable (or read-only).
+  // The resident page's access becomes writable (or read-only); or every
+  // page's of a list, those at neighbouring frames together.
   a.set_access(d, true);
+  a.set_access(pages, false);
   // Every resident page must be revalidated (or, in software mode,
   // looked up again) before its next use.
   a.hide_all();

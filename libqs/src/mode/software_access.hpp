@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace qs::detail {
 
@@ -36,6 +37,9 @@ class software_access final : public frame_access {
   }
   void hide(page_desc* d);
   void set_access(page_desc* d, bool writable);
+  void set_access(const std::vector<page_desc*>& pages, bool writable) {
+    for (page_desc* d : pages) set_access(d, writable);
+  }
   void hide_all();
   void begin_transaction() { hide_all(); }
   void make_current(database_impl* db);

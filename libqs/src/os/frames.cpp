@@ -314,18 +314,28 @@ bool frame_space::populate(std::uint64_t f, std::uint64_t n) {
   return ::madvise(view_ + f * page_size_, n * page_size_, MADV_POPULATE_WRITE) == 0;
 }
 
-void frame_space::protect(std::uint64_t f, bool writable) {
+void frame_space::protect(std::uint64_t f, bool writable, std::uint64_t n) {
   if (control_ == frame_control::protection) {
-    if (::mprotect(frame_address(f), page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ) != 0)
+    if (::mprotect(frame_address(f), n * page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ) != 0)
       fail("qs: protecting frame " + std::to_string(f));
     return;
   }
-  if (file_mapped(f)) return protect_mapped(f, writable);
-  uffdio_writeprotect w{};
-  w.range = {reinterpret_cast<std::uint64_t>(frame_address(f)), page_size_};
-  w.mode = writable ? 0 : UFFDIO_WRITEPROTECT_MODE_WP;
-  while (::ioctl(uffd_, UFFDIO_WRITEPROTECT, &w) != 0)
-    if (errno != EAGAIN) fail("qs: protecting frame " + std::to_string(f));
+  // Frames mapping a file one by one (mprotect); the others' page table
+  // entries a run at a time.
+  for (std::uint64_t end = f + n; f < end;) {
+    if (file_mapped(f)) {
+      protect_mapped(f++, writable);
+      continue;
+    }
+    std::uint64_t run = 1;
+    while (f + run < end && !file_mapped(f + run)) ++run;
+    uffdio_writeprotect w{};
+    w.range = {reinterpret_cast<std::uint64_t>(frame_address(f)), run * page_size_};
+    w.mode = writable ? 0 : UFFDIO_WRITEPROTECT_MODE_WP;
+    while (::ioctl(uffd_, UFFDIO_WRITEPROTECT, &w) != 0)
+      if (errno != EAGAIN) fail("qs: protecting frame " + std::to_string(f));
+    f += run;
+  }
 }
 
 void frame_space::hide(std::uint64_t f) {

@@ -128,8 +128,9 @@ class frame_space {
   // the protection control or when the budget of mappings is spent;
   // throws qs::error when the kernel refuses.
   bool map_file(std::uint64_t f, std::uint64_t n, int fd, std::uint64_t offset);
-  // A shown frame's access changes.
-  void protect(std::uint64_t f, bool writable);
+  // A shown frame's access changes; with n, every frame of [f, f + n), all
+  // shown, in as few system calls as their controls allow.
+  void protect(std::uint64_t f, bool writable, std::uint64_t n = 1);
   // Frame f becomes hidden; its page stays in view(f).
   void hide(std::uint64_t f);
   // Frames [f, f + n) become hidden and their pages' memory goes back to
