@@ -257,3 +257,82 @@ TEST_CASE("page file: pages shown by mapping the file are read, written, aborted
   qs::transaction tx(db);
   CHECK(sum_all(db) == std::pair{sum0 + std::uint64_t{near} * 1000001, std::uint64_t{n}});
 }
+
+TEST_CASE("page file: a written page's before-image is its image in the file, until its transaction ends") {
+  test_dir dir;
+  auto opts = small_options(64);
+  constexpr int n = 60000;    // about 300 pages, against a pool of 64
+  constexpr int near = 4000;  // the first nodes of the list: about 20 pages
+  auto sum_all = [](qs::database& db) {
+    std::uint64_t sum = 0;
+    for (Pair* p = db.root<Pair*>("head"); p; p = p->right) sum += p->key;
+    return sum;
+  };
+  auto add_near = [](qs::database& db, std::uint64_t add) {
+    Pair* p = db.root<Pair*>("head");
+    for (int i = 0; i < near && p; ++i, p = p->right) p->key += add;
+  };
+  std::uint64_t sum = std::uint64_t{n} * (n - 1) / 2;
+  for (bool page_file : {true, false}) {
+    INFO("page file: " << page_file);
+    env_var layout("QS_PAGE_FILE", page_file ? "1" : "0");  // whatever the ctest variant says
+    opts.page_file = page_file;
+    const std::string path = dir.sub(page_file ? "file" : "db");
+    {
+      auto db = qs::database::open(path, opts);
+      qs::transaction tx(db);
+      auto& head = db.root<Pair*>("head");
+      for (int i = 0; i < n; ++i) head = new (db) Pair{nullptr, static_cast<std::uint64_t>(i), head};
+      tx.commit();
+    }
+    auto db = qs::database::open(path, opts);
+    std::uint64_t expected = sum;
+    {
+      // Written, then aborted: the images come back from the file.
+      qs::transaction tx(db);
+      add_near(db, 7);
+      tx.abort();
+    }
+    const qs::statistics s = db.stats();
+    CHECK(s.write_faults > 0);
+    if (!page_file) CHECK(s.before_images_in_file == 0);
+    // Pages stored at their home frames (nothing relocated) all borrow.
+    if (page_file && s.pages_relocated == 0) CHECK(s.before_images_in_file == s.write_faults);
+    db.run([&] { CHECK(sum_all(db) == expected); });
+    {
+      // Committed: the file now holds what the next transaction's
+      // before-images must be.
+      qs::transaction tx(db);
+      add_near(db, 1);
+      tx.commit();
+      expected += near;
+    }
+    {
+      qs::transaction tx(db);
+      add_near(db, 1000);
+      tx.abort();
+    }
+    db.run([&] { CHECK(sum_all(db) == expected); });
+    {
+      // Written, evicted dirty by the walk (their changes go to the store
+      // transaction, not the file), written again, aborted.
+      qs::transaction tx(db);
+      add_near(db, 1000);
+      CHECK(sum_all(db) == expected + std::uint64_t{near} * 1000);
+      add_near(db, 1000);
+      tx.abort();
+    }
+    CHECK(db.stats().dirty_evictions > 0);
+    db.run([&] { CHECK(sum_all(db) == expected); });
+    {
+      qs::transaction tx(db);
+      add_near(db, 2);
+      CHECK(sum_all(db) == expected + 2 * near);
+      tx.commit();
+      expected += 2 * near;
+    }
+    db = qs::database::open(path + "-other", opts);  // closes the first
+    db = qs::database::open(path, opts);
+    db.run([&] { CHECK(sum_all(db) == expected); });
+  }
+}

@@ -52,8 +52,41 @@ TEST_CASE("slots are handed out as pages come in: a huge pool costs nothing unti
   before_images::range ahead;
   pool.take_before(slot, ahead)[8191] = std::byte{1};  // its before-image is real memory
   pool.offer_before_images();
-  pool.before(slot)[8191] = std::byte{2};  // and still usable after it was offered back
+  pool.take_before(slot, ahead)[8191] = std::byte{2};  // and still usable after it was offered back
   CHECK(pool.before(slot)[8191] == std::byte{2});
+}
+
+TEST_CASE(
+    "a page that borrows its stored image as its before-image takes no entry, until it leaves or the "
+    "transaction ends") {
+  buffer_pool pool(8, 8192);
+  page_table t;
+  std::uint32_t a, b, c;
+  REQUIRE(pool.take_free(t.add(1, 1, 1, 1), a));
+  REQUIRE(pool.take_free(t.add(2, 2, 2, 1), b));
+  REQUIRE(pool.take_free(t.add(3, 3, 3, 1), c));
+  std::vector<std::byte> stored_a(8192, std::byte{0xa}), stored_b(8192, std::byte{0xb});
+  before_images::range ahead;
+  pool.borrow_before(a, stored_a.data());
+  std::byte* first = pool.take_before(c, ahead);
+  pool.borrow_before(b, stored_b.data());
+  CHECK(pool.before(a) == stored_a.data());
+  CHECK(pool.before(b) == stored_b.data());
+  CHECK(pool.before(c) == first);
+  // Borrowing took no entry: the next page written takes the second.
+  pool.release(c);
+  REQUIRE(pool.take_free(t.add(4, 4, 4, 1), c));
+  CHECK(pool.take_before(c, ahead) == first);
+  // A page that leaves the pool forgets what it borrowed; its slot's next
+  // page takes an entry.
+  pool.release(a);
+  REQUIRE(pool.take_free(t.add(5, 5, 5, 1), a));
+  CHECK(pool.take_before(a, ahead) == first + 8192);
+  CHECK(pool.before(a) == first + 8192);
+  // So does every page when the transaction ends.
+  pool.forget_before_images();
+  CHECK(pool.take_before(b, ahead) == first);
+  CHECK(pool.before(b) == first);
 }
 
 // Before-images follow the pages a transaction writes, not the slots: the

@@ -50,10 +50,12 @@ Node* tree_root(qs::database& db, const peers::command& cmd) {
 }
 
 void print_stats(const qs::statistics& s) {
-  std::printf(" read_faults=%llu write_faults=%llu evictions=%llu dirty_evictions=%llu log_bytes=%llu",
-              static_cast<unsigned long long>(s.read_faults), static_cast<unsigned long long>(s.write_faults),
-              static_cast<unsigned long long>(s.evictions), static_cast<unsigned long long>(s.dirty_evictions),
-              static_cast<unsigned long long>(s.log_bytes));
+  std::printf(
+      " read_faults=%llu write_faults=%llu before_images_in_file=%llu evictions=%llu dirty_evictions=%llu"
+      " log_bytes=%llu",
+      static_cast<unsigned long long>(s.read_faults), static_cast<unsigned long long>(s.write_faults),
+      static_cast<unsigned long long>(s.before_images_in_file), static_cast<unsigned long long>(s.evictions),
+      static_cast<unsigned long long>(s.dirty_evictions), static_cast<unsigned long long>(s.log_bytes));
   // Where the faults' time went (qs::statistics, QuickStore's Table 6).
   std::printf(" fault_ms=%.1f fetch_ms=%.1f mapping_ms=%.1f swizzle_ms=%.1f protect_ms=%.1f",
               static_cast<double>(s.fault_ns) / 1e6, static_cast<double>(s.fetch_ns) / 1e6,

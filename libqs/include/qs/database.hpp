@@ -194,6 +194,10 @@ struct statistics {
   // Hardware mode: first writes to a page in a transaction. Software mode:
   // first qs::write of an object in a transaction.
   std::uint64_t write_faults = 0;
+  // Pages made writable whose before-image is their image in the store's
+  // file, with no copy (options::page_file, hardware mode: pages stored
+  // before the transaction whose pointers and vptrs needed no rewriting).
+  std::uint64_t before_images_in_file = 0;
   std::uint64_t pages_fetched = 0;  // page records read from the store
   // Of those, read ahead of use (options::prefetch_pages), never faulted on.
   std::uint64_t pages_prefetched = 0;

@@ -32,6 +32,7 @@ std::byte* before_images::take(std::uint32_t slot, range& ahead) {
 }
 
 void before_images::give_back(std::uint32_t slot) {
+  if (!borrowed_.empty()) borrowed_.erase(slot);
   if (!has(slot)) return;
   free_.push_back(of_slot_[slot]);
   of_slot_[slot] = none;
@@ -41,6 +42,7 @@ void before_images::reset() {
   for (std::uint32_t slot : holders_) of_slot_[slot] = none;
   holders_.clear();
   free_.clear();
+  borrowed_.clear();
   next_ = 0;
 }
 

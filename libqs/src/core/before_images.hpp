@@ -12,10 +12,18 @@
 // made by fresh_frames' helper thread when there is one) instead of a page
 // fault for each page at its first copy.
 //
+// A page whose store holds its image byte for byte where the runtime can
+// read it (a page file's read-only mapping, store::image_in_file) takes no
+// entry: it borrows that image as its before-image, with no copy and no
+// memory. The store writes a page's image only when a transaction that
+// wrote it commits, after the commit diffed it, so the image stays the
+// before-image until the transaction ends.
+//
 // Invariants:
-//  * A pool slot holds at most one entry, and an entry belongs to at most
-//    one slot; a slot's entry stays its own until give_back(slot) (its page
-//    left the pool) or reset() (the transaction ended).
+//  * A pool slot holds at most one entry or one borrowed image, and an
+//    entry belongs to at most one slot; a slot's entry or borrowed image
+//    stays its own until give_back(slot) (its page left the pool) or
+//    reset() (the transaction ended).
 //  * At most `entries` (the pool's slots) are held at once: each belongs to
 //    a resident page.
 //
@@ -25,6 +33,7 @@
 #include "os/frames.hpp"
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 namespace qs::detail {
@@ -50,6 +59,15 @@ class before_images {
   // The entry of the page in `slot`, which take() gave it.
   std::byte* at(std::uint32_t slot) const { return memory_.data() + std::size_t{of_slot_[slot]} * page_size_; }
   bool has(std::uint32_t slot) const { return slot < of_slot_.size() && of_slot_[slot] != none; }
+  // The page in `slot`, which holds no entry, has `stored` (its image as
+  // its store holds it, read-only) as its before-image.
+  void borrow(std::uint32_t slot, const std::byte* stored) { borrowed_[slot] = stored; }
+  // The before-image of the page in `slot`: its entry, or what it borrowed.
+  const std::byte* before(std::uint32_t slot) const {
+    if (!borrowed_.empty())
+      if (auto it = borrowed_.find(slot); it != borrowed_.end()) return it->second;
+    return at(slot);
+  }
   // The page in `slot` left the pool: its entry goes to the next page written.
   void give_back(std::uint32_t slot);
   // The transaction ended: every entry is free, the first ones taken first.
@@ -64,10 +82,11 @@ class before_images {
   static constexpr std::uint32_t none = ~0u;
   zeroed_memory memory_;
   std::uint32_t entries_, page_size_;
-  std::vector<std::uint32_t> of_slot_;  // slot -> its entry, or none
-  std::vector<std::uint32_t> holders_;  // the slots that took an entry since reset()
-  std::vector<std::uint32_t> free_;     // entries given back since reset()
-  std::uint32_t next_ = 0;              // entries [0, next_) handed out since reset()
+  std::vector<std::uint32_t> of_slot_;                            // slot -> its entry, or none
+  std::vector<std::uint32_t> holders_;                            // the slots that took an entry since reset()
+  std::vector<std::uint32_t> free_;                               // entries given back since reset()
+  std::unordered_map<std::uint32_t, const std::byte*> borrowed_;  // slot -> the image it borrowed
+  std::uint32_t next_ = 0;                                        // entries [0, next_) handed out since reset()
   // Entries [0, ready_) were asked memory for since offer(): never fewer
   // than next_, so they cover every entry used since.
   std::uint32_t ready_ = 0;

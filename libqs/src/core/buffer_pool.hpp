@@ -37,9 +37,12 @@ class buffer_pool {
   std::uint32_t size() const { return slots_; }
   // Where the before-image of the page in `slot` is kept: take_before gives
   // the slot an entry when it has none (and says which memory to populate
-  // ahead, before_images::take), before() is the one it has.
+  // ahead, before_images::take), borrow_before makes the page's stored
+  // image its before-image instead (before_images::borrow), before() is
+  // the one it has.
   std::byte* take_before(std::uint32_t slot, before_images::range& ahead) { return before_.take(slot, ahead); }
-  std::byte* before(std::uint32_t slot) const { return before_.at(slot); }
+  void borrow_before(std::uint32_t slot, const std::byte* stored) { before_.borrow(slot, stored); }
+  const std::byte* before(std::uint32_t slot) const { return before_.before(slot); }
   // The transaction ended: its before-images are no longer needed.
   void forget_before_images() { before_.reset(); }
   // The before-images' memory may go back to the kernel when it needs it

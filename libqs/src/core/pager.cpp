@@ -485,11 +485,16 @@ void pager::fix_vptrs(page_desc* d, std::byte* img) {
 void pager::make_writable(page_desc* d) {
   if (d->prefetched_by != prefetch_source::none) first_use(d);
   bool was_writable = d->state() == page_state::writable;  // software mode: objects saved
-  before_images::range ahead;
-  std::byte* before = pool_.take_before(d->slot(), ahead);
-  std::memcpy(before, image(d), page_size_);
-  if (ahead.bytes) fresh_.give_memory(pool_.before_image_memory(), ahead.offset, ahead.bytes);
-  log_.put_back_saved(d, before);
+  if (const std::byte* stored = was_writable ? nullptr : stored_image(d)) {
+    pool_.borrow_before(d->slot(), stored);
+    ++stats_.before_images_in_file;
+  } else {
+    before_images::range ahead;
+    std::byte* before = pool_.take_before(d->slot(), ahead);
+    std::memcpy(before, image(d), page_size_);
+    if (ahead.bytes) fresh_.give_memory(pool_.before_image_memory(), ahead.offset, ahead.bytes);
+    log_.put_back_saved(d, before);
+  }
   if (was_writable) {
     d->took_page_before();
     return;
@@ -501,6 +506,17 @@ void pager::make_writable(page_desc* d) {
   }
   access_.set_access(d, true);
   log_.add_written(d);
+}
+
+const std::byte* pager::stored_image(const page_desc* d) {
+  if constexpr (page_access::maps_files) {
+    // Stored before this transaction, with nothing rewritten when it came
+    // in: its image is the file's byte for byte (not when the transaction
+    // wrote it already: image_in_file says nothing then).
+    store::file_image at{};
+    if (!d->is_new() && !d->rewritten() && store_.image_in_file(d->page, at)) return at.bytes;
+  }
+  return nullptr;
 }
 
 void pager::make_writable_by_objects(page_desc* d) {

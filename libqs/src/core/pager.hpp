@@ -54,7 +54,7 @@ class pager {
         page_words& words, pointer_check& pointers, statistics& stats, std::uint32_t page_size);
 
   std::byte* image(const page_desc* d) const { return access_.image(d); }
-  std::byte* before_image(const page_desc* d) const { return pool_.before(d->slot()); }
+  const std::byte* before_image(const page_desc* d) const { return pool_.before(d->slot()); }
   std::uint32_t page_size() const { return page_size_; }
 
   // Brings d in: builds a new page's image, or reads its record.
@@ -164,6 +164,10 @@ class pager {
   std::uint32_t pool_pages() const { return pool_.size(); }
 
  private:
+  // Where d's stored image can serve as its before-image (its store's
+  // read-only mapping of the page file), or nullptr: the before-image is
+  // then a copy.
+  const std::byte* stored_image(const page_desc* d);
   std::uint32_t take_slot(page_desc* d);
   void revalidate(page_desc* d);
   // Checks a record read from the store for d (magic, checksum, run) and

@@ -120,8 +120,11 @@ class store {
   // Where page's image, as the open transaction reads it, lies in a file
   // the store keeps (its descriptor, the offset, its bytes there, mapped
   // for reading), for the runtime to map into a frame with no copy once it
-  // has checked a copy read before. False (the default) when the store has
-  // no such file, or the bytes there are not what the transaction reads.
+  // has checked a copy read before, or to diff against as the page's
+  // before-image. The bytes stay mapped while the store is open, and
+  // change only when a transaction that wrote the page commits. False (the
+  // default) when the store has no such file, or the bytes there are not
+  // what the transaction reads.
   struct file_image {
     int fd;
     std::uint64_t offset;
