@@ -71,6 +71,16 @@ class page_words {
   }
 
  private:
+  // A page of a large object holds the object's bytes [lo, hi) (false when
+  // none); page offset = object offset + shift.
+  bool large_slice(const page_desc* d, std::uint64_t& lo, std::uint64_t& hi, std::int64_t& shift) const {
+    constexpr std::uint64_t start = sizeof(page_header) + sizeof(object_header);
+    const std::uint64_t page_begin = std::uint64_t{d->hdr.index} * page_size_;
+    lo = page_begin > start ? page_begin - start : 0;
+    hi = std::min<std::uint64_t>(d->hdr.size, page_begin + page_size_ - start);
+    shift = static_cast<std::int64_t>(start) - static_cast<std::int64_t>(page_begin);
+    return lo < hi;
+  }
   // The layout of a type index, or nullptr when the database has none.
   const type_layout* find(std::uint32_t type);
   const type_layout& layout_of(const page_desc* d, std::uint32_t type);
@@ -142,15 +152,10 @@ void page_words::for_each(const page_desc* d, const std::byte* img, F f) {
     });
     return;
   }
-  // A page of a large object: object bytes [lo, hi) are on this page.
   const type_layout& l = layout_of(d, d->hdr.type);
-  constexpr std::uint64_t start = sizeof(page_header) + sizeof(object_header);
-  std::uint64_t page_begin = std::uint64_t{d->hdr.index} * page_size_;
-  std::uint64_t lo = page_begin > start ? page_begin - start : 0;
-  std::uint64_t hi = std::min<std::uint64_t>(d->hdr.size, page_begin + page_size_ - start);
-  if (lo >= hi) return;
-  visit_words(l, d->hdr.size / l.size, lo, hi, static_cast<std::int64_t>(start) - static_cast<std::int64_t>(page_begin),
-              f);
+  std::uint64_t lo, hi;
+  std::int64_t shift;
+  if (large_slice(d, lo, hi, shift)) visit_words(l, d->hdr.size / l.size, lo, hi, shift, f);
 }
 
 template <class F>
@@ -179,14 +184,10 @@ void page_words::for_each_in(const page_desc* d, const std::byte* img, const std
     });
     return;
   }
-  // A page of a large object: object bytes [lo, hi) are on this page.
   const type_layout& l = layout_of(d, d->hdr.type);
-  constexpr std::uint64_t start = sizeof(page_header) + sizeof(object_header);
-  std::uint64_t page_begin = std::uint64_t{d->hdr.index} * page_size_;
-  std::uint64_t lo = page_begin > start ? page_begin - start : 0;
-  std::uint64_t hi = std::min<std::uint64_t>(d->hdr.size, page_begin + page_size_ - start);
-  if (lo >= hi) return;
-  const std::int64_t shift = static_cast<std::int64_t>(start) - static_cast<std::int64_t>(page_begin);
+  std::uint64_t lo, hi;
+  std::int64_t shift;
+  if (!large_slice(d, lo, hi, shift)) return;
   for (const byte_range& c : ranges) {
     // Object offset = page offset - shift; a word overlapping the range
     // starts at most 7 bytes before it.
