@@ -316,10 +316,12 @@ int main(int argc, char** argv) {
       std::uint32_t pages;
       qs::prefetch_order order;
     };
+    // Prefetch's window as a program gets it (options::prefetch_pages).
+    const std::uint32_t window = qs::options{}.prefetch_pages;
     const setting settings[] = {{"prefetch off", 0, qs::prefetch_order::page_order},
-                                {"page_order", 32, qs::prefetch_order::page_order},
-                                {"pointers", 32, qs::prefetch_order::pointers},
-                                {"both", 32, qs::prefetch_order::both}};
+                                {"page_order", window, qs::prefetch_order::page_order},
+                                {"pointers", window, qs::prefetch_order::pointers},
+                                {"both", window, qs::prefetch_order::both}};
     constexpr std::size_t n_settings = std::size(settings);
     std::vector<std::vector<cold_result>> runs(n_settings);
     for (std::size_t round = 0; round < cold_rounds; ++round)
