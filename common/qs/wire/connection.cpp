@@ -92,7 +92,7 @@ using clock = receive_limits::clock;
 // Waits until fd is readable (or has an error or hang-up for recv to report)
 // or `until` passes; false when it passed. A time already past still looks
 // once.
-bool wait_readable(int fd, clock::time_point until) {
+bool sleep_until_readable(int fd, clock::time_point until) {
   for (;;) {
     int ms = -1;
     if (until != clock::time_point::max()) {
@@ -109,11 +109,19 @@ bool wait_readable(int fd, clock::time_point until) {
 
 }  // namespace
 
+bool connection::wait_readable(clock::time_point until) {
+  if (spin_.spin(fd_, until)) return true;
+  const clock::time_point t0 = clock::now();
+  const bool came = sleep_until_readable(fd_, until);
+  if (came) spin_.slept(clock::now() - t0);
+  return came;
+}
+
 received connection::receive(std::vector<std::byte>& buf, const receive_limits& l) {
   clock::time_point until = std::min(l.deadline, l.quiet_deadline);
   bool started = false;
   auto wait = [&] {
-    if (!wait_readable(fd_, until))
+    if (!wait_readable(until))
       throw timeout_error(
           started ? "a message did not arrive whole in the time allowed" : "no message came in the time allowed",
           started);
@@ -122,19 +130,14 @@ received connection::receive(std::vector<std::byte>& buf, const receive_limits& 
   auto read_all = [&](std::byte* p, std::size_t n) -> bool {
     std::size_t got = 0;
     while (got < n) {
-      ssize_t r;
-      if (until == clock::time_point::max()) {
-        r = ::recv(fd_, p + got, n - got, 0);
-      } else {
-        // A frame's first bytes are usually still to come (the peer is
-        // thinking): wait before reading them. Later bytes have usually come
-        // with them: read first.
-        if (!started) wait();
-        r = ::recv(fd_, p + got, n - got, MSG_DONTWAIT);
-        if (r < 0 && errno == EAGAIN) {
-          wait();
-          continue;
-        }
+      // A frame's first bytes are usually still to come (the peer is
+      // thinking): wait before reading them. Later bytes have usually come
+      // with them: read first.
+      if (!started) wait();
+      ssize_t r = ::recv(fd_, p + got, n - got, MSG_DONTWAIT);
+      if (r < 0 && errno == EAGAIN) {
+        wait();
+        continue;
       }
       if (r < 0) {
         if (errno == EINTR) continue;

@@ -14,11 +14,16 @@
 // receiver decide, from the length, whether to make room for the body: a body
 // it refuses is read and dropped, so that the stream stays in step.
 //
+// Before receive() sleeps for bytes that have not come, it polls for them
+// briefly (spin_wait.hpp): an answer that comes within the spin is taken
+// without the cost of waking a sleeping thread. set_spin(0) never spins.
+//
 // Thread-safety: a connection is used by one thread at a time, except
 // shutdown(), which any thread may call to wake its reader.
 #pragma once
 
 #include <qs/wire/codec.hpp>
+#include <qs/wire/spin_wait.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -97,9 +102,16 @@ class connection {
   // stream, and a last frame can still be sent.
   void shutdown_receive();
   int fd() const { return fd_; }
+  // How long a receive polls for bytes before it sleeps (zero: never).
+  void set_spin(std::chrono::microseconds budget) { spin_.set_budget(budget); }
 
  private:
+  // Waits until fd_ is readable or `until` passes (false then): a spin,
+  // then a sleep.
+  bool wait_readable(receive_limits::clock::time_point until);
+
   int fd_;
+  spin_wait spin_;
 };
 
 // host:port, with host a name or address; throws invalid_argument.
