@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   qs::server::server_options o;
   std::string unix_path, tcp, secret_file;
   std::uint64_t cache_mb = o.cache_bytes >> 20, buffer_mb = o.buffer_bytes >> 20;
+  std::uint64_t wait_spin_us = static_cast<std::uint64_t>(o.wait_spin.count());
   auto in_seconds = [](std::chrono::milliseconds t) { return static_cast<double>(t.count()) / 1000; };
   double handshake_s = in_seconds(o.handshake_timeout), idle_s = in_seconds(o.idle_timeout),
          lock_s = in_seconds(o.lock_timeout), txn_s = in_seconds(o.txn_timeout),
@@ -127,6 +128,13 @@ int main(int argc, char** argv) {
                  "past it")
       ->type_name("N")
       ->check(qs::cli::whole(1, 1048576));
+  app.add_option("--wait-spin-us", wait_spin_us,
+                 "how long a connection's thread polls for the client's next\n"
+                 "request before it sleeps (adaptive: a client that keeps it\n"
+                 "waiting longer is not polled for); 0 never polls, up to\n"
+                 "100000 (default 500)")
+      ->type_name("US")
+      ->check(qs::cli::whole(0, 100000));
   app.add_option("--outcome-window", o.outcome_window_seconds,
                  "how long the outcome of each commit is remembered, for clients\n"
                  "whose connection dropped during the commit, in whole seconds up\n"
@@ -246,6 +254,7 @@ int main(int argc, char** argv) {
     o.push_queue_bytes = push_queue_kb << 10;
     o.handshake_timeout = std::chrono::milliseconds(qs::cli::milliseconds(handshake_s));
     o.idle_timeout = std::chrono::milliseconds(qs::cli::milliseconds(idle_s));
+    o.wait_spin = std::chrono::microseconds(static_cast<std::int64_t>(wait_spin_us));
     o.lock_timeout = std::chrono::milliseconds(qs::cli::milliseconds(lock_s));
     o.txn_timeout = std::chrono::milliseconds(qs::cli::milliseconds(txn_s));
     o.snapshot_max_age = std::chrono::milliseconds(qs::cli::milliseconds(snapshot_s));

@@ -273,6 +273,7 @@ void server::accept_one(int listen_fd, bool tcp) {
   auto c = std::make_unique<client>();
   c->id = id;
   c->conn = std::make_unique<wire::connection>(fd);
+  c->conn->set_spin(o_.wait_spin);
   c->tcp = tcp;
   c->accepted = std::chrono::steady_clock::now();
   log_line(id, "connection from " + peer_name(fd, tcp));

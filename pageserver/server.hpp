@@ -94,6 +94,9 @@ struct server_options {
   // locks (they hold up the apply of the master's log; zero: no limit).
   std::chrono::milliseconds replica_read_max{2'000};
   std::uint64_t buffer_bytes = std::uint64_t{512} << 20;
+  // How long a connection's thread polls for the next request before it
+  // sleeps (qs/wire/spin_wait.hpp); zero: never.
+  std::chrono::microseconds wait_spin = wire::spin_wait::default_budget;
   // How long the outcome of a commit is remembered (commit_outcomes.hpp).
   std::uint64_t outcome_window_seconds = 600;
   // A log line for each commit refused for a conflict (they are counted

@@ -318,6 +318,26 @@ TEST_CASE("QS_PREFETCH_ORDER must name a prefetch order, and prefetch_along must
   }
 }
 
+TEST_CASE("QS_SERVER_WAIT_SPIN_US and server_wait_spin_us are microseconds up to 100000") {
+  test_dir dir;
+  for (const char* bad : {"-1", "12abc", "100001", "99999999999999999999"}) {
+    env_var spin("QS_SERVER_WAIT_SPIN_US", bad);
+    CHECK_THROWS_WITH(
+        qs::database::open(dir.path(), small_options()),
+        Catch::Contains("QS_SERVER_WAIT_SPIN_US must be a number of microseconds from 0 to 100000, not '" +
+                        std::string(bad) + "'"));
+  }
+  {
+    env_var spin("QS_SERVER_WAIT_SPIN_US", "0");
+    CHECK_NOTHROW(qs::database::open(dir.path(), small_options()));
+  }
+  if (!std::getenv("QS_SERVER_WAIT_SPIN_US")) {
+    qs::options o = small_options();
+    o.server_wait_spin_us = 100001;
+    CHECK_THROWS_WITH(qs::database::open(dir.path(), o), Catch::Contains("server_wait_spin_us is at most 100000"));
+  }
+}
+
 TEST_CASE("every supported page size works, and a database keeps its own") {
   for (std::uint32_t ps : {4096u, 16384u, 65536u}) {
     test_dir dir;

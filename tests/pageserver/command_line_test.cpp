@@ -45,6 +45,7 @@ TEST_CASE("qs-pageserver refuses a number that is negative, has trailing junk or
       {{"--cache-mb", "12abc"}, "--cache-mb: expected a whole number from 1 to 1048576, got '12abc'"},
       {{"--cache-mb", "0x10"}, "--cache-mb: expected a whole number from 1 to 1048576, got '0x10'"},
       {{"--outcome-window", "-1"}, "--outcome-window: expected a whole number from 0 to 31536000, got '-1'"},
+      {{"--wait-spin-us", "100001"}, "--wait-spin-us: expected a whole number from 0 to 100000, got '100001'"},
       {{"--max-connections", "0"}, "--max-connections: expected a whole number from 1 to 1000000, got '0'"},
       {{"--buffer-mb", "18446744073709551617"},
        "--buffer-mb: expected a whole number from 1 to 1000000, got '18446744073709551617'"},
@@ -83,7 +84,7 @@ TEST_CASE("qs-pageserver --help lists the options; an unknown option is a usage 
   for (const char* option :
        {"--dir", "--unix", "--tcp", "--secret-file", "--ready-file", "--cache-mb", "--outcome-window",
         "--log-conflicts", "--max-connections", "--max-handshakes", "--handshake-timeout", "--idle-timeout",
-        "--lock-timeout", "--txn-timeout", "--snapshot-max-age", "--buffer-mb"})
+        "--lock-timeout", "--txn-timeout", "--snapshot-max-age", "--buffer-mb", "--wait-spin-us"})
     CHECK(has(h.out(), option));
   outcome o = run_server(dir, "unknown", {"--cache-size", "64"});
   CHECK(o.status == 2);

@@ -161,6 +161,14 @@ struct options {
   // transaction committed, in milliseconds; after that it throws
   // qs::commit_unknown.
   std::uint32_t reconnect_budget_ms = 30000;
+  // qs-pageserver: how long, in microseconds, a wait for the server's
+  // answer polls for it before the thread sleeps, yielding the processor
+  // between polls; 0 never polls. Waking a sleeping thread costs tens of
+  // microseconds on a virtual machine, more than the server takes to send
+  // a page. Adaptive: while answers keep taking longer, waits sleep at
+  // once. At most 100000. The environment variable QS_SERVER_WAIT_SPIN_US
+  // sets it for every open.
+  std::uint32_t server_wait_spin_us = 500;
   // qs-pageserver replication group (qs://A,B,C): read from whichever site
   // answers, a replica as well as the master. Every transaction of the
   // handle only reads: one that writes throws qs::invalid_argument at its

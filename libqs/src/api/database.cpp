@@ -58,6 +58,16 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
     if (v != "0" && v != "1") throw invalid_argument("QS_MAP_PAGE_FILE must be 0 or 1, not '" + v + "'");
     opts.map_page_file = v == "1";
   }
+  if (const char* p = std::getenv("QS_SERVER_WAIT_SPIN_US"); p && *p) {
+    const std::string v = p;
+    if (v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) > 100000)
+      throw invalid_argument("QS_SERVER_WAIT_SPIN_US must be a number of microseconds from 0 to 100000, not '" + v +
+                             "'");
+    opts.server_wait_spin_us = static_cast<std::uint32_t>(std::stoul(v));
+  }
+  if (opts.server_wait_spin_us > 100000)
+    throw invalid_argument("database " + path + ": server_wait_spin_us is at most 100000 (100 ms), not " +
+                           std::to_string(opts.server_wait_spin_us));
   if (static_cast<unsigned>(opts.prefetch_along) > static_cast<unsigned>(prefetch_order::automatic))
     throw invalid_argument("database " + path + ": prefetch_along is not a qs::prefetch_order");
   if (opts.page_size < 4096 || opts.page_size > 65536 || (opts.page_size & (opts.page_size - 1)))
@@ -77,9 +87,10 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
                            std::to_string(opts.force_relocation_percent));
   std::unique_ptr<detail::store> s;
   if (detail::is_remote_url(path))
-    s = detail::connect_remote_store(path, detail::remote_options{opts.server_secret, opts.reconnect_budget_ms,
-                                                                  opts.isolation_level == isolation::serializable,
-                                                                  opts.read_replica});  // a qs-pageserver
+    s = detail::connect_remote_store(
+        path, detail::remote_options{opts.server_secret, opts.reconnect_budget_ms,
+                                     opts.isolation_level == isolation::serializable, opts.read_replica,
+                                     opts.server_wait_spin_us});  // a qs-pageserver
   else
     s = std::make_unique<detail::bdb_store>(
         path, detail::bdb_options{opts.page_size, opts.store_cache_bytes,

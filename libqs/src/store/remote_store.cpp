@@ -51,8 +51,9 @@ std::unique_ptr<store> connect_remote_store(const std::string& url, const remote
   std::string secret = o.secret;
   if (secret.empty())
     if (const char* s = std::getenv("QS_SECRET")) secret = s;
-  return std::make_unique<remote_store>(url,
-                                        remote_options{secret, o.reconnect_budget_ms, o.serializable, o.read_replica});
+  remote_options with_secret = o;
+  with_secret.secret = secret;
+  return std::make_unique<remote_store>(url, with_secret);
 }
 
 remote_store::remote_store(const std::string& url, const remote_options& o)
@@ -60,7 +61,8 @@ remote_store::remote_store(const std::string& url, const remote_options& o)
       secret_(o.secret),
       reconnect_budget_ms_(o.reconnect_budget_ms),
       serializable_(o.serializable),
-      read_replica_(o.read_replica) {
+      read_replica_(o.read_replica),
+      wait_spin_us_(o.wait_spin_us) {
   if (url.starts_with(unix_scheme)) {
     unix_ = true;
     unix_path_ = url.substr(unix_scheme.size());
@@ -132,6 +134,7 @@ void remote_store::connect_to(std::size_t site) {
   try {
     int fd = unix_ ? wire::connect_unix(unix_path_) : wire::connect_tcp(sites_[site]);
     conn_ = std::make_unique<wire::connection>(fd);
+    conn_->set_spin(std::chrono::microseconds(wait_spin_us_));
   } catch (const error& e) {
     throw connection_lost("server " + url_ + where + ": " + e.what());
   }
@@ -152,7 +155,8 @@ void remote_store::connect_to(std::size_t site) {
 }
 
 std::function<void()> remote_store::backup(const std::string& target, backup_progress) {
-  return [url = url_, o = remote_options{secret_, reconnect_budget_ms_, serializable_, read_replica_}, target] {
+  return [url = url_, o = remote_options{secret_, reconnect_budget_ms_, serializable_, read_replica_, wait_spin_us_},
+          target] {
     // Its own connection: this store's goes on serving its transactions.
     remote_store other(url, o);
     other.call<wire::ok_response>(wire::backup_request{target});

@@ -99,6 +99,9 @@ struct remote_options {
   // Reads only, from any site of a group, a replica included
   // (options::read_replica).
   bool read_replica = false;
+  // How long a wait for an answer polls before it sleeps
+  // (options::server_wait_spin_us).
+  std::uint32_t wait_spin_us = 500;
 };
 
 bool is_remote_url(const std::string& path);
@@ -293,6 +296,7 @@ class remote_store final : public store {
   std::uint32_t reconnect_budget_ms_;
   bool serializable_;
   bool read_replica_;
+  std::uint32_t wait_spin_us_;
   std::uint64_t replica_lag_ms_ = 0;
   std::unique_ptr<wire::connection> conn_;
   std::vector<std::byte> in_;
