@@ -113,8 +113,7 @@ TEST_CASE("connection: frames sent while the receiver polls, and after it sleeps
     for (int i = 0; i < 200; ++i) {
       // Some at once, some after the receiver's spin has run out.
       if (i % 50 == 49) std::this_thread::sleep_for(5ms);
-      const std::byte frame[5] = {std::byte{1}, std::byte{0}, std::byte{0}, std::byte{0},
-                                  static_cast<std::byte>(i)};
+      const std::byte frame[5] = {std::byte{1}, std::byte{0}, std::byte{0}, std::byte{0}, static_cast<std::byte>(i)};
       out.send(frame);
     }
   });
