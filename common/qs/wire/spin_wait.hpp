@@ -35,7 +35,6 @@ class spin_wait {
 
   explicit spin_wait(std::chrono::microseconds budget = default_budget) : budget_(budget) {}
   void set_budget(std::chrono::microseconds budget) { budget_ = budget; }
-  std::chrono::microseconds budget() const { return budget_; }
 
   // Polls fd for input (or its end, or an error) for up to the budget, or
   // until `until` if sooner, when the credit allows; true when it came.

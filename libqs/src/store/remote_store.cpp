@@ -56,13 +56,7 @@ std::unique_ptr<store> connect_remote_store(const std::string& url, const remote
   return std::make_unique<remote_store>(url, with_secret);
 }
 
-remote_store::remote_store(const std::string& url, const remote_options& o)
-    : url_(url),
-      secret_(o.secret),
-      reconnect_budget_ms_(o.reconnect_budget_ms),
-      serializable_(o.serializable),
-      read_replica_(o.read_replica),
-      wait_spin_us_(o.wait_spin_us) {
+remote_store::remote_store(const std::string& url, const remote_options& o) : url_(url), options_(o) {
   if (url.starts_with(unix_scheme)) {
     unix_ = true;
     unix_path_ = url.substr(unix_scheme.size());
@@ -108,7 +102,7 @@ void remote_store::connect() {
     return;
   }
   using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + std::chrono::milliseconds(reconnect_budget_ms_);
+  const auto deadline = clock::now() + std::chrono::milliseconds(options_.reconnect_budget_ms);
   for (;;) {
     std::string said;
     for (std::size_t k = 0; k < sites_.size(); ++k) {
@@ -123,7 +117,8 @@ void remote_store::connect() {
     }
     if (clock::now() >= deadline)
       throw connection_lost("server " + url_ + ": no site was the master within " +
-                            std::to_string(reconnect_budget_ms_) + " ms (options::reconnect_budget_ms): " + said);
+                            std::to_string(options_.reconnect_budget_ms) +
+                            " ms (options::reconnect_budget_ms): " + said);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
@@ -134,7 +129,7 @@ void remote_store::connect_to(std::size_t site) {
   try {
     int fd = unix_ ? wire::connect_unix(unix_path_) : wire::connect_tcp(sites_[site]);
     conn_ = std::make_unique<wire::connection>(fd);
-    conn_->set_spin(std::chrono::microseconds(wait_spin_us_));
+    conn_->set_spin(std::chrono::microseconds(options_.wait_spin_us));
   } catch (const error& e) {
     throw connection_lost("server " + url_ + where + ": " + e.what());
   }
@@ -145,8 +140,8 @@ void remote_store::connect_to(std::size_t site) {
     ~answer_by_guard() { by.reset(); }
   } guard{answer_by_};
   if (sites_.size() > 1) answer_by_ = std::chrono::steady_clock::now() + group_hello_wait;
-  const auto& ok =
-      call<wire::hello_ok_response>(wire::hello_request{wire::magic, wire::version, secret_, read_replica_});
+  const auto& ok = call<wire::hello_ok_response>(
+      wire::hello_request{wire::magic, wire::version, options_.secret, options_.read_replica});
   if (ok.version != wire::version) {
     lost();
     throw store_error("server " + url_ + ": the server speaks protocol version " + std::to_string(ok.version) +
@@ -155,8 +150,7 @@ void remote_store::connect_to(std::size_t site) {
 }
 
 std::function<void()> remote_store::backup(const std::string& target, backup_progress) {
-  return [url = url_, o = remote_options{secret_, reconnect_budget_ms_, serializable_, read_replica_, wait_spin_us_},
-          target] {
+  return [url = url_, o = options_, target] {
     // Its own connection: this store's goes on serving its transactions.
     remote_store other(url, o);
     other.call<wire::ok_response>(wire::backup_request{target});
@@ -307,7 +301,7 @@ void remote_store::absorb(const wire::invalidate_response& m) {
     // One received during a transaction names a commit after its snapshot:
     // a page read from the cache is still as the snapshot has it, but a
     // serializable transaction that writes is refused for having read it.
-    invalidated_.push_back({i.page, i.version, in_txn_ && serializable_});
+    invalidated_.push_back({i.page, i.version, in_txn_ && options_.serializable});
   }
   invalidations_ += m.pages.size();
 }
@@ -342,7 +336,7 @@ void remote_store::hold(std::uint64_t page, std::uint64_t version) {
   // An invalidation that overtook this answer (pushed after the server
   // noted the page, before it sent the answer) stands.
   if (auto later = overtaken_.find(page); later != overtaken_.end() && later->second > version) return;
-  if (read_replica_) return;  // no invalidations come from a replica
+  if (options_.read_replica) return;  // no invalidations come from a replica
   held_[page] = version;
 }
 
@@ -464,19 +458,19 @@ void remote_store::refuse_write(const char* what) {
 
 void remote_store::commit(bool durable) {
   if (!in_txn_) throw store_error("server " + url_ + ": commit with no transaction open");
-  if (read_replica_ && wrote()) {
+  if (options_.read_replica && wrote()) {
     abort();
     refuse_write("wrote");
   }
   // What the last write sent ahead met, before the commit goes (a lost
   // connection here is no question of the commit's outcome: it was not sent).
   if (write_unanswered_) collect_write();
-  wire::commit_request r{durable, serializable_, page_ops(), meta_ops(), {}};
+  wire::commit_request r{durable, options_.serializable, page_ops(), meta_ops(), {}};
   // Cached pages read without a round trip are not in `reads`: the server
   // refuses the commit if an invalidation the runtime has not seen was on
   // its way. Read page by page, they are in `reads`.
   r.invalidations_seen = precise_ ? wire::unchecked_version : checked_seen_;
-  if (serializable_)
+  if (options_.serializable)
     for (auto [page, version] : read_versions_)
       if (!pages_.contains(page) && !sent_ahead_.contains(page)) r.reads.push_back({page, version});
   const bool wrote = wrote_;
@@ -569,7 +563,7 @@ void remote_store::to_reserve(std::vector<std::uint64_t>& written, std::vector<s
     if (!pages_.contains(page) && a.base != wire::no_record && a.base != wire::unchecked_version &&
         written.size() < wire::max_reserved)
       written.push_back(page);
-  if (!serializable_) return;
+  if (!options_.serializable) return;
   for (auto [page, version] : read_versions_)
     if (version != wire::no_record && !pages_.contains(page) && !sent_ahead_.contains(page) &&
         written.size() + read.size() < wire::max_reserved)
@@ -592,7 +586,7 @@ void remote_store::refuse(const std::string& why) {
 
 void remote_store::settle_commit(const wire::commit_id& id, const std::string& lost) {
   using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + std::chrono::milliseconds(reconnect_budget_ms_);
+  const auto deadline = clock::now() + std::chrono::milliseconds(options_.reconnect_budget_ms);
   auto pause = std::chrono::milliseconds(5);
   std::string last;
   for (;;) {
@@ -617,7 +611,7 @@ void remote_store::settle_commit(const wire::commit_id& id, const std::string& l
     if (outcome == wire::commit_outcome::pending) last = "the server was still ending the transaction";
     if (clock::now() + pause > deadline)
       throw commit_unknown(lost + "; whether the transaction committed could not be learned within " +
-                           std::to_string(reconnect_budget_ms_) + " ms (last: " + last +
+                           std::to_string(options_.reconnect_budget_ms) + " ms (last: " + last +
                            "): it may or may not have committed; reopen the database and check");
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
@@ -877,7 +871,7 @@ void remote_store::delete_page(std::uint64_t page) {
 }
 
 store::page_range remote_store::allocate_pages(std::uint64_t n) {
-  if (read_replica_) refuse_write("allocates");
+  if (options_.read_replica) refuse_write("allocates");
   if (n > spare_left_) {
     // What is left is too short for n contiguous pages: it stays unused.
     const std::uint64_t ask = std::max(n, next_ask_);

@@ -101,7 +101,7 @@ struct remote_options {
   bool read_replica = false;
   // How long a wait for an answer polls before it sleeps
   // (options::server_wait_spin_us).
-  std::uint32_t wait_spin_us = 500;
+  std::uint32_t wait_spin_us = static_cast<std::uint32_t>(wire::spin_wait::default_budget.count());
 };
 
 bool is_remote_url(const std::string& path);
@@ -130,7 +130,7 @@ class remote_store final : public store {
   void note_read(std::uint64_t page, std::uint64_t version) override;
   void committing() override { committing_ = true; }
   // A replica's pages change by replication, which sends no invalidations.
-  bool coherent() const override { return !read_replica_; }
+  bool coherent() const override { return !options_.read_replica; }
   bool take_invalidations(std::vector<invalidation>& out) override;
   bool wrote() const override { return wrote_ || !pages_.empty() || !metas_.empty(); }
   void track_reads(bool precise) override { precise_ = precise; }
@@ -145,7 +145,7 @@ class remote_store final : public store {
   page_range allocate_pages(std::uint64_t n) override;
   std::uint64_t pages_in_hand() const override { return spare_left_; }
   bool shared() const override { return true; }
-  bool follows_master() const override { return sites_.size() > 1 || read_replica_; }
+  bool follows_master() const override { return sites_.size() > 1 || options_.read_replica; }
 
   std::optional<std::string> get(std::string_view key) override;
   void put(std::string_view key, std::string_view value) override;
@@ -292,11 +292,9 @@ class remote_store final : public store {
   // connected to last (the master when there are several).
   std::vector<wire::tcp_address> sites_;
   std::size_t site_ = 0;
-  std::string secret_;
-  std::uint32_t reconnect_budget_ms_;
-  bool serializable_;
-  bool read_replica_;
-  std::uint32_t wait_spin_us_;
+  // As given (connect_remote_store fills in QS_SECRET's secret); a
+  // backup's own connection opens with the same.
+  const remote_options options_;
   std::uint64_t replica_lag_ms_ = 0;
   std::unique_ptr<wire::connection> conn_;
   std::vector<std::byte> in_;
