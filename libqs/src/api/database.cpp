@@ -15,6 +15,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
 
 namespace qs {
 
@@ -25,6 +27,20 @@ namespace {
 // memory only as they are taken.
 constexpr std::uint32_t evolution_max_locks = 8000000;
 
+// The whole number that environment variable `name` gives, when it gives
+// one; throws qs::invalid_argument, naming it, the range and `unit`, when
+// it is not a number from 0 to max.
+std::optional<std::uint32_t> number_from_env(const char* name, const char* unit, std::uint32_t max) {
+  const char* p = std::getenv(name);
+  if (!p || !*p) return std::nullopt;
+  char* end = nullptr;
+  unsigned long v = std::strtoul(p, &end, 10);
+  if (*end || v > max)
+    throw invalid_argument(std::string(name) + " must be a number of " + unit + " from 0 to " + std::to_string(max) +
+                           ", not '" + p + "'");
+  return static_cast<std::uint32_t>(v);
+}
+
 // The runtime of the database at `path`, its options checked and completed.
 std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const options& given) {
   options opts = given;
@@ -33,13 +49,7 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
   if (opts.prefetch_pages > 4096)
     throw invalid_argument("database " + path + ": prefetch_pages is at most 4096, not " +
                            std::to_string(opts.prefetch_pages));
-  if (const char* p = std::getenv("QS_PREFETCH"); p && *p) {
-    char* end = nullptr;
-    unsigned long v = std::strtoul(p, &end, 10);
-    if (*end || v > 4096)
-      throw invalid_argument(std::string("QS_PREFETCH must be a number of pages from 0 to 4096, not '") + p + "'");
-    opts.prefetch_pages = static_cast<std::uint32_t>(v);
-  }
+  if (auto v = number_from_env("QS_PREFETCH", "pages", 4096)) opts.prefetch_pages = *v;
   if (const char* p = std::getenv("QS_PREFETCH_ORDER"); p && *p) {
     const std::string v = p;
     if (v == "page_order") opts.prefetch_along = prefetch_order::page_order;
@@ -58,13 +68,7 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
     if (v != "0" && v != "1") throw invalid_argument("QS_MAP_PAGE_FILE must be 0 or 1, not '" + v + "'");
     opts.map_page_file = v == "1";
   }
-  if (const char* p = std::getenv("QS_SERVER_WAIT_SPIN_US"); p && *p) {
-    const std::string v = p;
-    if (v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) > 100000)
-      throw invalid_argument("QS_SERVER_WAIT_SPIN_US must be a number of microseconds from 0 to 100000, not '" + v +
-                             "'");
-    opts.server_wait_spin_us = static_cast<std::uint32_t>(std::stoul(v));
-  }
+  if (auto v = number_from_env("QS_SERVER_WAIT_SPIN_US", "microseconds", 100000)) opts.server_wait_spin_us = *v;
   if (opts.server_wait_spin_us > 100000)
     throw invalid_argument("database " + path + ": server_wait_spin_us is at most 100000 (100 ms), not " +
                            std::to_string(opts.server_wait_spin_us));
