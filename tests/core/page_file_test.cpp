@@ -175,6 +175,38 @@ TEST_CASE("page file: images lie at multiples of 4096 bytes, their heads apart")
   CHECK_THROWS_AS(qs::detail::page_file::create(dir.sub("odd"), 48, 8000), qs::invalid_argument);
 }
 
+TEST_CASE("page file: the pages it reaches grow with each write and reservation, and survive a reopen") {
+  test_dir dir;
+  std::vector<std::byte> rec(48 + 8192), back(48 + 8192);
+  auto fill = [&](std::uint64_t page) {
+    for (std::size_t i = 0; i < rec.size(); ++i) rec[i] = static_cast<std::byte>((page * 3 + i) & 0xff);
+  };
+  {
+    auto file = qs::detail::page_file::create(dir.path(), 48, 8192);
+    CHECK(file->slots() == 0);
+    // A write with no reservation before it reaches its page's group.
+    fill(0);
+    REQUIRE(file->write(0, 0, rec.data(), static_cast<std::uint32_t>(rec.size())) == 0);
+    CHECK(file->slots() == 85);
+    file->read(0, back.data(), static_cast<std::uint32_t>(back.size()));
+    CHECK(back == rec);
+    // Past what was read (and mapped) before: a write, then a read of it.
+    fill(400);
+    REQUIRE(file->write(400, 0, rec.data(), static_cast<std::uint32_t>(rec.size())) == 0);
+    CHECK(file->slots() == 5 * 85);
+    file->read(400, back.data(), static_cast<std::uint32_t>(back.size()));
+    CHECK(back == rec);
+    // A reservation reaches further than what it was asked for.
+    REQUIRE(file->reserve(1000) == 0);
+    CHECK(file->slots() >= 1000);
+  }
+  auto file = qs::detail::page_file::open(dir.path());
+  REQUIRE(file);
+  CHECK(file->slots() >= 1000);
+  file->read(400, back.data(), static_cast<std::uint32_t>(back.size()));
+  CHECK(back == rec);
+}
+
 TEST_CASE("page file: pages shown by mapping the file are read, written, aborted and evicted as copied ones are") {
   test_dir dir;
   // Runs come from page-order prefetch, whatever the ctest variant says.

@@ -78,14 +78,15 @@ void read_fully(int fd, const std::string& path, std::uint64_t off, void* buf, s
 
 }  // namespace
 
-page_file::page_file(std::string path, int fd, std::uint32_t head_bytes, std::uint32_t image_bytes)
+page_file::page_file(std::string path, int fd, std::uint32_t head_bytes, std::uint32_t image_bytes, std::uint64_t size)
     : path_(std::move(path)),
       fd_(fd),
       head_bytes_(head_bytes),
       image_bytes_(image_bytes),
       per_group_(block / head_bytes),
       group_bytes_(block + std::uint64_t{per_group_} * image_bytes),
-      max_pages_((max_offset - header_bytes) / group_bytes_ * per_group_) {
+      max_pages_((max_offset - header_bytes) / group_bytes_ * per_group_),
+      size_(size) {
   void* p = ::mmap(nullptr, map_span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p != MAP_FAILED) map_ = static_cast<std::byte*>(p);
 }
@@ -100,14 +101,12 @@ const std::byte* page_file::mapped(std::uint64_t offset, std::uint64_t len) cons
   if (offset + len <= map_len_.load(std::memory_order_acquire)) return map_ + offset;
   std::lock_guard<std::mutex> g(map_mutex_);
   std::uint64_t have = map_len_.load(std::memory_order_relaxed);
-  if (offset + len > have) {
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0) return nullptr;
+  const std::uint64_t size = size_.load(std::memory_order_acquire);
+  if (offset + len > have && offset + len <= size) {
     const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
     // The last page may run past the end of the file (it reads as zero
     // there); no page wholly past it is mapped (it would raise SIGBUS).
-    const std::uint64_t want =
-        std::min<std::uint64_t>((static_cast<std::uint64_t>(st.st_size) + page - 1) / page * page, map_span);
+    const std::uint64_t want = std::min<std::uint64_t>((size + page - 1) / page * page, map_span);
     if (want > have) {
       void* p = ::mmap(map_ + have, want - have, PROT_READ, MAP_SHARED | MAP_FIXED, fd_, static_cast<off_t>(have));
       if (p == MAP_FAILED) return nullptr;
@@ -149,7 +148,14 @@ std::unique_ptr<page_file> page_file::open(const std::string& dir) {
     ::close(fd);
     throw store_error(said(path, "its header gives " + wrong + ", not a size qs makes: the file is damaged"));
   }
-  return std::unique_ptr<page_file>(new page_file(path, fd, h.head_bytes, h.image_bytes));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw store_error(said(path, std::string("cannot examine it: ") + std::strerror(e)));
+  }
+  return std::unique_ptr<page_file>(
+      new page_file(path, fd, h.head_bytes, h.image_bytes, static_cast<std::uint64_t>(st.st_size)));
 }
 
 std::unique_ptr<page_file> page_file::create(const std::string& dir, std::uint32_t head_bytes,
@@ -173,7 +179,7 @@ std::unique_ptr<page_file> page_file::create(const std::string& dir, std::uint32
     ::unlink(path.c_str());
     throw store_error(said(path, std::string("cannot create it: ") + std::strerror(e)));
   }
-  return std::unique_ptr<page_file>(new page_file(path, fd, head_bytes, image_bytes));
+  return std::unique_ptr<page_file>(new page_file(path, fd, head_bytes, image_bytes, header_bytes));
 }
 
 template <class F>
@@ -230,12 +236,14 @@ bool page_file::image_at(std::uint64_t page, std::uint64_t& offset, const std::b
   return bytes != nullptr;
 }
 
+void page_file::grown_to(std::uint64_t end) {
+  if (end > size_.load(std::memory_order_relaxed)) size_.store(end, std::memory_order_release);
+}
+
 std::uint64_t page_file::slots() const {
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0) throw store_error(said(path_, std::string("cannot examine it: ") + std::strerror(errno)));
   // Every page of a group the file reaches into: what of a record is past
   // the end of the file reads as zero.
-  const auto size = static_cast<std::uint64_t>(st.st_size);
+  const std::uint64_t size = size_.load(std::memory_order_acquire);
   if (size <= header_bytes) return 0;
   return std::min(max_pages_, (size - header_bytes + group_bytes_ - 1) / group_bytes_ * per_group_);
 }
@@ -254,6 +262,7 @@ int page_file::write(std::uint64_t page, std::uint32_t offset, const void* p, st
       from += w;
       at += static_cast<std::uint64_t>(w);
       n -= static_cast<std::uint32_t>(w);
+      grown_to(at);
     }
   });
   if (rc == 0 && sync_each_ && ::fdatasync(fd_) != 0) rc = errno;
@@ -269,6 +278,7 @@ int page_file::reserve(std::uint64_t pages) {
   int rc = ::posix_fallocate(fd_, static_cast<off_t>(reserved_), static_cast<off_t>(to - reserved_));
   if (rc != 0) return rc;
   reserved_ = to;
+  grown_to(to);
   return 0;
 }
 

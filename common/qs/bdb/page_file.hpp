@@ -89,7 +89,9 @@ class page_file {
   int fd() const { return fd_; }
 
   // How many pages the file reaches now (pages past them hold no record;
-  // some below may hold none either). Throws qs::store_error when the file cannot be examined.
+  // some below may hold none either). The file grows only through this
+  // page_file (one process owns an environment), which keeps its size: no
+  // system call.
   std::uint64_t slots() const;
 
   // Writes `len` bytes at `offset` of page's record; 0 or the errno of the
@@ -104,7 +106,9 @@ class page_file {
   void sync_each_write(bool on) { sync_each_ = on; }
 
  private:
-  page_file(std::string path, int fd, std::uint32_t head_bytes, std::uint32_t image_bytes);
+  page_file(std::string path, int fd, std::uint32_t head_bytes, std::uint32_t image_bytes, std::uint64_t size);
+  // Notes that the file reaches at least `end` bytes.
+  void grown_to(std::uint64_t end);
   // Where the file's bytes [offset, offset + len) are mapped, mapping more
   // of the file when it has grown; null when they are not (past its end).
   const std::byte* mapped(std::uint64_t offset, std::uint64_t len) const;
@@ -127,6 +131,9 @@ class page_file {
   std::uint64_t group_bytes_;
   std::uint64_t max_pages_;     // pages whose offsets fit in an off_t, with room
   std::uint64_t reserved_ = 0;  // bytes of the file known to be allocated
+  // The file's size: what it was at open, grown by every write and
+  // reservation since (read by any thread, written by the writer).
+  std::atomic<std::uint64_t> size_;
   bool sync_each_ = false;
   // The mapping: address space for map_span bytes, of which the first
   // map_len_ are the file's (a multiple of the OS page size).
