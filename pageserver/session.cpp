@@ -9,10 +9,10 @@
 
 #include <db_cxx.h>
 
-#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstring>
+#include <unordered_set>
 
 namespace qs::server {
 namespace {
@@ -283,8 +283,9 @@ wire::response session::on(const wire::read_pages_request& m) {
     std::size_t at;
     std::uint32_t record, mapping;
   };
-  std::vector<placed> found;         // in the part being read
-  std::vector<std::uint64_t> taken;  // every page answered (a page asked twice is sent once)
+  std::vector<placed> found;                // in the part being read
+  std::unordered_set<std::uint64_t> taken;  // every page answered (a page asked twice is sent once)
+  taken.reserve(m.pages.size());
   auto answer = [&](bool more) {
     c_.reads->add(c_.reads->parts);
     c_.reads->add(c_.reads->prefetched, found.size());
@@ -305,7 +306,7 @@ wire::response session::on(const wire::read_pages_request& m) {
   for (std::size_t i = 0; i < m.pages.size(); ++i) {
     const std::uint64_t page = m.pages[i];
     if (total + batch_.size() >= wire::batch_bytes) break;
-    if (std::find(taken.begin(), taken.end(), page) != taken.end()) continue;
+    if (taken.count(page) != 0) continue;
     DbTxn* rt = reader(page);
     std::uint32_t n = 0;
     try {
@@ -330,7 +331,7 @@ wire::response session::on(const wire::read_pages_request& m) {
     }
     if (n >= sizeof h) note_sent(page, h.version);
     found.push_back({page, batch_.size(), n, mn});
-    taken.push_back(page);
+    taken.insert(page);
     batch_.append(reinterpret_cast<const char*>(scratch_.data()), n);
     if (mo) batch_.append(*mo);
     if (c_.send_part && batch_.size() >= wire::part_bytes && i + 1 < m.pages.size()) {
