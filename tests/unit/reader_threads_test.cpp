@@ -53,3 +53,62 @@ TEST_CASE("a job's exception reaches the caller once every job of its batch has 
   r.run(5, [&](std::size_t) { again.fetch_add(1); });
   CHECK(again.load() == 5);
 }
+
+TEST_CASE("a task runs on a helper beside the caller until it is told to stop", "[unit]") {
+  SECTION("with no helper it is not run") {
+    reader_threads r(0);
+    bool ran = false;
+    CHECK_FALSE(r.start_task([&](const std::atomic<bool>&) { ran = true; }));
+    r.stop_task();
+    CHECK_FALSE(ran);
+  }
+  SECTION("it runs on another thread, and stop_task waits for it to see the flag and return") {
+    reader_threads r(1);
+    std::atomic<bool> started{false}, returned{false};
+    std::thread::id on;
+    REQUIRE(r.start_task([&](const std::atomic<bool>& stop) {
+      on = std::this_thread::get_id();
+      started = true;
+      while (!stop.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // returns well after the flag
+      returned = true;
+    }));
+    while (!started.load()) std::this_thread::yield();
+    // A second task while one runs is refused.
+    CHECK_FALSE(r.start_task([](const std::atomic<bool>&) {}));
+    // Batches go on beside it, on the caller.
+    std::atomic<int> jobs{0};
+    r.run(8, [&](std::size_t) { jobs.fetch_add(1); });
+    CHECK(jobs.load() == 8);
+    CHECK_FALSE(returned.load());
+    r.stop_task();
+    CHECK(returned.load());
+    CHECK(on != std::this_thread::get_id());
+    // The helper is free again: the next task runs, and what it throws is dropped.
+    std::atomic<bool> second{false};
+    REQUIRE(r.start_task([&](const std::atomic<bool>&) {
+      second = true;
+      throw std::runtime_error("a task's failure is nobody's");
+    }));
+    while (!second.load()) std::this_thread::yield();
+    r.stop_task();
+    r.run(3, [&](std::size_t) { jobs.fetch_add(1); });
+    CHECK(jobs.load() == 11);
+  }
+  SECTION("once stop_task returns, the task has returned or never begins") {
+    reader_threads r(1);
+    std::atomic<int> running{0}, began{0};
+    for (int round = 0; round < 500; ++round) {
+      REQUIRE(r.start_task([&](const std::atomic<bool>&) {
+        running.fetch_add(1);
+        began.fetch_add(1);
+        running.fetch_sub(1);
+      }));
+      r.stop_task();  // often before the helper has woken
+      CHECK(running.load() == 0);
+    }
+    const int after = began.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(began.load() == after);
+  }
+}

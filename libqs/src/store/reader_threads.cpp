@@ -78,13 +78,62 @@ void reader_threads::work() {
 void reader_threads::helper() {
   std::uint64_t seen = 0;
   for (;;) {
+    task t;
     {
       unique_lock l(m_);
-      while (!stop_ && batch_ == seen) wake_.wait(l);
+      while (!stop_ && batch_ == seen && !task_pending_) wake_.wait(l);
       if (stop_) return;
-      seen = batch_;
+      if (task_pending_) {
+        t = std::move(task_);
+        task_ = nullptr;
+        task_pending_ = false;
+        task_running_ = true;
+      } else {
+        seen = batch_;
+      }
     }
-    work();
+    if (!t) {
+      work();
+      continue;
+    }
+    try {
+      t(task_stop_);
+    } catch (...) {
+      // Work ahead of need: what it did not do is done when needed.
+    }
+    t = nullptr;  // what it holds goes before stop_task() returns
+    {
+      lock_guard g(m_);
+      task_running_ = false;
+    }
+    task_done_.notify_all();
+  }
+}
+
+bool reader_threads::start_task(task t) {
+  if (threads_.empty() || !t) return false;
+  {
+    lock_guard g(m_);
+    if (task_pending_ || task_running_) return false;
+    task_stop_.store(false, std::memory_order_relaxed);
+    task_ = std::move(t);
+    task_pending_ = true;
+  }
+  wake_.notify_one();
+  return true;
+}
+
+void reader_threads::stop_task() {
+  task_stop_.store(true, std::memory_order_relaxed);
+  task taken_back;
+  {
+    unique_lock l(m_);
+    if (task_pending_) {
+      taken_back = std::move(task_);
+      task_ = nullptr;
+      task_pending_ = false;
+    }
+    while (task_running_) task_done_.wait(l);
   }
 }
 

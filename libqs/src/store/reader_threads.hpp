@@ -10,18 +10,27 @@
 // nothing left. The first exception a job throws is rethrown by run() on
 // the calling thread, after every job has finished (the others run).
 //
+// start_task(task) hands one helper a task that runs beside the caller
+// until it returns or stop_task() tells it to (through the flag it is
+// given): work ahead of need, such as bringing into a cache what the
+// caller is about to read. Nobody waits for a task but stop_task(), which
+// waits until it has returned (or takes it back, when no helper has taken
+// it yet); what it throws is dropped. While it runs, its helper takes no
+// jobs of run()'s batches (the caller and the other helpers do).
+//
 // The helpers are started by the constructor with every signal blocked
 // (faults in the program's threads are never delivered to them), and
 // joined by the destructor. They never touch persistent memory: a job
 // writes only into buffers its caller handed out.
 //
-// Thread-safety: run() is called by one thread at a time (the store's
-// caller, under the runtime's lock); jobs run concurrently and must be
-// safe to run so.
+// Thread-safety: run(), start_task() and stop_task() are called by one
+// thread at a time (the store's caller, under the runtime's lock); jobs,
+// and a task beside them, run concurrently and must be safe to run so.
 #pragma once
 
 #include "util/thread_annotations.hpp"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -43,6 +52,14 @@ class reader_threads {
   void run(std::size_t n, const std::function<void(std::size_t)>& job) QS_EXCLUDES(m_);
   unsigned helpers() const { return static_cast<unsigned>(threads_.size()); }
 
+  using task = std::function<void(const std::atomic<bool>& stop)>;
+  // Hands `t` to a helper; false (and t is not run) when there is no
+  // helper, or a task was started and not stopped since.
+  bool start_task(task t) QS_EXCLUDES(m_);
+  // Tells the task to stop, and returns once it has returned (or was taken
+  // back before a helper took it). Nothing when no task was started.
+  void stop_task() QS_EXCLUDES(m_);
+
  private:
   void helper() QS_EXCLUDES(m_);
   // Tells the helpers to end, and joins them.
@@ -60,6 +77,12 @@ class reader_threads {
   std::size_t n_ QS_GUARDED_BY(m_) = 0;         // jobs in the batch
   std::size_t finished_ QS_GUARDED_BY(m_) = 0;  // jobs returned
   std::exception_ptr failure_ QS_GUARDED_BY(m_);
+  // The task: started and not yet taken by a helper; running on one.
+  task task_ QS_GUARDED_BY(m_);
+  bool task_pending_ QS_GUARDED_BY(m_) = false;
+  bool task_running_ QS_GUARDED_BY(m_) = false;
+  std::atomic<bool> task_stop_{false};
+  std::condition_variable_any task_done_;
   std::vector<std::thread> threads_;
 };
 
