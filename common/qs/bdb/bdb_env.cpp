@@ -449,6 +449,16 @@ void bdb_env::open_data_files() {
   // 4 KiB are), where a partial put is logged as its changed bytes; a bulk
   // read needs a buffer of a B-tree page at least.
   check(open_db(pages_, "pages.db", 0, bdb_page_bytes, nullptr), "open pages.db");
+  if (wrote_.load(std::memory_order_relaxed) && !page_file_ && !repl_) {
+    // warm_records' own handle: its dirty reads and cursors do not queue
+    // on pages_'s.
+    warm_db_ = std::make_unique<Db>(env_.get(), DB_CXX_NO_EXCEPTIONS);
+    if (warm_db_->open(nullptr, "pages.db", nullptr, DB_BTREE,
+                       DB_RDONLY | DB_THREAD | DB_READ_UNCOMMITTED | DB_AUTO_COMMIT, 0600) != 0) {
+      warm_db_->close(0);
+      warm_db_.reset();  // the commit goes without warming
+    }
+  }
   // Metadata and indexes have no checksums of their own (page records do):
   // Berkeley DB checks theirs on every B-tree page it reads.
   check(open_db(meta_, "meta.db", DB_CHKSUM, 0, nullptr), "open meta.db");
@@ -536,6 +546,7 @@ bdb_env::~bdb_env() {
     for (auto& i : indexes_)
       if (i->db) i->db->close(DB_NOSYNC);
     if (gate_) gate_->close(DB_NOSYNC);
+    if (warm_db_) warm_db_->close(DB_NOSYNC);
     if (meta_) meta_->close(DB_NOSYNC);
     if (pages_) pages_->close(DB_NOSYNC);
     env_->close(0);
@@ -545,6 +556,7 @@ bdb_env::~bdb_env() {
   int rc = 0;
   for (auto& i : indexes_) rc |= i->db->close(0);
   if (gate_) rc |= gate_->close(0);
+  if (warm_db_) rc |= warm_db_->close(0);
   if (meta_) rc |= meta_->close(0);
   if (pages_) rc |= pages_->close(0);
   // Without writes since the open, nothing changed: the files stay as they
@@ -884,6 +896,8 @@ void bdb_env::close_data_files(bool and_indexes) {
     indexes_.clear();
   }
   if (gate_) gate_->close(0);
+  if (warm_db_) warm_db_->close(0);
+  warm_db_.reset();
   if (meta_) meta_->close(0);
   if (pages_) pages_->close(0);
   gate_.reset();
@@ -984,6 +998,47 @@ void bdb_env::put_record(DbTxn* t, std::uint64_t page, const void* rec, std::uin
     Dbt data(const_cast<char*>(static_cast<const char*>(rec) + at), std::min(piece_bytes, len - at));
     check(pages_->put(t, &key, &data, t ? 0 : DB_AUTO_COMMIT), "write page " + std::to_string(page));
   }
+}
+
+void bdb_env::warm_records(const std::vector<std::uint64_t>& pages, const std::atomic<std::size_t>& passed,
+                           const std::atomic<bool>& stop) {
+  if (!warm_db_ || !transactional()) return;
+  // Dirty reads in transactions that wait for no lock: a B-tree page the
+  // writer holds is in the cache already, and is skipped.
+  DbTxn* t = nullptr;
+  Dbc* cursor = nullptr;
+  auto end = [&] {
+    if (cursor) cursor->close();
+    if (t) t->abort();
+    cursor = nullptr;
+    t = nullptr;
+  };
+  for (std::size_t i = 0; i < pages.size() && !stop.load(std::memory_order_relaxed); ++i) {
+    // Pages the writer has reached are in the cache.
+    i = std::max(i, passed.load(std::memory_order_relaxed) + 1);
+    if (i >= pages.size()) break;
+    if (!t) {
+      if (env_->txn_begin(nullptr, &t, DB_TXN_NOWAIT | DB_READ_UNCOMMITTED) != 0) t = nullptr;
+      if (!t || warm_db_->cursor(t, &cursor, DB_READ_UNCOMMITTED) != 0) return end();
+    }
+    // The record's first piece, and what follows its last (the next key
+    // past the record's pieces): the one or two leaves it lies on.
+    piece_key first(pages[i], 0), after(pages[i], max_pieces - 1);
+    for (piece_key* k : {&first, &after}) {
+      Dbt key(k->bytes, sizeof k->bytes);
+      key.set_ulen(sizeof k->bytes);
+      key.set_flags(DB_DBT_USERMEM);
+      Dbt data;
+      data.set_flags(DB_DBT_PARTIAL);  // positions without copying
+      const int rc = cursor->get(&key, &data, k == &first ? DB_SET : DB_SET_RANGE);
+      if (rc == DB_LOCK_DEADLOCK || rc == DB_LOCK_NOTGRANTED) {
+        end();  // a transaction refused a lock is aborted
+        break;
+      }
+      if (rc != 0 && rc != DB_NOTFOUND) return end();
+    }
+  }
+  end();
 }
 
 void bdb_env::put_record_pieces(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len,

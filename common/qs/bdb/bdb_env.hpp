@@ -265,6 +265,15 @@ class bdb_env {
 
   // Whether page records are in a page file (see above).
   bool has_page_file() const { return page_file_ != nullptr; }
+  // Brings the B-tree pages that hold the records of `pages` into the
+  // cache, ahead of a writer that is writing them in that order and has
+  // reached pages[passed] (the pages.db layout; nothing on a page file,
+  // or for a replicated site). Called on a thread of its own, beside that
+  // writer, until `stop` or the end of `pages`; its reads wait for no lock
+  // and skip what the writer holds. Throws nothing: what it does not bring
+  // in, the writer reads.
+  void warm_records(const std::vector<std::uint64_t>& pages, const std::atomic<std::size_t>& passed,
+                    const std::atomic<bool>& stop);
   // The page-file layout: where page's image, as transaction t reads it,
   // lies in pages.qs (its file descriptor, its offset there, its bytes in
   // the file's mapping), so that it can be mapped with no copy. False when
@@ -427,6 +436,7 @@ class bdb_env {
   std::string dir_;
   std::uint64_t cache_bytes_;
   std::unique_ptr<page_file> page_file_;  // the page-file layout's
+  std::unique_ptr<Db> warm_db_;           // pages.db again, for warm_records (writable, pages.db layout)
   std::unique_ptr<page_log> page_log_;
   std::uint64_t checkpointed_at_ = 0;  // log_position() at the last checkpoint (the page-file layout's)
   bool multiversion_;

@@ -61,8 +61,15 @@ void transaction_engine::commit() {
       rt_.pages.write_back(d);
     }
     if (!rt_.log.relocated().empty()) rt_.named.update_records();
-    rt_.storage.committing();
     const std::vector<page_desc*>& written = rt_.log.written();
+    {
+      // The stored pages among them: the store has their records.
+      std::vector<std::uint64_t> stored;
+      stored.reserve(written.size());
+      for (page_desc* d : written)
+        if (!d->is_new()) stored.push_back(d->page);
+      rt_.storage.committing(stored);
+    }
     for (std::size_t i = 0; i < written.size(); ++i) {
       if (i == written.size() / 2) pause_point("commit.half_written");
       rt_.pages.write_back(written[i], true);  // checks its pointers first

@@ -39,6 +39,10 @@ std::pair<dev_t, ino_t> identity(int fd) {
 
 namespace {
 
+// A commit that writes fewer stored pages goes without warming their
+// leaves (a helper's start costs more than a few reads from the OS's cache).
+constexpr std::size_t warm_min_pages = 64;
+
 // Helper threads for prefetch: one fewer than the cores, at most 3.
 unsigned reader_helpers() {
   const unsigned cores = std::thread::hardware_concurrency();
@@ -96,6 +100,7 @@ bdb_store::bdb_store(const std::string& dir, const bdb_options& o)
 }
 
 bdb_store::~bdb_store() {
+  readers_.stop_task();
   if (txn_) txn_->abort();
   env_.reset();
   std::lock_guard<std::mutex> g(held_mutex);
@@ -125,7 +130,20 @@ DbTxn* bdb_store::write_txn() {
   return txn_;
 }
 
+void bdb_store::committing(const std::vector<std::uint64_t>& stored) {
+  // A commit of many pages to pages.db reads most of their B-tree leaves
+  // into a cache the first write opened empty: a helper reads them ahead.
+  // It starts at the first write: a commit that finds nothing changed
+  // writes nothing, and does not reopen the environment for writing.
+  to_warm_.clear();
+  written_.store(0, std::memory_order_relaxed);
+  if (stored.size() < warm_min_pages || env_->has_page_file() || readers_.helpers() == 0) return;
+  to_warm_ = stored;
+}
+
 void bdb_store::commit(bool durable) {
+  readers_.stop_task();
+  to_warm_.clear();
   if (next_) {
     env_->put(write_txn(), "next_page", std::to_string(next_->page));
     env_->put(write_txn(), "next_frame", std::to_string(next_->frame));
@@ -138,6 +156,8 @@ void bdb_store::commit(bool durable) {
 }
 
 void bdb_store::abort() {
+  readers_.stop_task();
+  to_warm_.clear();
   in_txn_ = false;
   next_.reset();
   if (!txn_) return;
@@ -310,6 +330,7 @@ void bdb_store::put_page(std::uint64_t page, const record_header& h, const std::
 
 void bdb_store::patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
                            std::span<const byte_range> ranges, const std::string* mapping) {
+  written_.fetch_add(1, std::memory_order_relaxed);
   // The header changes at every write (its checksum does). Each piece of
   // the record that the header or a range touches is written once, whole:
   // Berkeley DB logs only the bytes between its first and last change.
@@ -319,7 +340,14 @@ void bdb_store::patch_page(std::uint64_t page, const record_header& h, const std
   spans_.clear();
   spans_.push_back({0, static_cast<std::uint32_t>(sizeof h)});
   for (const byte_range& r : ranges) spans_.push_back({static_cast<std::uint32_t>(sizeof h) + r.offset, r.length});
-  env_->put_record_pieces(write_txn(), page, scratch_.get(), len, spans_);
+  DbTxn* t = write_txn();
+  if (!to_warm_.empty()) {
+    readers_.start_task([this, pages = std::move(to_warm_)](const std::atomic<bool>& stop) {
+      env_->warm_records(pages, written_, stop);
+    });
+    to_warm_.clear();
+  }
+  env_->put_record_pieces(t, page, scratch_.get(), len, spans_);
   if (mapping) env_->put_mapping(write_txn(), page, *mapping);
 }
 

@@ -28,6 +28,7 @@
 #include "store/reader_threads.hpp"
 #include "store/store.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -43,6 +44,7 @@ class bdb_store final : public store {
 
   void set_page_size(std::uint32_t page_size) override;
   void begin() override;
+  void committing(const std::vector<std::uint64_t>& stored) override;
   void commit(bool durable) override;
   void abort() override;
   bool in_transaction() const override { return in_txn_; }
@@ -144,6 +146,11 @@ class bdb_store final : public store {
   std::uint64_t log_offset_ = 0;  // log_position() counts from here
   std::unique_ptr<std::byte[]> scratch_;
   reader_threads readers_;
+  // Pages handed to patch_page since committing(): how far the commit's
+  // writes are (its warming task skips what they passed).
+  std::atomic<std::size_t> written_{0};
+  // The stored pages of the commit under way, to warm from its first write.
+  std::vector<std::uint64_t> to_warm_;
 };
 
 }  // namespace qs::detail

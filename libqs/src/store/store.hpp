@@ -63,9 +63,11 @@ class store {
 
   virtual void begin() = 0;
   // The runtime is about to write back the open transaction's pages for
-  // its commit (put_page, patch_page, delete_page, then commit): a remote
-  // store may ship them as they come, while the rest are made.
-  virtual void committing() {}
+  // its commit (put_page, patch_page, delete_page, then commit), `stored`
+  // (pages with a record already) among them in that order: a remote store
+  // may ship them as they come, while the rest are made; an embedded one
+  // may read ahead what their writes will need.
+  virtual void committing(const std::vector<std::uint64_t>& stored) { (void)stored; }
   virtual void commit(bool durable) = 0;
   virtual void abort() = 0;
   virtual bool in_transaction() const = 0;
