@@ -427,7 +427,8 @@ TEST_CASE("db.run retries a conflict, and the one it gives up on says how many a
   CHECK(runs == 1);
 }
 
-TEST_CASE("a commit of many stored pages, whose records are read ahead beside it, keeps exactly what it wrote") {
+TEST_CASE("a commit of many stored pages, whose records are read ahead beside it, keeps exactly what it wrote",
+          "[tsan]") {
   // On pages.db a helper reads the B-tree pages of the commit's records
   // ahead of its writes (bdb_env::warm_records), in the environment the
   // first write reopened; on a page file nothing is read ahead.
