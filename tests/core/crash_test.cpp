@@ -31,3 +31,10 @@ TEST_CASE("a worker run to the end commits everything") {
   REQUIRE(c.wait() == 0);
   CHECK(committed_transactions(dir.sub("db"), nodes) == 3);
 }
+
+TEST_CASE("kill -9 at chosen points of commits whose records' B-tree pages are read ahead beside them") {
+  // Each transaction rewrites every node: the third commit writes about 180
+  // stored pages, enough for a helper to read their leaves ahead of the
+  // writes (on pages.db), with the pool holding them all.
+  kill_at_chosen_points(30000, {"1024"}, "grow");
+}
