@@ -15,7 +15,10 @@
 // transaction), commit.before_store_commit, commit.after_store_commit.
 // The page-file layout's (bdb_env.hpp): page_file.committed (the commit is
 // in the log, the page file not written yet), page_file.half_applied (half
-// of the commit's page writes are in the page file).
+// of the commit's page writes are in the page file). pages.db's:
+// commit.reading_ahead (on the helper that reads a commit's B-tree pages
+// ahead of its writes, after each page; the commit goes on, and waits for
+// the helper before its store commit).
 // qs-pageserver's: server.write.applied (pages a transaction sent ahead of
 // its commit are in its Berkeley DB transaction), server.commit.half_applied
 // (half of a commit's pages are in its Berkeley DB transaction),

@@ -1037,6 +1037,7 @@ void bdb_env::warm_records(const std::vector<std::uint64_t>& pages, const std::a
       }
       if (rc != 0 && rc != DB_NOTFOUND) return end();
     }
+    pause_point("commit.reading_ahead");
   }
   end();
 }
