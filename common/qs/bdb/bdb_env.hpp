@@ -267,10 +267,10 @@ class bdb_env {
   bool has_page_file() const { return page_file_ != nullptr; }
   // Brings the B-tree pages that hold the records of `pages` into the
   // cache, ahead of a writer that is writing them in that order and has
-  // reached pages[passed] (the pages.db layout; nothing on a page file,
-  // or for a replicated site). Called on a thread of its own, beside that
-  // writer, until `stop` or the end of `pages`; its reads wait for no lock
-  // and skip what the writer holds. Throws nothing: what it does not bring
+  // started on the first `passed` of them (the pages.db layout; nothing on
+  // a page file, or for a replicated site). Called on a thread of its own,
+  // beside that writer, until `stop` or the end of `pages`; its reads wait
+  // for no lock and skip what the writer holds. Throws nothing: what it does not bring
   // in, the writer reads.
   void warm_records(const std::vector<std::uint64_t>& pages, const std::atomic<std::size_t>& passed,
                     const std::atomic<bool>& stop);
