@@ -37,6 +37,8 @@ TEST_CASE("kill -9 at chosen points of commits whose records' B-tree pages are r
   // Each transaction rewrites every node: the second commit writes about 90
   // stored pages and the third about 180, enough for a helper to read their
   // leaves ahead of the writes (pages.db only), with the pool holding them
-  // all. Its own point falls in the third commit or the fourth.
-  kill_at_chosen_points(30000, {"1024"}, "grow", {"commit.reading_ahead:120"});
+  // all. The worker opens the database again before each transaction: only
+  // a commit whose writes reopened the environment reads ahead. Its own
+  // point falls in the third commit or the fourth.
+  kill_at_chosen_points(30000, {"1024"}, "reopen", {"commit.reading_ahead:120"});
 }

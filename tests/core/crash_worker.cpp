@@ -7,6 +7,9 @@
 //                  first making NODES scratch nodes, reachable from the root
 //                  "scratch", then deleting them all (pause point
 //                  worker.churned between the two)
+//   qs_crash_worker DIR reopen TXNS NODES POOL  the same as grow, with the
+//                  database closed and opened again before each transaction
+//                  (its first write reopens the environment for writing)
 //   qs_crash_worker DIR check NODES            exit 10 + the number of
 //                  transactions when DIR holds the state after a whole number
 //                  of `grow` or `churn` transactions (no scratch node left)
@@ -31,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 using qs_test::Node;
@@ -40,9 +44,15 @@ namespace {
 
 constexpr std::int64_t scale = 1000000;
 
-int grow(const std::string& dir, int txns, int nodes, std::uint32_t pool, bool churn) {
-  auto db = qs::database::open(dir, qs_test::small_options(pool, qs_test::commits::durable));
+int grow(const std::string& dir, int txns, int nodes, std::uint32_t pool, bool churn, bool reopen) {
+  const auto opts = qs_test::small_options(pool, qs_test::commits::durable);
+  std::optional<qs::database> open;
   for (int t = 1; t <= txns; ++t) {
+    if (reopen || !open) {
+      open.reset();
+      open.emplace(qs::database::open(dir, opts));
+    }
+    qs::database& db = *open;
     qs::transaction tx(db);
     auto& count = db.root<std::int64_t>("count");
     auto& list = db.root<Node*>("list");
@@ -210,9 +220,9 @@ int main(int argc, char** argv) {
   }
   std::string dir = argv[1], mode = argv[2];
   try {
-    if ((mode == "grow" || mode == "churn") && argc == 6)
+    if ((mode == "grow" || mode == "churn" || mode == "reopen") && argc == 6)
       return grow(dir, std::atoi(argv[3]), std::atoi(argv[4]), static_cast<std::uint32_t>(std::atoi(argv[5])),
-                  mode == "churn");
+                  mode == "churn", mode == "reopen");
     if (mode == "check" && argc == 4) return check(dir, std::atoi(argv[3]));
     if (mode == "fill" && (argc == 5 || argc == 6))
       return fill(dir, std::atoi(argv[3]), std::string(argv[4]) == "die", argc == 6 ? std::atol(argv[5]) : 1L << 40);

@@ -119,12 +119,14 @@ void bdb_store::begin() {
   // until the first write (bdb_env::about_to_write).
   if (env_->transactional()) txn_ = env_->begin();
   in_txn_ = true;
+  reopened_ = false;
 }
 
 DbTxn* bdb_store::write_txn() {
   if (!env_->transactional()) {
     env_->about_to_write();
     log_offset_ = env_->log_position();  // log_position() went on from 0
+    reopened_ = true;
   }
   if (in_txn_ && !txn_) txn_ = env_->begin();
   return txn_;
@@ -135,9 +137,14 @@ void bdb_store::committing(const std::vector<std::uint64_t>& stored) {
   // into a cache the first write opened empty: a helper reads them ahead.
   // It starts at the first write: a commit that finds nothing changed
   // writes nothing, and does not reopen the environment for writing.
+  // Once the environment is open for writing, its cache keeps the leaves
+  // from one commit to the next, and a helper reading them would only take
+  // the core and the cache's latches from the writes (qs_fault_bench's
+  // commit per dirtied page: 6.2 µs without it, 8.5 with it).
   to_warm_.clear();
   written_.store(0, std::memory_order_relaxed);
   if (stored.size() < warm_min_pages || env_->has_page_file() || readers_.helpers() == 0) return;
+  if (env_->transactional() && !reopened_) return;
   to_warm_ = stored;
 }
 

@@ -151,6 +151,9 @@ class bdb_store final : public store {
   std::atomic<std::size_t> written_{0};
   // The stored pages of the commit under way, to warm from its first write.
   std::vector<std::uint64_t> to_warm_;
+  // The open transaction's writes reopened the environment for writing:
+  // its cache holds none of the B-tree pages they will change.
+  bool reopened_ = false;
 };
 
 }  // namespace qs::detail
