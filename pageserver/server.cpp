@@ -5,6 +5,8 @@
 #include "session.hpp"
 #include "shared_secret.hpp"
 
+#include <qs/bdb/read_around.hpp>
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -169,6 +171,15 @@ std::string server::flushes_line() {
   return std::to_string(flushes) + " log flushes (" + per + " writing commits per flush)";
 }
 
+std::string server::read_around_line() {
+  const detail::read_around* r = detail::installed_read_around();
+  if (!r) return "Berkeley DB reads: only what it asks for (--read-around-kb 0)";
+  const detail::read_around_counts c = r->counts();
+  return "Berkeley DB reads: " + std::to_string(c.reads) + ", " + std::to_string(c.blocks_started) +
+         " of them missed the page cache and read the " + std::to_string(r->window() >> 10) +
+         " KiB block around them (" + std::to_string(c.blocks_unused) + " blocks went unused)";
+}
+
 void server::report() noexcept {
   char b = 'r';
   ssize_t n = ::write(wake_[1], &b, 1);
@@ -244,6 +255,7 @@ int server::run() {
       log_line(0, counters_.line() + "; " + flushes_line());
       log_line(0, directory_->line());
       log_line(0, reads_.line());
+      log_line(0, read_around_line());
       if (detail::replication* r = env_->replicated()) log_line(0, r->status(*env_->env()));
       if (stopping) {
         log_line(0, "stopping (signal)");

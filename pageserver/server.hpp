@@ -148,6 +148,8 @@ class server {
   void refuse_not_master(client* c);
   // The log flushes so far, for the statistics line.
   std::string flushes_line();
+  // What Berkeley DB read, and read around (qs/bdb/read_around.hpp).
+  static std::string read_around_line();
 
   server_options o_;
   std::unique_ptr<detail::bdb_env> env_;
