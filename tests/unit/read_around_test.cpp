@@ -71,8 +71,7 @@ TEST_CASE("read_around: reads what pread reads, and a read that misses the page 
   const auto before = around.counts();
   std::vector<std::uint8_t> got(16384);
   const std::size_t at = 3 * window + 40960;
-  CHECK(around.pread(fd, got.data(), got.size(), static_cast<std::int64_t>(at)) ==
-        static_cast<long>(got.size()));
+  CHECK(around.pread(fd, got.data(), got.size(), static_cast<std::int64_t>(at)) == static_cast<long>(got.size()));
   CHECK(std::memcmp(got.data(), bytes.data() + at, got.size()) == 0);
   auto after = around.counts();
   CHECK(after.reads == before.reads + 1);
@@ -92,8 +91,7 @@ TEST_CASE("read_around: reads what pread reads, and a read that misses the page 
   CHECK(around.counts().blocks_started == after.blocks_started);
 
   // The end of the file, and errors, as pread gives them.
-  CHECK(around.pread(fd, got.data(), got.size(), static_cast<std::int64_t>(file_size - 100)) ==
-        100);
+  CHECK(around.pread(fd, got.data(), got.size(), static_cast<std::int64_t>(file_size - 100)) == 100);
   CHECK(std::memcmp(got.data(), bytes.data() + file_size - 100, 100) == 0);
   CHECK(around.pread(fd, got.data(), got.size(), static_cast<std::int64_t>(file_size)) == 0);
   ::close(fd);

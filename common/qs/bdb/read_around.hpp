@@ -82,10 +82,10 @@ class read_around {
 
   const std::size_t window_;
   recent_block recent_[recent_blocks];
-  std::mutex miss_mutex_;      // read_around_miss
-  unsigned next_recent_ = 0;    // under miss_mutex_
-  int waste_ = 0;               // net unused blocks, under miss_mutex_
-  std::uint64_t misses_ = 0;    // under miss_mutex_
+  std::mutex miss_mutex_;     // read_around_miss
+  unsigned next_recent_ = 0;  // under miss_mutex_
+  int waste_ = 0;             // net unused blocks, under miss_mutex_
+  std::uint64_t misses_ = 0;  // under miss_mutex_
   std::atomic<std::uint64_t> reads_{0};
   std::atomic<std::uint64_t> started_{0};
   std::atomic<std::uint64_t> unused_{0};
