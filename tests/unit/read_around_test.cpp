@@ -12,11 +12,17 @@
 
 #include <db_cxx.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -131,6 +137,46 @@ TEST_CASE("read_around: a reader whose blocks go unused stops reading around, an
       read_block(block, 16384 * (round % 60) + 4096);
     }
   CHECK(around.counts().blocks_started - c.blocks_started >= 40);
+  ::close(fd);
+}
+
+TEST_CASE("read_around: where the kernel refuses RWF_NOWAIT, every read is a plain pread") {
+  qs_test::temp_dir dir;
+  int fd = -1;
+  std::vector<std::uint8_t> bytes;
+  if (!cold_file(dir.sub("file"), fd, bytes)) return;
+  // In a child whose preadv2 fails with EOPNOTSUPP (a seccomp filter, which
+  // cannot be undone): the bytes still come, and no block is read around.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_preadv2, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EOPNOTSUPP & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+      ::_exit(2);
+    qs::detail::read_around around(window);
+    std::vector<std::uint8_t> got(16384);
+    for (std::size_t block : {3, 9}) {
+      const std::size_t at = block * window + 4096;
+      if (around.pread(fd, got.data(), got.size(), static_cast<std::int64_t>(at)) != static_cast<long>(got.size()) ||
+          std::memcmp(got.data(), bytes.data() + at, got.size()) != 0)
+        ::_exit(3);
+    }
+    ::_exit(around.counts().blocks_started == 0 && resident(fd, 9 * window + 65536, 10 * window) == 0 ? 0 : 4);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 2) {
+    WARN("no seccomp filter here: the refusal of RWF_NOWAIT was not tried");
+  } else {
+    CHECK(WEXITSTATUS(status) == 0);
+  }
   ::close(fd);
 }
 

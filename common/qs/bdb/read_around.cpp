@@ -67,14 +67,20 @@ bool read_around::read_around_miss(std::uint64_t key) {
 
 long read_around::pread(int fd, void* buf, std::size_t len, std::int64_t offset) {
   reads_.fetch_add(1, std::memory_order_relaxed);
-  if (len == 0 || offset < 0) return ::pread(fd, buf, len, offset);
+  if (len == 0 || offset < 0 || !nowait_.load(std::memory_order_relaxed)) return ::pread(fd, buf, len, offset);
   const auto mask = ~(static_cast<std::uint64_t>(window_) - 1);
   const auto from = static_cast<std::uint64_t>(offset);
   const bool recent = touch_recent(block_key(fd, from & mask));
   iovec v{buf, len};
   ssize_t got = ::preadv2(fd, &v, 1, offset, RWF_NOWAIT);
   if (got == static_cast<ssize_t>(len) || got == 0) return got;  // all of it, or the end of the file
-  if (got < 0 && errno != EAGAIN && errno != EOPNOTSUPP && errno != EINVAL) return got;
+  if (got < 0 && errno == EOPNOTSUPP) {
+    // A kernel that cannot tell whether the page cache holds the bytes:
+    // every read would look like a miss. Reads are preads from now on.
+    nowait_.store(false, std::memory_order_relaxed);
+    return ::pread(fd, buf, len, offset);
+  }
+  if (got < 0 && errno != EAGAIN) return got;
   if (got < 0) got = 0;
   // Part or none of it is in the page cache. Unless its block was read
   // around a moment ago (that read may still be under way), the block

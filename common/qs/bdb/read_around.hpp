@@ -14,7 +14,8 @@
 // them (preadv2 with RWF_NOWAIT); when it does not, it starts the read of
 // the aligned block of `window` bytes around them (readahead(2), which does
 // not wait for the disk), then reads them. A read from the cache thus costs
-// one system call, as a pread does. It changes when bytes come in, not
+// one system call, as a pread does (on a kernel that refuses RWF_NOWAIT,
+// every read is a plain pread). It changes when bytes come in, not
 // which: what Berkeley DB reads stays the caller's to check.
 //
 // It stops when what it brings is not used, as the kernel's read-around
@@ -82,10 +83,11 @@ class read_around {
 
   const std::size_t window_;
   recent_block recent_[recent_blocks];
-  std::mutex miss_mutex_;     // read_around_miss
-  unsigned next_recent_ = 0;  // under miss_mutex_
-  int waste_ = 0;             // net unused blocks, under miss_mutex_
-  std::uint64_t misses_ = 0;  // under miss_mutex_
+  std::mutex miss_mutex_;           // read_around_miss
+  unsigned next_recent_ = 0;        // under miss_mutex_
+  int waste_ = 0;                   // net unused blocks, under miss_mutex_
+  std::uint64_t misses_ = 0;        // under miss_mutex_
+  std::atomic<bool> nowait_{true};  // false once preadv2 refused RWF_NOWAIT
   std::atomic<std::uint64_t> reads_{0};
   std::atomic<std::uint64_t> started_{0};
   std::atomic<std::uint64_t> unused_{0};
