@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -19,9 +20,7 @@ namespace qs::detail {
 namespace {
 
 std::size_t power_of_two_window(std::size_t bytes) {
-  bytes = std::clamp<std::size_t>(bytes, 4096, std::size_t{64} << 20);
-  while (bytes & (bytes - 1)) bytes &= bytes - 1;  // the highest power of two below
-  return bytes;
+  return std::bit_floor(std::clamp<std::size_t>(bytes, 4096, std::size_t{64} << 20));
 }
 
 std::atomic<read_around*> installed{nullptr};
