@@ -47,29 +47,42 @@ std::size_t resident(int fd, std::size_t from, std::size_t to) {
   return n;
 }
 
-// A file of file_size patterned bytes, out of the page cache (false, with
-// a warning, where the page cache keeps it: tmpfs).
-bool cold_file(const std::string& path, int& fd, std::vector<std::uint8_t>& bytes) {
-  fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
-  REQUIRE(fd >= 0);
-  bytes.resize(file_size);
-  for (std::size_t i = 0; i < file_size; ++i) bytes[i] = pattern(i);
-  REQUIRE(::pwrite(fd, bytes.data(), file_size, 0) == static_cast<ssize_t>(file_size));
-  REQUIRE(::fsync(fd) == 0);
-  REQUIRE(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
-  if (resident(fd, 0, file_size) == 0) return true;
-  WARN("the page cache keeps " << path << " after POSIX_FADV_DONTNEED (tmpfs?): read-around not observable here");
-  ::close(fd);
-  return false;
-}
+// A file of file_size patterned bytes in a directory of its own, out of
+// the page cache; `ready` false (with a warning) where the page cache keeps
+// it (tmpfs). The descriptor is closed with it.
+struct cold_file {
+  qs_test::temp_dir dir;
+  int fd = -1;
+  std::vector<std::uint8_t> bytes;
+  bool ready = false;
+
+  cold_file() {
+    const std::string path = dir.sub("file");
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(fd >= 0);
+    bytes.resize(file_size);
+    for (std::size_t i = 0; i < file_size; ++i) bytes[i] = pattern(i);
+    REQUIRE(::pwrite(fd, bytes.data(), file_size, 0) == static_cast<ssize_t>(file_size));
+    REQUIRE(::fsync(fd) == 0);
+    REQUIRE(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+    ready = resident(fd, 0, file_size) == 0;
+    if (!ready)
+      WARN("the page cache keeps " << path << " after POSIX_FADV_DONTNEED (tmpfs?): read-around not observable here");
+  }
+  ~cold_file() {
+    if (fd >= 0) ::close(fd);
+  }
+  cold_file(const cold_file&) = delete;
+  cold_file& operator=(const cold_file&) = delete;
+};
 
 }  // namespace
 
 TEST_CASE("read_around: reads what pread reads, and a read that misses the page cache brings in its block") {
-  qs_test::temp_dir dir;
-  int fd = -1;
-  std::vector<std::uint8_t> bytes;
-  if (!cold_file(dir.sub("file"), fd, bytes)) return;
+  cold_file file;
+  if (!file.ready) return;
+  const int fd = file.fd;
+  const std::vector<std::uint8_t>& bytes = file.bytes;
   qs::detail::read_around around(window);
   REQUIRE(around.window() == window);
 
@@ -101,16 +114,17 @@ TEST_CASE("read_around: reads what pread reads, and a read that misses the page 
   CHECK(std::memcmp(got.data(), bytes.data() + file_size - 100, 100) == 0);
   CHECK(around.pread(fd, got.data(), got.size(), static_cast<std::int64_t>(file_size)) == 0);
   ::close(fd);
+  file.fd = -1;
   errno = 0;
   CHECK(around.pread(fd, got.data(), got.size(), 0) == -1);
   CHECK(errno == EBADF);
 }
 
 TEST_CASE("read_around: a reader whose blocks go unused stops reading around, and starts again once they are used") {
-  qs_test::temp_dir dir;
-  int fd = -1;
-  std::vector<std::uint8_t> bytes;
-  if (!cold_file(dir.sub("file"), fd, bytes)) return;
+  cold_file file;
+  if (!file.ready) return;
+  const int fd = file.fd;
+  const std::vector<std::uint8_t>& bytes = file.bytes;
   qs::detail::read_around around(window);
   std::vector<std::uint8_t> got(16384);
   auto read_block = [&](std::size_t block, std::size_t at) {
@@ -137,14 +151,13 @@ TEST_CASE("read_around: a reader whose blocks go unused stops reading around, an
       read_block(block, 16384 * (round % 60) + 4096);
     }
   CHECK(around.counts().blocks_started - c.blocks_started >= 40);
-  ::close(fd);
 }
 
 TEST_CASE("read_around: where the kernel refuses RWF_NOWAIT, every read is a plain pread") {
-  qs_test::temp_dir dir;
-  int fd = -1;
-  std::vector<std::uint8_t> bytes;
-  if (!cold_file(dir.sub("file"), fd, bytes)) return;
+  cold_file file;
+  if (!file.ready) return;
+  const int fd = file.fd;
+  const std::vector<std::uint8_t>& bytes = file.bytes;
   // In a child whose preadv2 fails with EOPNOTSUPP (a seccomp filter, which
   // cannot be undone): the bytes still come, and no block is read around.
   const pid_t child = ::fork();
@@ -177,7 +190,6 @@ TEST_CASE("read_around: where the kernel refuses RWF_NOWAIT, every read is a pla
   } else {
     CHECK(WEXITSTATUS(status) == 0);
   }
-  ::close(fd);
 }
 
 TEST_CASE("read_around: Berkeley DB reads its pages through it once it is installed") {
