@@ -2,8 +2,7 @@
 // source in every mode of oo7/mode.hpp: against qs in hardware mode, software
 // mode and hardware mode with padded objects (a real database in a temporary
 // directory), and in memory (OO7_MODE_MEM).
-#define CATCH_CONFIG_NO_POSIX_SIGNALS  // Catch's SIGSEGV handler would take qs's faults
-#define CATCH_CONFIG_MAIN
+// Catch2's main is tests/support/main.cpp's, compiled once (qs_catch_main).
 #include <catch2/catch.hpp>
 
 #include "oo7.hpp"
