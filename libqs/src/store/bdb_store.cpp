@@ -256,7 +256,7 @@ void bdb_store::scan_records(
 bool bdb_store::read_range(
     std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
     const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
-  if (!spread() || last - first + 1 < spread_pages) {
+  if (!spread() || last - first + 1 < spread_pages || last - first >= spread_max_pages) {
     const auto t0 = std::chrono::steady_clock::now();
     scan_records(first, last, want, got, bulk_for(last - first + 1));
     note_read_time(ns_since(t0), last - first + 1);

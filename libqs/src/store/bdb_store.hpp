@@ -121,6 +121,10 @@ class bdb_store final : public store {
   // database is opened cold).
   bool spread() const { return readers_.helpers() > 0 && txn_ == nullptr && read_ns_ >= disk_read_ns; }
   static constexpr std::size_t spread_pages = 16;
+  // A range of more pages than a prefetch window (schema evolution's list
+  // of every stored page, up to a page counter read from the file) is one
+  // pass over the records it holds, never a walk over its numbers.
+  static constexpr std::uint64_t spread_max_pages = 4096;
   // A bulk buffer for the records of `pages` neighbouring pages (each with
   // its mapping object), at most 256 KiB: Berkeley DB fills the whole
   // buffer, whatever the range, so a larger one only copies records that
