@@ -142,7 +142,7 @@ std::optional<transaction_failure> optimistic_transaction::begin(const std::vect
     if (c_.replica) reserve.clear();  // it writes nothing, and its reads lock
     for (const auto& [page, written] : reserve) lock_page(page, written);
     reserved_ = !reserve.empty();
-    snap_ = c_.env->begin(!c_.replica);
+    snap_ = c_.env->begin(c_.replica ? detail::bdb_env::txn_kind::plain : detail::bdb_env::txn_kind::snapshot);
     snap_began_ = std::chrono::steady_clock::now();
     if (c_.replica) {
       // Its reads lock, behind the replica gate: what it reads is one

@@ -230,7 +230,7 @@ void session::note_sent(std::uint64_t page, std::uint64_t version) {
   // A commit since the view began may have changed the page after its
   // pushes were sent (cache_directory.hpp): compare with the committed
   // version, read from a snapshot of its own (which waits for no lock).
-  DbTxn* now = env_.begin(true);
+  DbTxn* now = env_.begin(detail::bdb_env::txn_kind::snapshot);
   detail::record_header h{};
   std::uint32_t n;
   try {

@@ -17,6 +17,10 @@ using namespace qs_test;
 namespace {
 
 constexpr int slabs = 128;  // per transaction: about 1 MiB
+// Per transaction: about 3 MiB, a commit written in a bulk transaction
+// (store/bdb_store.hpp: 256 pages or more), which syncs pages.db before its
+// commit record instead of logging the records on the pages it adds.
+constexpr int bulk_slabs = 384;
 
 // The last "committed N" the worker said, or 0.
 long last_committed(const std::string& said) {
@@ -29,8 +33,8 @@ long last_committed(const std::string& said) {
 }
 
 // What `fillcheck` found: the number of whole transactions, or -1.
-long holds(const std::string& db, const std::string& err_path, int* status = nullptr) {
-  auto c = spawn_worker({db, "fillcheck", std::to_string(slabs)}, "", err_path);
+long holds(const std::string& db, const std::string& err_path, int per_txn, int* status = nullptr) {
+  auto c = spawn_worker({db, "fillcheck", std::to_string(per_txn)}, "", err_path);
   int st = c.wait();
   if (status) *status = st;
   std::string said = read_file(err_path);
@@ -38,16 +42,17 @@ long holds(const std::string& db, const std::string& err_path, int* status = nul
   return st == 0 && at != std::string::npos ? std::atol(said.c_str() + at + 6) : -1;
 }
 
-void fill_until_full(small_fs::kind kind, std::uint64_t free_bytes, const std::string& ending) {
-  small_fs fs(kind, std::uint64_t{64} << 20);
+void fill_until_full(small_fs::kind kind, std::uint64_t free_bytes, const std::string& ending, int per_txn = slabs,
+                     std::uint64_t fs_bytes = std::uint64_t{64} << 20) {
+  small_fs fs(kind, fs_bytes);
   if (!fs.usable()) {
     WARN("skipped: " << fs.why_not());
     return;
   }
-  INFO(fs.name() << ", " << (free_bytes >> 10) << " KiB free, then " << ending);
+  INFO(fs.name() << ", " << (free_bytes >> 10) << " KiB free, " << per_txn << " slabs a transaction, then " << ending);
   fs.fill_to(free_bytes);
   const std::string db = fs.path() + "/db", err = fs.path() + "/../worker.err";
-  auto w = spawn_worker({db, "fill", std::to_string(slabs), ending}, "", err);
+  auto w = spawn_worker({db, "fill", std::to_string(per_txn), ending}, "", err);
   int st = w.wait();
   std::string said = read_file(err);
   INFO(said.substr(said.size() > 1500 ? said.size() - 1500 : 0));
@@ -61,22 +66,22 @@ void fill_until_full(small_fs::kind kind, std::uint64_t free_bytes, const std::s
   // room it needs) reads a whole state.
   fs.fill_to(0);
   int check_status = 0;
-  long seen = holds(db, fs.path() + "/../check.err", &check_status);
+  long seen = holds(db, fs.path() + "/../check.err", per_txn, &check_status);
   if (seen < 0) CHECK(read_file(fs.path() + "/../check.err").find("make room") != std::string::npos);
   else CHECK(seen >= committed);
   // With room again, every transaction whose commit returned is there; the
   // one that failed may be (its commit record may have reached the log).
   fs.drain();
-  seen = holds(db, fs.path() + "/../check.err");
+  seen = holds(db, fs.path() + "/../check.err", per_txn);
   INFO(read_file(fs.path() + "/../check.err"));
   CHECK(seen >= committed);
   CHECK(seen <= committed + 1);
   check_verifies(db);
   // And the database goes on.
-  auto more = spawn_worker({db, "fill", std::to_string(slabs), "close", "2"}, "", err);
+  auto more = spawn_worker({db, "fill", std::to_string(per_txn), "close", "2"}, "", err);
   more.wait();
   CHECK(last_committed(read_file(err)) == seen + 2);
-  CHECK(holds(db, fs.path() + "/../check.err") >= last_committed(read_file(err)));
+  CHECK(holds(db, fs.path() + "/../check.err", per_txn) >= last_committed(read_file(err)));
 }
 
 }  // namespace
@@ -97,6 +102,17 @@ TEST_CASE("a full disk loses no transaction whose commit returned: closed normal
       fill_until_full(kind, std::uint64_t{kib} << 10, "close");
 }
 
+// The same in commits of about 3 MiB, each written in a bulk transaction:
+// the disk fills while one syncs pages.db, or while the log takes the
+// allocations and splits of its pages. A file system of 128 MiB, so that
+// the two transactions after the failure have room.
+TEST_CASE("a full disk loses no transaction whose commit returned: commits written in bulk", "[disk_full]") {
+  for (auto kind : {small_fs::kind::tmpfs, small_fs::kind::ext4})
+    for (std::uint64_t kib : {28u << 10, 36u << 10, 44u << 10})
+      for (const char* ending : {"die", "close"})
+        fill_until_full(kind, std::uint64_t{kib} << 10, ending, bulk_slabs, std::uint64_t{128} << 20);
+}
+
 TEST_CASE("a database on read-only media is read; a write says why it cannot be made", "[disk_full]") {
   small_fs fs(small_fs::kind::tmpfs, std::uint64_t{64} << 20);
   if (!fs.usable()) {
@@ -106,7 +122,7 @@ TEST_CASE("a database on read-only media is read; a write says why it cannot be 
   const std::string db = fs.path() + "/db", err = fs.path() + "/../worker.err";
   REQUIRE(spawn_worker({db, "fill", std::to_string(slabs), "close", "2"}, "", err).wait() == 0);
   fs.make_read_only();
-  CHECK(holds(db, fs.path() + "/../check.err") == 2);
+  CHECK(holds(db, fs.path() + "/../check.err", slabs) == 2);
   auto w = spawn_worker({db, "fill", std::to_string(slabs), "close", "1"}, "", err);
   CHECK(w.wait() == 0);
   std::string said = read_file(err);

@@ -762,10 +762,11 @@ DbTxn* bdb_env::reading(DbTxn* t, std::uint32_t& flags) const {
   return nullptr;
 }
 
-DbTxn* bdb_env::begin(bool snapshot) {
+DbTxn* bdb_env::begin(txn_kind kind) {
   refuse_if_broken();
   DbTxn* t = nullptr;
-  check(env_->txn_begin(nullptr, &t, snapshot ? DB_TXN_SNAPSHOT : 0), "begin transaction");
+  const std::uint32_t flags = kind == txn_kind::snapshot ? DB_TXN_SNAPSHOT : kind == txn_kind::bulk ? DB_TXN_BULK : 0;
+  check(env_->txn_begin(nullptr, &t, flags), "begin transaction");
   return t;
 }
 

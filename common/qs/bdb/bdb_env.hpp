@@ -155,8 +155,17 @@ class bdb_env {
   // A Berkeley DB transaction; only once the environment is transactional
   // (see about_to_write). A snapshot transaction (multiversion environments)
   // reads the databases as they were committed when it began, without
-  // locks; it is meant for reading.
-  DbTxn* begin(bool snapshot = false);
+  // locks; it is meant for reading. A bulk transaction (DB_TXN_BULK) does
+  // not log what it puts on the pages it adds to a database file: its
+  // commit writes that file's dirty pages and syncs it before the commit
+  // record, so that recovery needs no redo of them (allocations and splits
+  // are logged as always, for undo). It saves the log the bytes of a
+  // commit that adds many pages, and costs a sync of the file in each
+  // commit that adds one: it is for large commits. Berkeley DB ignores the
+  // flag in a replicated environment, and a hot backup started meanwhile
+  // checkpoints first and has the rest logged.
+  enum class txn_kind { plain, snapshot, bulk };
+  DbTxn* begin(txn_kind kind = txn_kind::plain);
   void commit(DbTxn* t, bool durable);
   void abort(DbTxn* t);
 

@@ -43,6 +43,16 @@ namespace {
 // leaves (a helper's start costs more than a few reads from the OS's cache).
 constexpr std::size_t warm_min_pages = 64;
 
+// A durable commit that adds this many pages or more writes in a bulk
+// transaction (bdb_store.hpp): 2 MiB of 8 KiB pages, whose records the log
+// would otherwise take whole, where the commit's sync of pages.db writes
+// what a checkpoint or the close would write anyway (measured, the
+// million-node build: 1.03 s and 167 MB written against 1.71 s and 251).
+// A commit that adds fewer, however many pages it changes, logs as always:
+// its sync would write every leaf its changes dirtied, and those changes
+// log only their bytes.
+constexpr std::size_t bulk_min_pages = 256;
+
 // Helper threads for prefetch: one fewer than the cores, at most 3.
 unsigned reader_helpers() {
   const unsigned cores = std::thread::hardware_concurrency();
@@ -120,6 +130,9 @@ void bdb_store::begin() {
   if (env_->transactional()) txn_ = env_->begin();
   in_txn_ = true;
   reopened_ = false;
+  wrote_ = false;
+  bulk_ = false;
+  deferred_.clear();
 }
 
 DbTxn* bdb_store::write_txn() {
@@ -132,7 +145,28 @@ DbTxn* bdb_store::write_txn() {
   return txn_;
 }
 
-void bdb_store::committing(const std::vector<std::uint64_t>& stored) {
+DbTxn* bdb_store::writing() {
+  DbTxn* t = write_txn();
+  if (wrote_ || !t) return t;
+  wrote_ = true;
+  if (bulk_) {
+    // It has only read: ending it gives up nothing but its read locks, and
+    // every page it read is in the pool.
+    txn_ = nullptr;
+    env_->abort(t);
+    txn_ = t = env_->begin(bdb_env::txn_kind::bulk);
+  }
+  for (const auto& [k, v] : deferred_) {
+    if (v) env_->put(t, k, *v);
+    else env_->del(t, k);
+  }
+  deferred_.clear();
+  return t;
+}
+
+void bdb_store::committing(const std::vector<std::uint64_t>& stored, std::size_t pages, bool durable) {
+  const std::size_t added = pages - std::min(pages, stored.size());
+  bulk_ = durable && !wrote_ && added >= bulk_min_pages && !env_->has_page_file();
   // A commit of many pages to pages.db reads most of their B-tree leaves
   // into a cache the first write opened empty: a helper reads them ahead.
   // It starts at the first write: a commit that finds nothing changed
@@ -151,9 +185,10 @@ void bdb_store::committing(const std::vector<std::uint64_t>& stored) {
 void bdb_store::commit(bool durable) {
   readers_.stop_task();
   to_warm_.clear();
+  if (!deferred_.empty()) writing();
   if (next_) {
-    env_->put(write_txn(), "next_page", std::to_string(next_->page));
-    env_->put(write_txn(), "next_frame", std::to_string(next_->frame));
+    env_->put(writing(), "next_page", std::to_string(next_->page));
+    env_->put(writing(), "next_frame", std::to_string(next_->frame));
     next_.reset();
   }
   DbTxn* t = txn_;
@@ -165,6 +200,7 @@ void bdb_store::commit(bool durable) {
 void bdb_store::abort() {
   readers_.stop_task();
   to_warm_.clear();
+  deferred_.clear();
   in_txn_ = false;
   next_.reset();
   if (!txn_) return;
@@ -331,8 +367,8 @@ void bdb_store::put_page(std::uint64_t page, const record_header& h, const std::
                          const std::string* mapping) {
   std::memcpy(scratch_.get(), &h, sizeof h);
   std::memcpy(scratch_.get() + sizeof h, image, page_size_);
-  env_->put_record(write_txn(), page, scratch_.get(), sizeof(record_header) + page_size_);
-  if (mapping) env_->put_mapping(write_txn(), page, *mapping);
+  env_->put_record(writing(), page, scratch_.get(), sizeof(record_header) + page_size_);
+  if (mapping) env_->put_mapping(writing(), page, *mapping);
 }
 
 void bdb_store::patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
@@ -347,7 +383,7 @@ void bdb_store::patch_page(std::uint64_t page, const record_header& h, const std
   spans_.clear();
   spans_.push_back({0, static_cast<std::uint32_t>(sizeof h)});
   for (const byte_range& r : ranges) spans_.push_back({static_cast<std::uint32_t>(sizeof h) + r.offset, r.length});
-  DbTxn* t = write_txn();
+  DbTxn* t = writing();
   if (!to_warm_.empty()) {
     readers_.start_task([this, pages = std::move(to_warm_)](const std::atomic<bool>& stop) {
       env_->warm_records(pages, written_, stop);
@@ -355,10 +391,10 @@ void bdb_store::patch_page(std::uint64_t page, const record_header& h, const std
     to_warm_.clear();
   }
   env_->put_record_pieces(t, page, scratch_.get(), len, spans_);
-  if (mapping) env_->put_mapping(write_txn(), page, *mapping);
+  if (mapping) env_->put_mapping(writing(), page, *mapping);
 }
 
-void bdb_store::delete_page(std::uint64_t page) { env_->delete_record(write_txn(), page); }
+void bdb_store::delete_page(std::uint64_t page) { env_->delete_record(writing(), page); }
 
 std::uint64_t bdb_store::counter(const char* key) {
   auto v = env_->get(txn_, key);
@@ -381,11 +417,26 @@ store::page_range bdb_store::allocate_pages(std::uint64_t n) {
 std::optional<std::string> bdb_store::get(std::string_view k) {
   if (next_ && k == "next_page") return std::to_string(next_->page);
   if (next_ && k == "next_frame") return std::to_string(next_->frame);
+  if (auto d = deferred_.find(k); d != deferred_.end()) return d->second;
   return env_->get(txn_, k);
 }
-void bdb_store::put(std::string_view k, std::string_view v) { env_->put(write_txn(), k, v); }
-void bdb_store::del(std::string_view k) { env_->del(write_txn(), k); }
+void bdb_store::put(std::string_view k, std::string_view v) {
+  if (in_txn_ && !wrote_) {
+    deferred_.insert_or_assign(std::string(k), std::string(v));
+    return;
+  }
+  env_->put(writing(), k, v);
+}
+void bdb_store::del(std::string_view k) {
+  if (in_txn_ && !wrote_) {
+    deferred_.insert_or_assign(std::string(k), std::nullopt);
+    return;
+  }
+  env_->del(writing(), k);
+}
 void bdb_store::scan(std::string_view prefix, const std::function<void(std::string_view, std::string_view)>& f) {
+  auto d = deferred_.lower_bound(prefix);
+  if (d != deferred_.end() && d->first.starts_with(prefix)) writing();  // the scan sees them in the store
   env_->scan(txn_, prefix, f);
 }
 
@@ -416,10 +467,10 @@ std::vector<std::string> bdb_store::index_names() {
 }
 
 bool bdb_store::index_insert(std::uint32_t index, std::string_view k, std::string_view v) {
-  return env_->index_insert(write_txn(), index, k, v);
+  return env_->index_insert(writing(), index, k, v);
 }
 bool bdb_store::index_erase(std::uint32_t index, std::string_view k, std::string_view v) {
-  return env_->index_erase(write_txn(), index, k, v);
+  return env_->index_erase(writing(), index, k, v);
 }
 void bdb_store::index_scan(std::uint32_t index, std::string_view lo, std::string_view hi,
                            const std::function<bool(std::string_view, std::string_view)>& f) {

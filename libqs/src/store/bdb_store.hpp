@@ -11,7 +11,16 @@
 // numbers come from the metadata counters next_page/next_frame, read at the
 // transaction's first allocation, counted here, and written once, in that
 // transaction, when it commits (so an aborted transaction gives its numbers
-// back, and a new page costs no write of its own).
+// back, and a new page costs no write of its own). A durable commit that
+// adds bulk_min_pages pages or more, into pages.db, writes in a bulk transaction
+// (bdb_env::txn_kind::bulk): the records it adds on new B-tree pages are
+// not logged, and the commit syncs pages.db before its commit record. The
+// transaction the runtime's reads began is then ended (it has written
+// nothing) and the bulk one begun at the commit's first write. So that a
+// transaction's first writes are its commit's, the metadata records it
+// puts or deletes before it writes anything else (a type's record at its
+// first allocation, a new root) wait for that write (or the commit); get
+// sees them meanwhile, and a scan of their prefix writes them first.
 //
 // Prefetch (read_range, read_pages) spreads its reads over the calling
 // thread and helper threads (reader_threads.hpp: one fewer than the
@@ -30,6 +39,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,7 +55,7 @@ class bdb_store final : public store {
 
   void set_page_size(std::uint32_t page_size) override;
   void begin() override;
-  void committing(const std::vector<std::uint64_t>& stored) override;
+  void committing(const std::vector<std::uint64_t>& stored, std::size_t pages, bool durable) override;
   void commit(bool durable) override;
   void abort() override;
   bool in_transaction() const override { return in_txn_; }
@@ -158,6 +169,18 @@ class bdb_store final : public store {
   // The open transaction's writes reopened the environment for writing:
   // its cache holds none of the B-tree pages they will change.
   bool reopened_ = false;
+  // The open transaction has written (writing()); until then txn_, if
+  // any, holds only its reads' locks.
+  bool wrote_ = false;
+  // The commit under way begins its writes in a bulk transaction.
+  bool bulk_ = false;
+  // Metadata puts (a value) and deletions (none) waiting for the open
+  // transaction's first write (see above).
+  std::map<std::string, std::optional<std::string>, std::less<>> deferred_;
+  // The transaction for a write; the first write of a bulk commit ends the
+  // transaction that only read and begins a bulk one. The deferred
+  // metadata writes go into it first.
+  DbTxn* writing();
 };
 
 }  // namespace qs::detail

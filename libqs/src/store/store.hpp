@@ -63,11 +63,16 @@ class store {
 
   virtual void begin() = 0;
   // The runtime is about to write back the open transaction's pages for
-  // its commit (put_page, patch_page, delete_page, then commit), `stored`
-  // (pages with a record already) among them in that order: a remote store
-  // may ship them as they come, while the rest are made; an embedded one
-  // may read ahead what their writes will need.
-  virtual void committing(const std::vector<std::uint64_t>& stored) { (void)stored; }
+  // its commit (put_page, patch_page, delete_page, then commit(durable)):
+  // `pages` of them, `stored` (pages with a record already) among them in
+  // that order. A remote store may ship them as they come, while the rest
+  // are made; an embedded one may read ahead what their writes will need,
+  // and choose how a commit of that size is best written.
+  virtual void committing(const std::vector<std::uint64_t>& stored, std::size_t pages, bool durable) {
+    (void)stored;
+    (void)pages;
+    (void)durable;
+  }
   virtual void commit(bool durable) = 0;
   virtual void abort() = 0;
   virtual bool in_transaction() const = 0;
