@@ -106,7 +106,7 @@ TEST_CASE("a full disk loses no transaction whose commit returned: closed normal
 // the disk fills while one syncs pages.db, or while the log takes the
 // allocations and splits of its pages. A file system of 128 MiB, so that
 // the two transactions after the failure have room.
-TEST_CASE("a full disk loses no transaction whose commit returned: commits written in bulk", "[disk_full]") {
+TEST_CASE("a full disk loses no transaction whose commit returned: commits written in bulk", "[disk_full][bulk]") {
   for (auto kind : {small_fs::kind::tmpfs, small_fs::kind::ext4})
     for (std::uint64_t kib : {28u << 10, 36u << 10, 44u << 10})
       for (const char* ending : {"die", "close"})
