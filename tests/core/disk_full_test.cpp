@@ -18,8 +18,9 @@ namespace {
 
 constexpr int slabs = 128;  // per transaction: about 1 MiB
 // Per transaction: about 3 MiB, a commit written in a bulk transaction
-// (store/bdb_store.hpp: 256 pages or more), which syncs pages.db before its
-// commit record instead of logging the records on the pages it adds.
+// (store/bdb_store.hpp: one that adds 256 pages or more), which syncs
+// pages.db before its commit record instead of logging the records on the
+// pages it adds.
 constexpr int bulk_slabs = 384;
 
 // The last "committed N" the worker said, or 0.

@@ -465,7 +465,7 @@ TEST_CASE("a commit of many stored pages, whose records are read ahead beside it
 }
 
 TEST_CASE("a durable commit of many new pages does not log the records on the store's new pages") {
-  // A durable commit of 256 pages or more writes in a bulk transaction
+  // A durable commit that adds 256 pages or more writes in a bulk transaction
   // (store/bdb_store.hpp): Berkeley DB logs the allocations and splits of
   // the B-tree pages it adds, not the records put on them, and syncs
   // pages.db before the commit record. The same commit without a sync

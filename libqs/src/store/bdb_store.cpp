@@ -47,7 +47,8 @@ constexpr std::size_t warm_min_pages = 64;
 // transaction (bdb_store.hpp): 2 MiB of 8 KiB pages, whose records the log
 // would otherwise take whole, where the commit's sync of pages.db writes
 // what a checkpoint or the close would write anyway (measured, the
-// million-node build: 1.03 s and 167 MB written against 1.71 s and 251).
+// million-node build alternating with a build without it: 0.99-1.29 s and
+// 167 MB written against 1.32-2.29 s and 251; docs/performance.md).
 // A commit that adds fewer, however many pages it changes, logs as always:
 // its sync would write every leaf its changes dirtied, and those changes
 // log only their bytes.
