@@ -14,11 +14,13 @@
 //                  transactions when DIR holds the state after a whole number
 //                  of `grow` or `churn` transactions (no scratch node left)
 //   qs_crash_worker DIR badptr | segv | chain  fault outside any object
-//   qs_crash_worker DIR fill SLABS close|die [TXNS]  durable transactions of SLABS
-//                  8 KiB objects each until one fails (a full disk); says
-//                  "committed N" on stderr after each commit returns, then
+//   qs_crash_worker DIR fill SLABS close|die [TXNS [POOL]]  durable transactions
+//                  of SLABS 8 KiB objects each until one fails (a full disk);
+//                  says "committed N logged B" on stderr after each commit
+//                  returns (B: the bytes its transaction logged), then
 //                  closes the database normally or dies by SIGKILL (or
-//                  stops after TXNS transactions)
+//                  stops after TXNS transactions); a pool of POOL pages
+//                  (default 256)
 //   qs_crash_worker DIR fillcheck SLABS        says "holds N" when DIR holds
 //                  exactly the first N whole `fill` transactions; exit 0
 #include <qs/pause_point.hpp>
@@ -154,12 +156,13 @@ int raise_segv(const std::string& dir, bool ignored) {
 
 // Slab chains: transaction t adds `slabs` Slabs of value t in front of the
 // list and sets the root "count" to t.
-int fill(const std::string& dir, int slabs, bool die, long txns) {
-  qs::options o = qs_test::small_options(256, qs_test::commits::durable);
+int fill(const std::string& dir, int slabs, bool die, long txns, std::uint32_t pool) {
+  qs::options o = qs_test::small_options(pool, qs_test::commits::durable);
   try {
     auto db = qs::database::open(dir, o);
     for (long done = 0; done < txns; ++done) {
       std::int64_t t = 0;
+      const std::uint64_t logged = db.stats().log_bytes;
       try {
         qs::transaction tx(db);
         auto& count = db.root<std::int64_t>("count");
@@ -179,7 +182,8 @@ int fill(const std::string& dir, int slabs, bool die, long txns) {
         if (die) ::kill(::getpid(), SIGKILL);
         break;  // the database closes normally
       }
-      std::fprintf(stderr, "committed %lld\n", static_cast<long long>(t));
+      std::fprintf(stderr, "committed %lld logged %llu\n", static_cast<long long>(t),
+                   static_cast<unsigned long long>(db.stats().log_bytes - logged));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "close: %s\n", e.what());
@@ -224,8 +228,9 @@ int main(int argc, char** argv) {
       return grow(dir, std::atoi(argv[3]), std::atoi(argv[4]), static_cast<std::uint32_t>(std::atoi(argv[5])),
                   mode == "churn", mode == "reopen");
     if (mode == "check" && argc == 4) return check(dir, std::atoi(argv[3]));
-    if (mode == "fill" && (argc == 5 || argc == 6))
-      return fill(dir, std::atoi(argv[3]), std::string(argv[4]) == "die", argc == 6 ? std::atol(argv[5]) : 1L << 40);
+    if (mode == "fill" && argc >= 5 && argc <= 7)
+      return fill(dir, std::atoi(argv[3]), std::string(argv[4]) == "die", argc >= 6 ? std::atol(argv[5]) : 1L << 40,
+                  argc == 7 ? static_cast<std::uint32_t>(std::atoi(argv[6])) : 256u);
     if (mode == "fillcheck" && argc == 4) return fillcheck(dir, std::atoi(argv[3]));
     if (mode == "badptr") return badptr(dir);
     if (mode == "segv") return segv(dir, false);

@@ -17,10 +17,11 @@ using namespace qs_test;
 namespace {
 
 constexpr int slabs = 128;  // per transaction: about 1 MiB
-// Per transaction: about 3 MiB, a commit written in a bulk transaction
+// Per transaction: about 3 MiB, written in a bulk transaction
 // (store/bdb_store.hpp: one that adds 256 pages or more), which syncs
 // pages.db before its commit record instead of logging the records on the
-// pages it adds.
+// pages it adds. Through a pool that holds it, the commit's first write
+// begins it; through a pool of 320 pages, the first dirty page evicted.
 constexpr int bulk_slabs = 384;
 
 // The last "committed N" the worker said, or 0.
@@ -44,16 +45,18 @@ long holds(const std::string& db, const std::string& err_path, int per_txn, int*
 }
 
 void fill_until_full(small_fs::kind kind, std::uint64_t free_bytes, const std::string& ending, int per_txn = slabs,
-                     std::uint64_t fs_bytes = std::uint64_t{64} << 20) {
+                     std::uint64_t fs_bytes = std::uint64_t{64} << 20, std::uint32_t pool = 256) {
   small_fs fs(kind, fs_bytes);
   if (!fs.usable()) {
     WARN("skipped: " << fs.why_not());
     return;
   }
-  INFO(fs.name() << ", " << (free_bytes >> 10) << " KiB free, " << per_txn << " slabs a transaction, then " << ending);
+  INFO(fs.name() << ", " << (free_bytes >> 10) << " KiB free, " << per_txn << " slabs a transaction, a pool of " << pool
+                 << " pages, then " << ending);
+  const std::string pool_pages = std::to_string(pool);
   fs.fill_to(free_bytes);
   const std::string db = fs.path() + "/db", err = fs.path() + "/../worker.err";
-  auto w = spawn_worker({db, "fill", std::to_string(per_txn), ending}, "", err);
+  auto w = spawn_worker({db, "fill", std::to_string(per_txn), ending, "1099511627776", pool_pages}, "", err);
   int st = w.wait();
   std::string said = read_file(err);
   INFO(said.substr(said.size() > 1500 ? said.size() - 1500 : 0));
@@ -79,7 +82,7 @@ void fill_until_full(small_fs::kind kind, std::uint64_t free_bytes, const std::s
   CHECK(seen <= committed + 1);
   check_verifies(db);
   // And the database goes on.
-  auto more = spawn_worker({db, "fill", std::to_string(per_txn), "close", "2"}, "", err);
+  auto more = spawn_worker({db, "fill", std::to_string(per_txn), "close", "2", pool_pages}, "", err);
   more.wait();
   CHECK(last_committed(read_file(err)) == seen + 2);
   CHECK(holds(db, fs.path() + "/../check.err", per_txn) >= last_committed(read_file(err)));
@@ -103,15 +106,17 @@ TEST_CASE("a full disk loses no transaction whose commit returned: closed normal
       fill_until_full(kind, std::uint64_t{kib} << 10, "close");
 }
 
-// The same in commits of about 3 MiB, each written in a bulk transaction:
-// the disk fills while one syncs pages.db, or while the log takes the
-// allocations and splits of its pages. A file system of 128 MiB, so that
-// the two transactions after the failure have room.
+// The same in transactions of about 3 MiB, each written in a bulk
+// transaction: the disk fills while one syncs pages.db, or while the log
+// takes the allocations and splits of its pages, or (through the smaller
+// pool) while a dirty page evicted is written. A file system of 128 MiB, so
+// that the two transactions after the failure have room.
 TEST_CASE("a full disk loses no transaction whose commit returned: commits written in bulk", "[disk_full][bulk]") {
   for (auto kind : {small_fs::kind::tmpfs, small_fs::kind::ext4})
     for (std::uint64_t kib : {28u << 10, 36u << 10, 44u << 10})
       for (const char* ending : {"die", "close"})
-        fill_until_full(kind, std::uint64_t{kib} << 10, ending, bulk_slabs, std::uint64_t{128} << 20);
+        for (std::uint32_t pool : {512u, 320u})
+          fill_until_full(kind, std::uint64_t{kib} << 10, ending, bulk_slabs, std::uint64_t{128} << 20, pool);
 }
 
 TEST_CASE("a database on read-only media is read; a write says why it cannot be made", "[disk_full]") {

@@ -495,3 +495,32 @@ TEST_CASE("a durable commit of many new pages does not log the records on the st
   CHECK(n == slabs);
   CHECK(in_order);
 }
+
+TEST_CASE("a durable transaction larger than the pool that adds many pages does not log the records on them") {
+  // Its dirty pages are evicted into the store before its commit: the first
+  // of those writes, once the transaction has added 256 pages, begins the
+  // bulk transaction (store/bdb_store.hpp). What it logs is then about the
+  // slabs' bytes once (the B-tree's splits keep whole leaves in the log);
+  // without it, over twice their bytes (measured: 8.9 MB against 17.5 for
+  // 7.4 MB of slabs).
+  env_var layout("QS_PAGE_FILE", "0");
+  constexpr int slabs = 900;  // a page each, nearly three times the pool
+  test_dir dir;
+  {
+    auto db = qs::database::open(dir.sub("durable"), small_options(320, commits::durable));
+    const std::uint64_t before = db.stats().log_bytes;
+    qs::transaction tx(db);
+    auto& head = db.root<Slab*>("slabs");
+    for (int i = 0; i < slabs; ++i) head = new (db) Slab{head, static_cast<std::uint64_t>(i), {}};
+    tx.commit();
+    CHECK(db.stats().dirty_evictions > 0);
+    CHECK(db.stats().log_bytes - before < slabs * sizeof(Slab) * 3 / 2);
+  }
+  auto db = qs::database::open(dir.sub("durable"), small_options(64, commits::durable));
+  qs::transaction tx(db);
+  std::uint64_t n = 0;
+  bool in_order = true;
+  for (Slab* s = db.root<Slab*>("slabs"); s; s = s->next) in_order = in_order && s->value == slabs - 1 - n++;
+  CHECK(n == slabs);
+  CHECK(in_order);
+}

@@ -97,9 +97,11 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
                                      opts.server_wait_spin_us});  // a qs-pageserver
   else
     s = std::make_unique<detail::bdb_store>(
-        path, detail::bdb_options{opts.page_size, opts.store_cache_bytes,
-                                  opts.evolve ? evolution_max_locks : detail::default_max_locks, opts.map_store_files,
-                                  opts.page_file});
+        path,
+        detail::bdb_options{opts.page_size, opts.store_cache_bytes,
+                            opts.evolve ? evolution_max_locks : detail::default_max_locks, opts.map_store_files,
+                            opts.page_file},
+        opts.durable);
   return std::make_unique<detail::database_impl>(std::move(s), opts);
 }
 

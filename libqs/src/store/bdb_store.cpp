@@ -62,8 +62,8 @@ unsigned reader_helpers() {
 
 }  // namespace
 
-bdb_store::bdb_store(const std::string& dir, const bdb_options& o)
-    : dir_(dir), page_size_(o.page_size), readers_(reader_helpers()) {
+bdb_store::bdb_store(const std::string& dir, const bdb_options& o, bool durable_commits)
+    : dir_(dir), page_size_(o.page_size), durable_commits_(durable_commits), readers_(reader_helpers()) {
   std::error_code ec;
   // A database is created only in an empty or absent directory: any other
   // would get the store's files beside the user's.
@@ -133,6 +133,7 @@ void bdb_store::begin() {
   reopened_ = false;
   wrote_ = false;
   bulk_ = false;
+  committing_ = false;
   deferred_.clear();
 }
 
@@ -150,6 +151,10 @@ DbTxn* bdb_store::writing() {
   DbTxn* t = write_txn();
   if (wrote_ || !t) return t;
   wrote_ = true;
+  // A write before the commit (mostly a dirty page evicted from a
+  // transaction larger than the pool) begins a bulk transaction when the
+  // transaction has added bulk_min_pages pages so far.
+  if (!committing_) bulk_ = durable_commits_ && added_pages() >= bulk_min_pages && !env_->has_page_file();
   if (bulk_) {
     // It has only read: ending it gives up nothing but its read locks, and
     // every page it read is in the pool.
@@ -168,6 +173,7 @@ DbTxn* bdb_store::writing() {
 void bdb_store::committing(const std::vector<std::uint64_t>& stored, std::size_t pages, bool durable) {
   const std::size_t added = pages - std::min(pages, stored.size());
   bulk_ = durable && !wrote_ && added >= bulk_min_pages && !env_->has_page_file();
+  committing_ = true;
   // A commit of many pages to pages.db reads most of their B-tree leaves
   // into a cache the first write opened empty: a helper reads them ahead.
   // It starts at the first write: a commit that finds nothing changed
@@ -408,6 +414,7 @@ store::page_range bdb_store::allocate_pages(std::uint64_t n) {
   if (!next_) {
     write_txn();  // the commit writes the counters: the transaction writes
     next_ = page_range{counter("next_page"), counter("next_frame")};
+    first_page_ = next_->page;
   }
   const page_range r = *next_;
   next_->page += n;

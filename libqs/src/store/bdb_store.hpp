@@ -16,7 +16,10 @@
 // (bdb_env::txn_kind::bulk): the records it adds on new B-tree pages are
 // not logged, and the commit syncs pages.db before its commit record. The
 // transaction the runtime's reads began is then ended (it has written
-// nothing) and the bulk one begun at the commit's first write. So that a
+// nothing) and the bulk one begun at the commit's first write. A
+// transaction larger than the pool writes before its commit (its dirty
+// pages evicted): there the first write chooses, by the pages the
+// transaction has added so far. So that a
 // transaction's first writes are its commit's, the metadata records it
 // puts or deletes before it writes anything else (a type's record at its
 // first allocation, a new root) wait for that write (or the commit); get
@@ -50,7 +53,9 @@ namespace qs::detail {
 
 class bdb_store final : public store {
  public:
-  bdb_store(const std::string& dir, const bdb_options& o);
+  // `durable_commits`: the runtime's commits are durable (options::durable),
+  // which a transaction's writes before its commit take as the commit's.
+  bdb_store(const std::string& dir, const bdb_options& o, bool durable_commits = true);
   ~bdb_store() override;
 
   void set_page_size(std::uint32_t page_size) override;
@@ -99,6 +104,7 @@ class bdb_store final : public store {
 
   std::string dir_;
   std::uint32_t page_size_;
+  const bool durable_commits_;  // see the constructor
   int lock_fd_ = -1;
   std::unique_ptr<bdb_env> env_;
   // The Berkeley DB transaction of the store transaction, once it has one
@@ -154,6 +160,9 @@ class bdb_store final : public store {
   // The counters as the open transaction's allocations left them (commit
   // writes them); empty until it allocates.
   std::optional<page_range> next_;
+  std::uint64_t first_page_ = 0;  // next_->page when the transaction first allocated
+  // Pages the open transaction has added so far.
+  std::uint64_t added_pages() const { return next_ ? next_->page - first_page_ : 0; }
 
   DbTxn* txn_ = nullptr;
   std::vector<bdb_env::byte_span> spans_;  // patch_page's
@@ -174,6 +183,8 @@ class bdb_store final : public store {
   bool wrote_ = false;
   // The commit under way begins its writes in a bulk transaction.
   bool bulk_ = false;
+  // committing() was called: the open transaction's writes are its commit's.
+  bool committing_ = false;
   // Metadata puts (a value) and deletions (none) waiting for the open
   // transaction's first write (see above).
   std::map<std::string, std::optional<std::string>, std::less<>> deferred_;
