@@ -524,3 +524,42 @@ TEST_CASE("a durable transaction larger than the pool that adds many pages does 
   CHECK(n == slabs);
   CHECK(in_order);
 }
+
+TEST_CASE("a transaction larger than the pool that adds many pages and aborts leaves nothing of them") {
+  // Its bulk transaction began at its first dirty eviction: Berkeley DB
+  // did not log the records put on the pages it added, and its abort frees
+  // those pages. The database is as it was, and goes on.
+  env_var layout("QS_PAGE_FILE", "0");
+  constexpr int slabs = 900;
+  test_dir dir;
+  auto add = [&](qs::database& db, std::uint64_t base, bool commit) {
+    qs::transaction tx(db);
+    auto& head = db.root<Slab*>("slabs");
+    for (int i = 0; i < slabs; ++i) head = new (db) Slab{head, base + static_cast<std::uint64_t>(i), {}};
+    if (commit) tx.commit();
+    else tx.abort();
+  };
+  auto values = [&](qs::database& db) {
+    qs::transaction tx(db);
+    std::vector<std::uint64_t> v;
+    for (Slab* s = db.root<Slab*>("slabs"); s; s = s->next) v.push_back(s->value);
+    return v;
+  };
+  auto expect = [&](std::initializer_list<std::uint64_t> bases) {
+    std::vector<std::uint64_t> v;
+    for (std::uint64_t b : bases)
+      for (int i = slabs - 1; i >= 0; --i) v.push_back(b + static_cast<std::uint64_t>(i));
+    return v;
+  };
+  {
+    auto db = qs::database::open(dir.path(), small_options(320, commits::durable));
+    add(db, 1000, true);
+    add(db, 5000, false);
+    CHECK(db.stats().dirty_evictions > 0);
+    CHECK(values(db) == expect({1000}));
+    add(db, 9000, true);
+    CHECK(values(db) == expect({9000, 1000}));
+  }
+  auto db = qs::database::open(dir.path(), small_options(64, commits::durable));
+  CHECK(values(db) == expect({9000, 1000}));
+}
