@@ -168,3 +168,43 @@ TEST_CASE("until the first write, page records are read from the mapped files; a
   CHECK(mapped == 0);
   CHECK(read > 0);
 }
+
+TEST_CASE("a data file of 4 GiB or more is read through the cache and never mapped") {
+  // Berkeley DB 5.3 computes a mapped page's offset in 32 bits: past 4 GiB
+  // a mapped read would land on another page of the file (a database of
+  // 10 GB opened cleanly found none of its first pages). The file here
+  // grows past 4 GiB by a hole at its end, which no B-tree page refers to.
+  test_dir dir;
+  const std::string db = dir.sub("db");
+  constexpr std::uint64_t pages = 200;
+  std::vector<std::byte> record(8192 + 64);
+  {
+    qs::detail::bdb_env env(db, 16u << 20);
+    env.about_to_write();
+    DbTxn* t = env.begin();
+    for (std::uint64_t page = 1; page <= pages; ++page) {
+      std::memset(record.data(), static_cast<int>(page), record.size());
+      env.put_record(t, page, record.data(), static_cast<std::uint32_t>(record.size()));
+    }
+    env.commit(t, true);
+  }
+  const std::string file = db + "/pages.db";
+  auto read_with_file_of = [&](std::uint64_t bytes) {
+    std::filesystem::resize_file(file, bytes);
+    qs::detail::bdb_env env(db, 16u << 20);
+    std::uint64_t right = 0;
+    for (std::uint64_t page = 1; page <= pages; ++page)
+      if (env.read_record(nullptr, page, record.data(), static_cast<std::uint32_t>(record.size())) == record.size() &&
+          record[100] == static_cast<std::byte>(page & 0xff))
+        ++right;
+    CHECK(right == pages);
+    return mapped_and_read(env);
+  };
+  // Just under the limit: mapped.
+  auto [mapped, read] = read_with_file_of(qs::detail::max_mapped_file_bytes - 16 * 1024);
+  CHECK(mapped > 0);
+  CHECK(read == 0);
+  std::tie(mapped, read) = read_with_file_of(qs::detail::max_mapped_file_bytes + 16 * 1024);
+  CHECK(mapped == 0);
+  CHECK(read > 0);
+}

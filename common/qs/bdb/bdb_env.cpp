@@ -382,9 +382,10 @@ void bdb_env::open_environment(bool recover) {
     if (multiversion_ && !repl_) check(env_->set_flags(DB_MULTIVERSION, 1), "set_flags DB_MULTIVERSION");
     flags |= DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | (recover ? DB_RECOVER : 0);
   } else if (map_files_) {
-    // Read-only files are mapped, whatever their size (the header): 1 TiB of
-    // address space is far below what x86-64 leaves a process.
-    check(env_->set_mp_mmapsize(std::size_t{1} << 40), "set_mp_mmapsize");
+    // Read-only files under 4 GiB are mapped (the header): Berkeley DB maps
+    // a file smaller than this size, and computes a mapped page's offset in
+    // 32 bits.
+    check(env_->set_mp_mmapsize(max_mapped_file_bytes), "set_mp_mmapsize");
   } else {
     check(env_->set_flags(DB_NOMMAP, 1), "set_flags DB_NOMMAP");
   }

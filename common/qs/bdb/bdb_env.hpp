@@ -52,7 +52,10 @@
 // DB maps its data files read-only (set_mp_mmapsize; unless told not to)
 // instead of copying
 // their B-tree pages into its cache: a read copies a record from the OS
-// page cache once. As with any mapped file, an I/O error under such a read
+// page cache once. A file of 4 GiB or more is read through the cache all
+// the same: Berkeley DB 5.3 computes a mapped page's offset in 32 bits
+// (page number times page size, mp_fget.c), so past 4 GiB it would hand
+// out another page of the file. As with any mapped file, an I/O error under such a read
 // (a failing disk, or a file truncated by someone else) ends the process
 // with SIGBUS instead of an error; nothing committed is lost by it. The
 // first write reopens the environment transactional, with its files read
@@ -115,6 +118,10 @@ constexpr const char* database_lock_file = "qs.lock";
 // The most Berkeley DB locks one transaction may hold (a written page takes
 // about two and a half): the lock table grows up to this as locks are taken.
 constexpr std::uint32_t default_max_locks = 200000;
+
+// A data file of this size or more is read through Berkeley DB's cache even
+// before the first write, never mapped (see above).
+constexpr std::uint64_t max_mapped_file_bytes = std::uint64_t{1} << 32;
 
 struct bdb_options {
   std::uint32_t page_size;
