@@ -133,7 +133,8 @@ struct options {
   // rather than through Berkeley DB's cache. A cold read of a mapped file
   // takes the kernel's read-ahead around it (the device's read_ahead_kb):
   // where that is megabytes, small scattered cold reads cost more mapped;
-  // false reads through the cache.
+  // false reads through the cache. A file of 4 GiB or more is read through
+  // the cache either way (Berkeley DB maps only smaller files correctly).
   bool map_store_files = true;
   // Embedded store, for a database created by this open: keep page records
   // in a file of fixed slots (pages.qs) that a commit writes in place, its
