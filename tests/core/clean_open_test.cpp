@@ -120,6 +120,33 @@ std::pair<std::uint64_t, std::uint64_t> mapped_and_read(qs::detail::bdb_env& env
   return {mapped, read};
 }
 
+constexpr std::uint32_t record_bytes = 8192 + 64;
+
+// Puts the records of pages 1 to `pages` into a new environment at `db`, each
+// filled with its page number's low byte, in one durable commit.
+void write_records(const std::string& db, std::uint64_t pages) {
+  std::vector<std::byte> record(record_bytes);
+  qs::detail::bdb_env env(db, 16u << 20);
+  env.about_to_write();
+  DbTxn* t = env.begin();
+  for (std::uint64_t page = 1; page <= pages; ++page) {
+    std::memset(record.data(), static_cast<int>(page), record.size());
+    env.put_record(t, page, record.data(), record_bytes);
+  }
+  env.commit(t, true);
+}
+
+// How many of write_records' pages `env` reads back whole and right.
+std::uint64_t records_read_right(qs::detail::bdb_env& env, std::uint64_t pages) {
+  std::vector<std::byte> record(record_bytes);
+  std::uint64_t right = 0;
+  for (std::uint64_t page = 1; page <= pages; ++page)
+    if (env.read_record(nullptr, page, record.data(), record_bytes) == record_bytes &&
+        record[100] == static_cast<std::byte>(page & 0xff))
+      ++right;
+  return right;
+}
+
 }  // namespace
 
 TEST_CASE("until the first write, page records are read from the mapped files; after it, through the cache") {
@@ -127,43 +154,24 @@ TEST_CASE("until the first write, page records are read from the mapped files; a
   std::string db = dir.sub("db");
   // Larger than Berkeley DB's own limit for mapping a file (10 MiB).
   constexpr std::uint64_t pages = 2000;
-  std::vector<std::byte> record(8192 + 64);
-  {
-    qs::detail::bdb_env env(db, 16u << 20);
-    env.about_to_write();
-    DbTxn* t = env.begin();
-    for (std::uint64_t page = 1; page <= pages; ++page) {
-      std::memset(record.data(), static_cast<int>(page), record.size());
-      env.put_record(t, page, record.data(), static_cast<std::uint32_t>(record.size()));
-    }
-    env.commit(t, true);
-  }
+  write_records(db, pages);
   REQUIRE(std::filesystem::file_size(db + "/pages.db") > (std::uint64_t{12} << 20));
-  auto read_all_from = [&](qs::detail::bdb_env& e) {
-    std::uint64_t right = 0;
-    for (std::uint64_t page = 1; page <= pages; ++page)
-      if (e.read_record(nullptr, page, record.data(), static_cast<std::uint32_t>(record.size())) == record.size() &&
-          record[100] == static_cast<std::byte>(page & 0xff))
-        ++right;
-    return right;
-  };
   {
     // options::map_store_files = false: through the cache from the start.
     qs::detail::bdb_env unmapped(db, 16u << 20, false, qs::detail::default_max_locks, false);
-    CHECK(read_all_from(unmapped) == pages);
+    CHECK(records_read_right(unmapped, pages) == pages);
     auto [mapped, read] = mapped_and_read(unmapped);
     CHECK(mapped == 0);
     CHECK(read > 0);
   }
   qs::detail::bdb_env env(db, 16u << 20);
-  auto read_all = [&] { return read_all_from(env); };
-  CHECK(read_all() == pages);
+  CHECK(records_read_right(env, pages) == pages);
   auto [mapped, read] = mapped_and_read(env);
   CHECK(mapped > 0);
   CHECK(read == 0);
   // Transactional now: the files are reopened for writing, through the cache.
   env.about_to_write();
-  CHECK(read_all() == pages);
+  CHECK(records_read_right(env, pages) == pages);
   std::tie(mapped, read) = mapped_and_read(env);
   CHECK(mapped == 0);
   CHECK(read > 0);
@@ -177,27 +185,11 @@ TEST_CASE("a data file of 4 GiB or more is read through the cache and never mapp
   test_dir dir;
   const std::string db = dir.sub("db");
   constexpr std::uint64_t pages = 200;
-  std::vector<std::byte> record(8192 + 64);
-  {
-    qs::detail::bdb_env env(db, 16u << 20);
-    env.about_to_write();
-    DbTxn* t = env.begin();
-    for (std::uint64_t page = 1; page <= pages; ++page) {
-      std::memset(record.data(), static_cast<int>(page), record.size());
-      env.put_record(t, page, record.data(), static_cast<std::uint32_t>(record.size()));
-    }
-    env.commit(t, true);
-  }
-  const std::string file = db + "/pages.db";
+  write_records(db, pages);
   auto read_with_file_of = [&](std::uint64_t bytes) {
-    std::filesystem::resize_file(file, bytes);
+    std::filesystem::resize_file(db + "/pages.db", bytes);
     qs::detail::bdb_env env(db, 16u << 20);
-    std::uint64_t right = 0;
-    for (std::uint64_t page = 1; page <= pages; ++page)
-      if (env.read_record(nullptr, page, record.data(), static_cast<std::uint32_t>(record.size())) == record.size() &&
-          record[100] == static_cast<std::byte>(page & 0xff))
-        ++right;
-    CHECK(right == pages);
+    CHECK(records_read_right(env, pages) == pages);
     return mapped_and_read(env);
   };
   // Just under the limit: mapped.

@@ -464,6 +464,37 @@ TEST_CASE("a commit of many stored pages, whose records are read ahead beside it
   CHECK(values(db) == expect(21));
 }
 
+namespace {
+
+// Prepends `slabs` Slabs (a page each), valued base to base + slabs - 1, to
+// the root "slabs" in one transaction, committed or aborted.
+void prepend_slabs(qs::database& db, int slabs, std::uint64_t base, bool commit) {
+  qs::transaction tx(db);
+  auto& head = db.root<Slab*>("slabs");
+  for (int i = 0; i < slabs; ++i) head = new (db) Slab{head, base + static_cast<std::uint64_t>(i), {}};
+  if (commit) tx.commit();
+  else tx.abort();
+}
+
+// The values along the root "slabs", from its head.
+std::vector<std::uint64_t> slab_values(qs::database& db) {
+  qs::transaction tx(db);
+  std::vector<std::uint64_t> v;
+  for (Slab* s = db.root<Slab*>("slabs"); s; s = s->next) v.push_back(s->value);
+  return v;
+}
+
+// What prepend_slabs leaves after a committed run from each of `bases`,
+// the last first.
+std::vector<std::uint64_t> prepended(int slabs, std::initializer_list<std::uint64_t> bases) {
+  std::vector<std::uint64_t> v;
+  for (std::uint64_t b : bases)
+    for (int i = slabs - 1; i >= 0; --i) v.push_back(b + static_cast<std::uint64_t>(i));
+  return v;
+}
+
+}  // namespace
+
 TEST_CASE("a durable commit of many new pages does not log the records on the store's new pages") {
   // A durable commit that adds 256 pages or more writes in a bulk transaction
   // (store/bdb_store.hpp): Berkeley DB logs the allocations and splits of
@@ -476,10 +507,7 @@ TEST_CASE("a durable commit of many new pages does not log the records on the st
   auto logged = [](const std::string& path, qs_test::commits c) {
     auto db = qs::database::open(path, small_options(2048, c));
     const std::uint64_t before = db.stats().log_bytes;
-    qs::transaction tx(db);
-    auto& head = db.root<Slab*>("slabs");
-    for (int i = 0; i < slabs; ++i) head = new (db) Slab{head, static_cast<std::uint64_t>(i), {}};
-    tx.commit();
+    prepend_slabs(db, slabs, 0, true);
     return db.stats().log_bytes - before;
   };
   test_dir dir;
@@ -488,12 +516,7 @@ TEST_CASE("a durable commit of many new pages does not log the records on the st
   CHECK(bulk < plain * 2 / 3);
   // Every record is there, read back from pages.db after the close.
   auto db = qs::database::open(dir.sub("durable"), small_options(64, commits::durable));
-  qs::transaction tx(db);
-  std::uint64_t n = 0;
-  bool in_order = true;
-  for (Slab* s = db.root<Slab*>("slabs"); s; s = s->next) in_order = in_order && s->value == slabs - 1 - n++;
-  CHECK(n == slabs);
-  CHECK(in_order);
+  CHECK(slab_values(db) == prepended(slabs, {0}));
 }
 
 TEST_CASE("a durable transaction larger than the pool that adds many pages does not log the records on them") {
@@ -509,20 +532,12 @@ TEST_CASE("a durable transaction larger than the pool that adds many pages does 
   {
     auto db = qs::database::open(dir.sub("durable"), small_options(320, commits::durable));
     const std::uint64_t before = db.stats().log_bytes;
-    qs::transaction tx(db);
-    auto& head = db.root<Slab*>("slabs");
-    for (int i = 0; i < slabs; ++i) head = new (db) Slab{head, static_cast<std::uint64_t>(i), {}};
-    tx.commit();
+    prepend_slabs(db, slabs, 0, true);
     CHECK(db.stats().dirty_evictions > 0);
     CHECK(db.stats().log_bytes - before < slabs * sizeof(Slab) * 3 / 2);
   }
   auto db = qs::database::open(dir.sub("durable"), small_options(64, commits::durable));
-  qs::transaction tx(db);
-  std::uint64_t n = 0;
-  bool in_order = true;
-  for (Slab* s = db.root<Slab*>("slabs"); s; s = s->next) in_order = in_order && s->value == slabs - 1 - n++;
-  CHECK(n == slabs);
-  CHECK(in_order);
+  CHECK(slab_values(db) == prepended(slabs, {0}));
 }
 
 TEST_CASE("a transaction larger than the pool that adds many pages and aborts leaves nothing of them") {
@@ -532,34 +547,15 @@ TEST_CASE("a transaction larger than the pool that adds many pages and aborts le
   env_var layout("QS_PAGE_FILE", "0");
   constexpr int slabs = 900;
   test_dir dir;
-  auto add = [&](qs::database& db, std::uint64_t base, bool commit) {
-    qs::transaction tx(db);
-    auto& head = db.root<Slab*>("slabs");
-    for (int i = 0; i < slabs; ++i) head = new (db) Slab{head, base + static_cast<std::uint64_t>(i), {}};
-    if (commit) tx.commit();
-    else tx.abort();
-  };
-  auto values = [&](qs::database& db) {
-    qs::transaction tx(db);
-    std::vector<std::uint64_t> v;
-    for (Slab* s = db.root<Slab*>("slabs"); s; s = s->next) v.push_back(s->value);
-    return v;
-  };
-  auto expect = [&](std::initializer_list<std::uint64_t> bases) {
-    std::vector<std::uint64_t> v;
-    for (std::uint64_t b : bases)
-      for (int i = slabs - 1; i >= 0; --i) v.push_back(b + static_cast<std::uint64_t>(i));
-    return v;
-  };
   {
     auto db = qs::database::open(dir.path(), small_options(320, commits::durable));
-    add(db, 1000, true);
-    add(db, 5000, false);
+    prepend_slabs(db, slabs, 1000, true);
+    prepend_slabs(db, slabs, 5000, false);
     CHECK(db.stats().dirty_evictions > 0);
-    CHECK(values(db) == expect({1000}));
-    add(db, 9000, true);
-    CHECK(values(db) == expect({9000, 1000}));
+    CHECK(slab_values(db) == prepended(slabs, {1000}));
+    prepend_slabs(db, slabs, 9000, true);
+    CHECK(slab_values(db) == prepended(slabs, {9000, 1000}));
   }
   auto db = qs::database::open(dir.path(), small_options(64, commits::durable));
-  CHECK(values(db) == expect({9000, 1000}));
+  CHECK(slab_values(db) == prepended(slabs, {9000, 1000}));
 }
