@@ -68,7 +68,7 @@ void transaction_engine::commit() {
       stored.reserve(written.size());
       for (page_desc* d : written)
         if (!d->is_new()) stored.push_back(d->page);
-      rt_.storage.committing(stored, written.size(), durable_);
+      rt_.storage.committing(stored, written.size());
     }
     for (std::size_t i = 0; i < written.size(); ++i) {
       if (i == written.size() / 2) pause_point("commit.half_written");

@@ -154,7 +154,7 @@ DbTxn* bdb_store::writing() {
   // A write before the commit (mostly a dirty page evicted from a
   // transaction larger than the pool) begins a bulk transaction when the
   // transaction has added bulk_min_pages pages so far.
-  if (!committing_) bulk_ = durable_commits_ && added_pages() >= bulk_min_pages && !env_->has_page_file();
+  if (!committing_) bulk_ = takes_bulk(added_pages());
   if (bulk_) {
     // It has only read: ending it gives up nothing but its read locks, and
     // every page it read is in the pool.
@@ -170,9 +170,12 @@ DbTxn* bdb_store::writing() {
   return t;
 }
 
-void bdb_store::committing(const std::vector<std::uint64_t>& stored, std::size_t pages, bool durable) {
-  const std::size_t added = pages - std::min(pages, stored.size());
-  bulk_ = durable && !wrote_ && added >= bulk_min_pages && !env_->has_page_file();
+bool bdb_store::takes_bulk(std::uint64_t added) const {
+  return durable_commits_ && added >= bulk_min_pages && !env_->has_page_file();
+}
+
+void bdb_store::committing(const std::vector<std::uint64_t>& stored, std::size_t pages) {
+  bulk_ = !wrote_ && takes_bulk(pages - std::min(pages, stored.size()));
   committing_ = true;
   // A commit of many pages to pages.db reads most of their B-tree leaves
   // into a cache the first write opened empty: a helper reads them ahead.

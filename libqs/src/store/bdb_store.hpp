@@ -53,14 +53,14 @@ namespace qs::detail {
 
 class bdb_store final : public store {
  public:
-  // `durable_commits`: the runtime's commits are durable (options::durable),
-  // which a transaction's writes before its commit take as the commit's.
+  // `durable_commits`: the runtime's commits are durable (options::durable);
+  // only a durable commit is written in a bulk transaction.
   bdb_store(const std::string& dir, const bdb_options& o, bool durable_commits = true);
   ~bdb_store() override;
 
   void set_page_size(std::uint32_t page_size) override;
   void begin() override;
-  void committing(const std::vector<std::uint64_t>& stored, std::size_t pages, bool durable) override;
+  void committing(const std::vector<std::uint64_t>& stored, std::size_t pages) override;
   void commit(bool durable) override;
   void abort() override;
   bool in_transaction() const override { return in_txn_; }
@@ -183,6 +183,8 @@ class bdb_store final : public store {
   bool wrote_ = false;
   // The commit under way begins its writes in a bulk transaction.
   bool bulk_ = false;
+  // Whether a transaction that has added `added` pages writes in a bulk one.
+  bool takes_bulk(std::uint64_t added) const;
   // committing() was called: the open transaction's writes are its commit's.
   bool committing_ = false;
   // Metadata puts (a value) and deletions (none) waiting for the open

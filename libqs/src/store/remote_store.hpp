@@ -128,7 +128,7 @@ class remote_store final : public store {
       std::span<const std::uint64_t> pages, const std::function<std::byte*(std::uint64_t page)>& want,
       const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) override;
   void note_read(std::uint64_t page, std::uint64_t version) override;
-  void committing(const std::vector<std::uint64_t>&, std::size_t, bool) override { committing_ = true; }
+  void committing(const std::vector<std::uint64_t>&, std::size_t) override { committing_ = true; }
   // A replica's pages change by replication, which sends no invalidations.
   bool coherent() const override { return !options_.read_replica; }
   bool take_invalidations(std::vector<invalidation>& out) override;

@@ -68,10 +68,9 @@ class store {
   // that order. A remote store may ship them as they come, while the rest
   // are made; an embedded one may read ahead what their writes will need,
   // and choose how a commit of that size is best written.
-  virtual void committing(const std::vector<std::uint64_t>& stored, std::size_t pages, bool durable) {
+  virtual void committing(const std::vector<std::uint64_t>& stored, std::size_t pages) {
     (void)stored;
     (void)pages;
-    (void)durable;
   }
   virtual void commit(bool durable) = 0;
   virtual void abort() = 0;
