@@ -6,7 +6,7 @@
 #include "support.hpp"
 
 #include <csignal>
-#include <cstdlib>
+#include <string>
 
 using namespace qs_test;
 
@@ -62,15 +62,8 @@ TEST_CASE("kill -9 at chosen points of transactions larger than the pool written
   // first of those writes, with 256 pages or more added, begins the bulk
   // transaction (store/bdb_store.hpp). Recovery must undo the third whole
   // where it was not committed, and find it whole where it was.
-  constexpr const char* slabs = "900";
-  const auto holds = [&](const std::string& db) {
-    auto c = spawn_worker({db, "fillcheck", slabs}, "", db + ".check");
-    REQUIRE(c.wait() == 0);
-    const std::string said = c.err();
-    const std::size_t at = said.find("holds ");
-    REQUIRE(at != std::string::npos);
-    return std::atoi(said.c_str() + at + 6);
-  };
+  constexpr int slabs = 900;
+  const auto holds = [&](const std::string& db) { return fill_holds(db, slabs, db + ".check"); };
   struct point {
     const char* name;
     int expect;  // transactions committed when killed; -1: as many as the worker said
@@ -80,23 +73,22 @@ TEST_CASE("kill -9 at chosen points of transactions larger than the pool written
     DYNAMIC_SECTION(p.name) {
       test_dir dir;
       const std::string db = dir.sub("db");
-      auto c = spawn_worker({db, "fill", slabs, "close", "5", "320"}, p.name, dir.sub("worker.err"));
+      auto c = spawn_worker({db, "fill", std::to_string(slabs), "close", "5", "320"}, p.name, dir.sub("worker.err"));
       c.kill9();
       CHECK(c.wait() == -SIGKILL);
       const std::string said = c.err();
       INFO("the worker's standard error:\n" << said);
       int expect = p.expect;
       if (expect < 0) {
-        expect = 0;
-        for (std::size_t at = said.find("committed "); at != std::string::npos; at = said.find("committed ", at + 1))
-          ++expect;
+        expect = commits_said(said);
         REQUIRE(expect >= 1);  // killed after a commit, so that one must survive it
         REQUIRE(expect < 5);   // and before the last
       }
       CHECK(holds(db) == expect);
       check_verifies(db);
       // The database goes on working after recovery.
-      CHECK(spawn_worker({db, "fill", slabs, "close", "1", "320"}, "", dir.sub("again.err")).wait() == 0);
+      CHECK(spawn_worker({db, "fill", std::to_string(slabs), "close", "1", "320"}, "", dir.sub("again.err")).wait() ==
+            0);
       CHECK(holds(db) == expect + 1);
       check_verifies(db);
     }

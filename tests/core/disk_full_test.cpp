@@ -34,16 +34,6 @@ long last_committed(const std::string& said) {
   return last;
 }
 
-// What `fillcheck` found: the number of whole transactions, or -1.
-long holds(const std::string& db, const std::string& err_path, int per_txn, int* status = nullptr) {
-  auto c = spawn_worker({db, "fillcheck", std::to_string(per_txn)}, "", err_path);
-  int st = c.wait();
-  if (status) *status = st;
-  std::string said = read_file(err_path);
-  std::size_t at = said.find("holds ");
-  return st == 0 && at != std::string::npos ? std::atol(said.c_str() + at + 6) : -1;
-}
-
 void fill_until_full(small_fs::kind kind, std::uint64_t free_bytes, const std::string& ending, int per_txn = slabs,
                      std::uint64_t fs_bytes = std::uint64_t{64} << 20, std::uint32_t pool = 256) {
   small_fs fs(kind, fs_bytes);
@@ -70,13 +60,13 @@ void fill_until_full(small_fs::kind kind, std::uint64_t free_bytes, const std::s
   // room it needs) reads a whole state.
   fs.fill_to(0);
   int check_status = 0;
-  long seen = holds(db, fs.path() + "/../check.err", per_txn, &check_status);
+  long seen = fill_holds(db, per_txn, fs.path() + "/../check.err", &check_status);
   if (seen < 0) CHECK(read_file(fs.path() + "/../check.err").find("make room") != std::string::npos);
   else CHECK(seen >= committed);
   // With room again, every transaction whose commit returned is there; the
   // one that failed may be (its commit record may have reached the log).
   fs.drain();
-  seen = holds(db, fs.path() + "/../check.err", per_txn);
+  seen = fill_holds(db, per_txn, fs.path() + "/../check.err");
   INFO(read_file(fs.path() + "/../check.err"));
   CHECK(seen >= committed);
   CHECK(seen <= committed + 1);
@@ -85,7 +75,7 @@ void fill_until_full(small_fs::kind kind, std::uint64_t free_bytes, const std::s
   auto more = spawn_worker({db, "fill", std::to_string(per_txn), "close", "2", pool_pages}, "", err);
   more.wait();
   CHECK(last_committed(read_file(err)) == seen + 2);
-  CHECK(holds(db, fs.path() + "/../check.err", per_txn) >= last_committed(read_file(err)));
+  CHECK(fill_holds(db, per_txn, fs.path() + "/../check.err") >= last_committed(read_file(err)));
 }
 
 }  // namespace
@@ -128,7 +118,7 @@ TEST_CASE("a database on read-only media is read; a write says why it cannot be 
   const std::string db = fs.path() + "/db", err = fs.path() + "/../worker.err";
   REQUIRE(spawn_worker({db, "fill", std::to_string(slabs), "close", "2"}, "", err).wait() == 0);
   fs.make_read_only();
-  CHECK(holds(db, fs.path() + "/../check.err", slabs) == 2);
+  CHECK(fill_holds(db, slabs, fs.path() + "/../check.err") == 2);
   auto w = spawn_worker({db, "fill", std::to_string(slabs), "close", "1"}, "", err);
   CHECK(w.wait() == 0);
   std::string said = read_file(err);

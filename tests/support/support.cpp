@@ -132,16 +132,20 @@ int committed_transactions(const std::string& db, int nodes) {
   return st - 10;
 }
 
-namespace {
-
-// How many "committed N" lines a worker wrote.
 int commits_said(const std::string& err) {
   int n = 0;
   for (std::size_t at = err.find("committed "); at != std::string::npos; at = err.find("committed ", at + 1)) ++n;
   return n;
 }
 
-}  // namespace
+long fill_holds(const std::string& db, int slabs, const std::string& err_path, int* status) {
+  auto c = spawn_worker({db, "fillcheck", std::to_string(slabs)}, "", err_path);
+  int st = c.wait();
+  if (status) *status = st;
+  std::string said = read_file(err_path);
+  std::size_t at = said.find("holds ");
+  return st == 0 && at != std::string::npos ? std::atol(said.c_str() + at + 6) : -1;
+}
 
 void kill_at_chosen_points(int nodes, const std::vector<std::string>& extra, const std::string& mode,
                            const std::vector<std::string>& more_points) {

@@ -59,6 +59,13 @@ class env_var {
 // error after each commit returns; `DIR check NODES` exits with 10 + the
 // number of them the database holds, whole.
 int committed_transactions(const std::string& db, int nodes);
+// How many "committed N" lines a worker wrote.
+int commits_said(const std::string& err);
+// The core worker's `DIR fillcheck SLABS` (tests/core/crash_worker.cpp): how
+// many whole `fill` transactions of SLABS the database holds, or -1 when it
+// holds something else (its standard error goes to `err_path`; `status`,
+// when given, gets its exit status).
+long fill_holds(const std::string& db, int slabs, const std::string& err_path, int* status = nullptr);
 
 // Kills a worker running `mode` (`grow`, or another mode of the same
 // protocol) with SIGKILL, one section each:
