@@ -12,7 +12,8 @@ std::string commit_counters::line() const {
   std::snprintf(per, sizeof per, "%.3f", c ? static_cast<double>(k) / static_cast<double>(c) : 0.0);
   return "statistics: " + std::to_string(c) + " commits (" + std::to_string(get(read_only)) + " wrote nothing), " +
          std::to_string(k) + " refused for a conflict (" + per + " per commit), " + std::to_string(get(retried)) +
-         " run again after a Berkeley DB deadlock, " + std::to_string(get(aborts)) + " aborts";
+         " run again after a Berkeley DB deadlock, " + std::to_string(get(aborts)) + " aborts, " +
+         std::to_string(get(bulk)) + " written in bulk transactions";
 }
 
 }  // namespace qs::server

@@ -2,7 +2,8 @@
 // every session: commits (and how many wrote nothing), commits refused for a
 // conflict, commits run again after Berkeley DB chose them as deadlock
 // victims (their locks are taken in one order, so these come only from
-// B-tree page locks), and aborts asked for by clients. line() renders them
+// B-tree page locks), aborts asked for by clients, and the write
+// transactions begun in bulk (optimistic_transaction.hpp). line() renders them
 // for the log: on SIGUSR1 and when the server stops.
 //
 // Thread-safety: every member may be called from any thread at once
@@ -22,6 +23,7 @@ struct commit_counters {
   std::atomic<std::uint64_t> conflicts{0};
   std::atomic<std::uint64_t> retried{0};
   std::atomic<std::uint64_t> aborts{0};
+  std::atomic<std::uint64_t> bulk{0};  // write transactions begun in bulk
 
   void add(std::atomic<std::uint64_t>& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
   std::string line() const;

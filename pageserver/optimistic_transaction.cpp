@@ -52,12 +52,30 @@ void optimistic_transaction::abort_writer() noexcept {
   locks_.clear();
   forget_written_ahead();
   abort_txn(write_);
+  release_bulk();
 }
 
 void optimistic_transaction::abort() noexcept {
   forget();
   abort_txn(write_);
+  release_bulk();
   abort_txn(snap_);
+}
+
+void optimistic_transaction::begin_bulk() {
+  if (write_ || !written_ahead_.empty() || c_.replica || c_.env->replicated()) return;
+  std::unique_lock<std::shared_mutex> sole(*c_.commit_gate);
+  // Their write transactions hold B-tree locks this one could wait for,
+  // while their commits wait for the gate.
+  if (c_.sending_ahead->load() > 0) return;
+  write_ = c_.env->begin(detail::bdb_env::txn_kind::bulk);
+  bulk_gate_ = std::move(sole);
+  c_.counters->add(c_.counters->bulk);
+}
+
+void optimistic_transaction::release_bulk() noexcept {
+  if (bulk_gate_.owns_lock()) bulk_gate_.unlock();
+  bulk_gate_ = {};
 }
 
 std::chrono::steady_clock::time_point optimistic_transaction::snapshot_deadline() const {
@@ -171,8 +189,11 @@ void optimistic_transaction::write_ahead(const wire::write_request& m) {
   check_shapes(m.pages);
   // A failed transaction's writes go nowhere: its commit is refused.
   if (failed_) return;
-  // Not while a commit runs alone (it may be reading these pages).
-  std::shared_lock<std::shared_mutex> gate(*c_.commit_gate);
+  if (m.adds_pages >= detail::bulk_min_pages) begin_bulk();
+  // Not while a commit runs alone (it may be reading these pages), unless
+  // it is this transaction's, in bulk.
+  std::shared_lock<std::shared_mutex> gate(*c_.commit_gate, std::defer_lock);
+  if (!writes_in_bulk()) gate.lock();
   try {
     // Locks out of the commit's order: taken without waiting, so that a
     // transaction sending pages ahead never closes a cycle of waits.
@@ -223,7 +244,10 @@ std::optional<transaction_failure> optimistic_transaction::commit(const wire::co
   const bool alone = m.serializable && m.reads.size() > big_read_set;
   std::shared_lock<std::shared_mutex> shared_gate(*c_.commit_gate, std::defer_lock);
   std::unique_lock<std::shared_mutex> sole_gate(*c_.commit_gate, std::defer_lock);
-  if (alone) {
+  if (writes_in_bulk()) {
+    // It has held the gate alone since its first write, when no other
+    // transaction held pages sent ahead.
+  } else if (alone) {
     sole_gate.lock();
     if (c_.sending_ahead->load() > (written_ahead_.empty() ? 0 : 1)) {
       // Their locks last until their commits, which wait for this one.
@@ -473,6 +497,14 @@ void optimistic_transaction::scan_view(std::uint32_t index, std::string_view lo,
   inserted_before(nullptr);
 }
 
+void optimistic_transaction::refuse_index_update_in_bulk() const {
+  // Index files are written by other transactions meanwhile (no gate).
+  if (writes_in_bulk())
+    throw conflict(
+        "index update refused: the transaction is writing its commit's pages in bulk, after which it "
+        "updates no index");
+}
+
 bool optimistic_transaction::index_insert(std::uint32_t index, std::string_view key, std::string_view value) {
   const bool unique = c_.env->index_unique(index);
   bool there = false;
@@ -481,6 +513,7 @@ bool optimistic_transaction::index_insert(std::uint32_t index, std::string_view 
     return !there;
   });
   if (there) return !unique;  // a non-unique index already has this exact entry
+  refuse_index_update_in_bulk();
   if (!c_.env->index_insert(writer(), index, key, value))
     throw conflict("index entry refused: another transaction inserted its key since this transaction's snapshot");
   index_changes_.push_back({index, std::string(key), std::string(value), true});
@@ -498,6 +531,7 @@ bool optimistic_transaction::index_erase(std::uint32_t index, std::string_view k
     return false;
   });
   if (!found) return false;
+  refuse_index_update_in_bulk();
   if (!c_.env->index_erase(writer(), index, key, *found))
     throw conflict("index entry erase refused: another transaction erased it since this transaction's snapshot");
   index_changes_.push_back({index, std::string(key), std::move(*found), false});
@@ -597,9 +631,11 @@ void optimistic_transaction::end(bool commit, bool durable) {
       else c_.env->abort(w);
     }
   } catch (...) {
+    release_bulk();
     if (r) c_.env->abort(r);
     throw;
   }
+  release_bulk();
   if (r) c_.env->abort(r);  // it wrote nothing
 }
 

@@ -44,6 +44,20 @@
 //    change what it read meanwhile). While another transaction holds pages
 //    it sent ahead (their locks last until its commit, which would wait for
 //    this one), such a commit is refused with a conflict instead.
+//  * A commit that adds many pages is written in bulk: a write request
+//    whose adds_pages is bulk_min_pages or more (the client's first part of
+//    a durable commit that adds that many pages), in a transaction that has
+//    written nothing yet, begins its write transaction as a Berkeley DB bulk
+//    transaction (bdb_env.hpp: the records on the pages it adds to
+//    pages.db are not logged, and its commit syncs the file). Berkeley DB
+//    allows one such writer per file, and no other meanwhile: the
+//    transaction holds the commit gate alone from then until it ends, and
+//    page numbers are handed out to others only after it. It does not
+//    begin one while another transaction holds pages sent ahead, nor on a
+//    site of a replication group (Berkeley DB ignores the flag there); an
+//    index update in it is refused with a conflict. A client that stops
+//    sending keeps the others waiting until its snapshot's age
+//    (snapshot_max_age) fails its transaction.
 //  * Pages sent ahead (write) are locked without waiting and validated at
 //    once; a lock that is not free or a page that changed fails the
 //    transaction with a conflict, answered at its commit. A failed
@@ -102,6 +116,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <shared_mutex>
@@ -193,6 +208,10 @@ class optimistic_transaction {
   // Throws the failure of a failed transaction.
   void throw_if_failed() const;
 
+  // Whether the transaction writes in bulk, holding the commit gate alone
+  // (see above): what else takes the gate must not, on its session.
+  bool writes_in_bulk() const { return bulk_gate_.owns_lock(); }
+
   // Whether `page` was sent ahead: its reads read the write transaction.
   bool sent_ahead(std::uint64_t page) const { return written_ahead_.contains(page); }
   // What the transaction's reads read: its snapshot; throws the failure of
@@ -252,6 +271,14 @@ class optimistic_transaction {
   // client is answered.
   transaction_failure conflict_answer(const std::string& text);
   void abort_writer() noexcept;
+  // Throws a conflict in a transaction that writes in bulk.
+  void refuse_index_update_in_bulk() const;
+  // Begins the write transaction in bulk, holding the commit gate alone,
+  // when it may (see above).
+  void begin_bulk();
+  // Lets the others have the commit gate, once the bulk write transaction
+  // has ended.
+  void release_bulk() noexcept;
   // Aborts txn, when open, and empties it; a failure is logged.
   void abort_txn(DbTxn*& txn) noexcept;
   // Empties what is kept of the transaction besides the Berkeley DB
@@ -268,7 +295,9 @@ class optimistic_transaction {
   std::uint64_t session_;
   DbTxn* snap_ = nullptr;  // the snapshot the transaction reads
   std::chrono::steady_clock::time_point snap_began_{};
-  DbTxn* write_ = nullptr;       // its writes, once it has some
+  DbTxn* write_ = nullptr;  // its writes, once it has some
+  // The commit gate, held alone while write_ is a bulk transaction.
+  std::unique_lock<std::shared_mutex> bulk_gate_;
   wire::commit_id commit_id_{};  // the open transaction's
   std::optional<transaction_failure> failed_;
   bool reserved_ = false;  // begin locked pages (see above)

@@ -12,6 +12,8 @@
 #include <cctype>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <shared_mutex>
 #include <unordered_set>
 
 namespace qs::server {
@@ -370,6 +372,11 @@ wire::response session::on(const wire::scan_request& m) {
 }
 
 wire::response session::on(const wire::allocate_request& m) {
+  // The counters are in metadata that a transaction writing in bulk may be
+  // writing too: Berkeley DB allows no other writer of its files meanwhile
+  // (optimistic_transaction.hpp).
+  std::shared_lock<std::shared_mutex> gate(*c_.txn.commit_gate, std::defer_lock);
+  if (!txn_.writes_in_bulk()) gate.lock();
   page_range pr = c_.numbers->take(m.n);
   return wire::pages_response{pr.page, pr.frame};
 }

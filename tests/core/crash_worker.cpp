@@ -20,7 +20,9 @@
 //                  returns (B: the bytes its transaction logged), then
 //                  closes the database normally or dies by SIGKILL (or
 //                  stops after TXNS transactions); a pool of POOL pages
-//                  (default 256)
+//                  (default 256). A transaction refused for a conflict
+//                  (DIR a page server's URL) says "conflict N" and runs
+//                  again.
 //   qs_crash_worker DIR fillcheck SLABS        says "holds N" when DIR holds
 //                  exactly the first N whole `fill` transactions; exit 0
 #include <qs/pause_point.hpp>
@@ -177,6 +179,12 @@ int fill(const std::string& dir, int slabs, bool die, long txns, std::uint32_t p
         }
         count = t;
         tx.commit();
+      } catch (const qs::conflict&) {
+        // Through a page server, beside other clients: the same
+        // transaction again.
+        std::fprintf(stderr, "conflict %lld\n", static_cast<long long>(t));
+        --done;
+        continue;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "failed %lld: %s\n", static_cast<long long>(t), e.what());
         if (die) ::kill(::getpid(), SIGKILL);

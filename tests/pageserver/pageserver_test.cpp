@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -313,6 +314,89 @@ TEST_CASE_METHOD(server_fixture,
   CHECK(st == 0);
   CHECK(w.out().find("connection_lost: server " + s.unix_url()) != std::string::npos);
   CHECK(run_worker(s, s.unix_url(), {"same"}, "same2") == 12);
+}
+
+// The crash worker's slab transactions (tests/core/crash_worker.cpp) through
+// the server: each adds 300 pages, a commit the server writes in a bulk
+// transaction (bdb_env.hpp, bulk_min_pages).
+constexpr int bulk_slabs = 300;
+static_assert(bulk_slabs >= static_cast<int>(qs::detail::bulk_min_pages));
+
+TEST_CASE_METHOD(server_fixture, "kill -9 of the server in a commit written in bulk: the committed ones stand, whole",
+                 "[bulk]") {
+  const std::string point = GENERATE(as<std::string>{}, "server.write.applied:60", "server.commit.before_commit:3",
+                                     "server.commit.half_applied:3", "server.commit.after_commit:3");
+  INFO("the server stops at " << point);
+  REQUIRE(s.terminate() == 0);
+  s.start(point);
+  const std::string url = s.unix_url(), err = dir.sub("fill.err");
+  process w = qs_test::spawn_worker({url, "fill", std::to_string(bulk_slabs), "close", "5", "512"}, "", err);
+  REQUIRE(s.wait_paused(60000));
+  w.kill9();  // before it asks the restarted server what became of its commit
+  const int said = qs_test::commits_said(qs_test::read_file(err));
+  INFO(qs_test::read_file(err));
+  // The first commit creates the database: the point is met in the second
+  // slab transaction or later, each begun in bulk.
+  REQUIRE(said >= 1);
+  const std::string bulk = " " + std::to_string(said + 1) + " written in bulk transactions";
+  bool counted = false;
+  s.signal(SIGUSR1);  // the statistics line, from the server's main thread
+  for (int waited = 0; waited < 20000 && !counted; waited += 50) {
+    counted = s.log().find(bulk) != std::string::npos;
+    if (!counted) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  INFO(s.log());
+  CHECK(counted);
+  s.kill9();
+  s.start();
+  const bool committed = point.starts_with("server.commit.after_commit");
+  CHECK(qs_test::fill_holds(url, bulk_slabs, dir.sub("check.err")) == said + (committed ? 1 : 0));
+  // And the database goes on.
+  process more =
+      qs_test::spawn_worker({url, "fill", std::to_string(bulk_slabs), "close", "1", "512"}, "", dir.sub("more.err"));
+  CHECK(more.wait(60000) == 0);
+  CHECK(qs_test::fill_holds(url, bulk_slabs, dir.sub("check2.err")) == said + (committed ? 2 : 1));
+  REQUIRE(s.terminate() == 0);
+  CHECK(s.log().find("1 written in bulk transactions") != std::string::npos);
+}
+
+TEST_CASE_METHOD(server_fixture,
+                 "commits written in bulk run alone while other clients commit: nothing lost, nothing stuck",
+                 "[bulk]") {
+  const std::string url = s.unix_url();
+  REQUIRE(run_worker(s, url, {"setup"}, "setup") == 0);
+  process fill =
+      qs_test::spawn_worker({url, "fill", std::to_string(bulk_slabs), "close", "4", "512"}, "", dir.sub("fill.err"));
+  std::vector<process> incr;
+  for (int i = 0; i < 2; ++i)
+    incr.push_back(
+        worker(s, url, {"incr", std::to_string(i), "150", std::to_string(2000 + i)}, "incr" + std::to_string(i)));
+  for (auto& p : incr) {
+    int st = p.wait(90000);
+    INFO(p.err());
+    CHECK(st == 0);
+  }
+  {
+    int st = fill.wait(90000);
+    INFO(fill.err());
+    REQUIRE(st == 0);
+  }
+  CHECK(qs_test::fill_holds(url, bulk_slabs, dir.sub("check.err")) == 4);
+  CHECK(run_worker(s, url, {"check", "2", "150"}, "check") == 0);
+  REQUIRE(s.terminate() == 0);
+  // Each slab transaction began one at its first attempt, and perhaps at
+  // an attempt after a conflict with the counters' commits; none of those
+  // small commits did.
+  const std::string log = s.log(), said = fill.err();
+  const auto at = log.rfind(" written in bulk transactions");
+  REQUIRE(at != std::string::npos);
+  const auto from = log.rfind(' ', at - 1) + 1;
+  const int bulk = std::stoi(log.substr(from, at - from));
+  int conflicts = 0;
+  for (auto c = said.find("conflict "); c != std::string::npos; c = said.find("conflict ", c + 1)) ++conflicts;
+  INFO(log.substr(from > 200 ? from - 200 : 0, 400) << "\n" << said);
+  CHECK(bulk >= 4);
+  CHECK(bulk <= 4 + conflicts);
 }
 
 TEST_CASE_METHOD(server_fixture,

@@ -164,6 +164,7 @@ void check_same(const begin_request& a, const begin_request& b) {
 void check_same(const write_request& a, const write_request& b) {
   check_same_list(a.pages, b.pages);
   check_same_list(a.metas, b.metas);
+  CHECK(a.adds_pages == b.adds_pages);
 }
 void check_same(const commit_request& a, const commit_request& b) {
   CHECK(a.durable == b.durable);
@@ -405,6 +406,7 @@ TEST_CASE("wire: every request round-trips through encode and parse_request", "[
   write.pages.push_back({page_op_kind::patch, 3, {}, {{5, "ab"}, {60, "c"}}, mapping_change::keep, {}, 17});
   write.metas.push_back({meta_op_kind::put, s.binary_key, s.secret});
   write.metas.push_back({meta_op_kind::remove, "t:x", {}});
+  write.adds_pages = 0x0102030405060708u;
   commit_request empty_commit;
   empty_commit.durable = true;
   empty_commit.serializable = false;
@@ -850,7 +852,7 @@ TEST_CASE("wire: the encoding is little-endian, length-prefixed, as codec.hpp de
   CHECK(w.finish() == from_ints({16,   0,    0,    0,               // body length
                                  1,                                 // hello
                                  0x51, 0x53, 0x57, 0x50,            // "QSWP"
-                                 11,   0,    0,    0,               // version
+                                 12,   0,    0,    0,               // version
                                  2,    0,    0,    0,    'a', 'b',  // secret
                                  0}));                              // read_replica
   CHECK(body_of_message(read_page_request{0x0102030405060708u, 9}) ==

@@ -2,7 +2,7 @@
 // request and per response, and their parsers and encoders (the one
 // definition both sides compile).
 //
-// Protocol version 10. A connection starts with the client's hello (magic,
+// Protocol version 12. A connection starts with the client's hello (magic,
 // version, and for TCP the shared secret); then the client sends one request
 // at a time and the server answers each with one response. Between
 // responses, and unasked, the server may also send `invalidate` messages
@@ -16,8 +16,10 @@
 //                 (a client whose transactions keep being refused reserves
 //                 the pages the last one wrote and read: locked before the
 //                 snapshot is taken, until the commit)
-//   write         page ops, meta ops (in the txn)      -> ok (a conflict they meet is
-//                                                         answered at the commit) | error
+//   write         page ops, meta ops (in the txn),     -> ok (a conflict they meet is
+//                 pages the commit adds (its first        answered at the commit) | error
+//                 part only: the server may write a
+//                 large one in a bulk transaction)
 //   commit        durable, serializable, page ops,     -> ok | error: conflict,
 //                 meta ops, pages read and their          store, ... (txn ended) |
 //                 versions, invalidations received        error: crossed (txn open)
@@ -89,7 +91,7 @@
 namespace qs::wire {
 
 constexpr std::uint32_t magic = 0x50575351;  // "QSWP"
-constexpr std::uint32_t version = 11;
+constexpr std::uint32_t version = 12;
 // The largest message body either side accepts.
 constexpr std::uint32_t max_message = 64u << 20;
 // The largest page record (64 KiB page and a 48-byte header, with room).
@@ -304,14 +306,20 @@ struct begin_request {
   }
 };
 
-// Writes of the open transaction, sent ahead of its commit.
+// Writes of the open transaction, sent ahead of its commit. `adds_pages`:
+// in the first part of a commit's write-back, how many pages the commit
+// adds (pages that had no record), when its commits are durable; otherwise
+// 0. Advice: the server may write a commit that adds many pages in a
+// Berkeley DB bulk transaction.
 struct write_request {
   static constexpr msg tag = msg::write;
   std::vector<page_op> pages;
   std::vector<meta_op> metas;
+  std::uint64_t adds_pages = 0;
   template <class M, class W>
   static void fields(M& m, W& w) {
     page_and_meta_ops(m, w);
+    w.u64("adds_pages", m.adds_pages);
   }
 };
 

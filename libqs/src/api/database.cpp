@@ -94,7 +94,7 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
     s = detail::connect_remote_store(
         path, detail::remote_options{opts.server_secret, opts.reconnect_budget_ms,
                                      opts.isolation_level == isolation::serializable, opts.read_replica,
-                                     opts.server_wait_spin_us});  // a qs-pageserver
+                                     opts.server_wait_spin_us, opts.durable});  // a qs-pageserver
   else
     s = std::make_unique<detail::bdb_store>(
         path,

@@ -43,17 +43,6 @@ namespace {
 // leaves (a helper's start costs more than a few reads from the OS's cache).
 constexpr std::size_t warm_min_pages = 64;
 
-// A durable commit that adds this many pages or more writes in a bulk
-// transaction (bdb_store.hpp): 2 MiB of 8 KiB pages, whose records the log
-// would otherwise take whole, where the commit's sync of pages.db writes
-// what a checkpoint or the close would write anyway (measured, the
-// million-node build alternating with a build without it: 0.99-1.29 s and
-// 167 MB written against 1.32-2.29 s and 251; docs/performance.md).
-// A commit that adds fewer, however many pages it changes, logs as always:
-// its sync would write every leaf its changes dirtied, and those changes
-// log only their bytes.
-constexpr std::size_t bulk_min_pages = 256;
-
 // Helper threads for prefetch: one fewer than the cores, at most 3.
 unsigned reader_helpers() {
   const unsigned cores = std::thread::hardware_concurrency();

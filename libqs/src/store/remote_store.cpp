@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 namespace qs::detail {
 namespace {
@@ -390,6 +391,7 @@ void remote_store::clear_pending() {
   pages_.clear();
   sent_ahead_.clear();
   committing_ = false;
+  adds_pages_ = 0;
   metas_.clear();
   pending_bytes_ = 0;
   read_versions_.clear();
@@ -416,13 +418,20 @@ std::optional<std::uint64_t> remote_store::written_version(const pending_page& p
   return h.version;
 }
 
+void remote_store::committing(const std::vector<std::uint64_t>& stored, std::size_t pages) {
+  committing_ = true;
+  // Only when nothing went ahead before: the server begins a bulk
+  // transaction only in a transaction that has written nothing.
+  adds_pages_ = options_.durable_commits && sent_ahead_.empty() ? pages - std::min(pages, stored.size()) : 0;
+}
+
 void remote_store::flush_if_large() {
   if (pending_bytes_ < (committing_ ? commit_flush_bytes : flush_bytes) || !in_txn_) return;
   // Pages only: metadata writes (small) wait for the commit, so that the
   // server's metadata B-tree is never write-locked while this client works.
   // The server counts the client holding them once the commit is through.
   for (const auto& [page, p] : pages_) sent_ahead_[page] = {p.base, written_version(p).value_or(wire::no_record)};
-  wire::write_request w{page_ops(), {}};
+  wire::write_request w{page_ops(), {}, std::exchange(adds_pages_, 0)};
   if (!committing_) {
     call<wire::ok_response>(w);
   } else {

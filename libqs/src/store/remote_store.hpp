@@ -26,7 +26,10 @@
 // `write` messages. Once the runtime writes back a transaction's pages for
 // its commit (committing), they go ahead in parts of a few hundred KiB, each
 // answer read only before the next request: the server applies one part
-// while the runtime makes the next. Reads see the buffered writes first.
+// while the runtime makes the next; the first says how many pages the
+// commit adds, when the database's commits are durable, and the server
+// writes a commit that adds many in a bulk transaction. Reads see the
+// buffered writes first.
 //
 // Page numbers come from the server in blocks (allocate_pages): a new page
 // is not a round trip of its own.
@@ -102,6 +105,10 @@ struct remote_options {
   // How long a wait for an answer polls before it sleeps
   // (options::server_wait_spin_us).
   std::uint32_t wait_spin_us = static_cast<std::uint32_t>(wire::spin_wait::default_budget.count());
+  // Commits are durable (options::durable): the first part of a commit's
+  // write-back says how many pages it adds, so that the server may write a
+  // large one in bulk (wire::write_request::adds_pages).
+  bool durable_commits = true;
 };
 
 bool is_remote_url(const std::string& path);
@@ -128,7 +135,7 @@ class remote_store final : public store {
       std::span<const std::uint64_t> pages, const std::function<std::byte*(std::uint64_t page)>& want,
       const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) override;
   void note_read(std::uint64_t page, std::uint64_t version) override;
-  void committing(const std::vector<std::uint64_t>&, std::size_t) override { committing_ = true; }
+  void committing(const std::vector<std::uint64_t>& stored, std::size_t pages) override;
   // A replica's pages change by replication, which sends no invalidations.
   bool coherent() const override { return !options_.read_replica; }
   bool take_invalidations(std::vector<invalidation>& out) override;
@@ -318,6 +325,8 @@ class remote_store final : public store {
   // parts; and a write went with its answer not read yet.
   bool committing_ = false;
   bool write_unanswered_ = false;
+  // What the next write says the commit adds (committing; 0 once sent).
+  std::uint64_t adds_pages_ = 0;
   // Pages the transaction read from the server, and their versions
   // (wire::no_record: none).
   std::map<std::uint64_t, std::uint64_t> read_versions_;
