@@ -29,7 +29,13 @@ page_range page_numbers::take(std::uint64_t n) {
       env_.abort(t);
       throw;
     }
-    env_.commit(t, false);  // ends t, committed or not
+    try {
+      env_.commit(t, false);  // ends t, committed or not
+    } catch (const commit_unknown&) {
+      // The master of a replication group committed the counters, and its
+      // replicas did not acknowledge them in time: the numbers stand here
+      // (page_numbers.hpp).
+    }
     return r;
   }
 }

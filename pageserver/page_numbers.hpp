@@ -7,6 +7,13 @@
 // Berkeley DB transaction of its own, under a mutex, and commits before it
 // answers: a number handed out is never handed out again, even after a crash
 // (a client that aborts leaves a hole, which costs nothing but the number).
+// On the master of a replication group the numbers are handed out once
+// the counters have committed there, acknowledged by the replicas or not:
+// should the master fail before its replicas have them, a new master may
+// hand the same numbers out again, and of two commits that write the same
+// new page the second is refused (its page op says the page had no record).
+// The client's transaction, begun on the old master, could not commit
+// through the new one anyway.
 #pragma once
 
 #include <qs/bdb/bdb_env.hpp>

@@ -254,6 +254,18 @@ TEST_CASE("replication: a replica names the master; a commit no replica acknowle
     CHECK(st != 0);
     CHECK(p.err().find("did not acknowledge it within 5000 ms as --repl-ack quorum asks") != std::string::npos);
   }
+  // A transaction that makes pages first asks the master for page numbers:
+  // they are answered though the counters' commit is not acknowledged
+  // either (page_numbers.hpp); the transaction's commit is told.
+  {
+    process p = spawn({QS_CRASH_WORKER, g.url(3), "fill", "4", "close", "1", "64"},
+                      logged(g.dir, "fill-unacknowledged", {"QS_SECRET=" + g.sites[0]->secret()}));
+    int st = p.wait(60000);
+    const std::string said = p.err();
+    INFO(status_text(st) + "\n" + said + g.logs());
+    CHECK(said.find("answered to allocate") == std::string::npos);
+    CHECK(said.find("did not acknowledge it within 5000 ms as --repl-ack quorum asks") != std::string::npos);
+  }
 }
 
 namespace {
