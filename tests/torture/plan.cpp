@@ -32,6 +32,12 @@ std::int64_t words_of(stream& r) {
   if (c < 10) return 0;
   if (c < 70) return r.in(1, 24);
   if (c < 92) return r.in(25, 700);
+  // Now and then (one item in a thousand) a large object of 2 MiB and more:
+  // a transaction that adds hundreds of pages (its index updates mostly
+  // come first, so it seldom takes a bulk transaction: bdb_env.hpp), and
+  // through a page server a commit long enough to be under way when the
+  // writer that sent it is killed.
+  if (c == 99 && r.chance(10)) return r.in(270000, 280000);
   return r.in(1100, 4500);  // more than an 8 KiB page: a large object
 }
 
