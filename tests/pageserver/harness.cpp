@@ -45,7 +45,7 @@ server_process::~server_process() {
   if (pause_read_ >= 0) ::close(pause_read_);
 }
 
-void server_process::start(const std::string& pause_at, const std::vector<std::string>& args) {
+void server_process::start(const std::string& pause_at, const std::vector<std::string>& args, int ready_ms) {
   std::string ready = dir_ + "/ready";
   std::filesystem::remove(ready);
   std::vector<std::string> env;
@@ -70,7 +70,7 @@ void server_process::start(const std::string& pause_at, const std::vector<std::s
     if (pause_read_ >= 0) ::close(pause_read_);
     pause_read_ = fds[0];
   }
-  for (int i = 0; i < 1500; ++i) {  // 15 s at most
+  for (int waited = 0; waited < ready_ms; waited += 10) {
     if (std::filesystem::exists(ready)) {
       std::ifstream in(ready);
       in >> port_;
@@ -79,7 +79,7 @@ void server_process::start(const std::string& pause_at, const std::vector<std::s
     if (!proc_.running()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  throw std::runtime_error("qs-pageserver did not start: " + proc_.err());
+  throw std::runtime_error("qs-pageserver was not ready within " + std::to_string(ready_ms) + " ms: " + proc_.err());
 }
 
 bool server_process::wait_paused(int timeout_ms) {

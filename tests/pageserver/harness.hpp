@@ -33,8 +33,10 @@ class server_process {
   ~server_process();
   // Starts the server and waits until it listens. With pause_at set, the
   // server stops at that pause point; wait_paused() returns once it has.
-  // `args` are more options for this start.
-  void start(const std::string& pause_at = "", const std::vector<std::string>& args = {});
+  // `args` are more options for this start. `ready_ms`: how long it may
+  // take to be ready (a replication site is ready once it has caught up
+  // with its group, which may first have to elect a master).
+  void start(const std::string& pause_at = "", const std::vector<std::string>& args = {}, int ready_ms = 15000);
   // Options added to the command line of every later start (limits, say).
   void set_options(std::vector<std::string> options) { options_ = std::move(options); }
   bool wait_paused(int timeout_ms);

@@ -43,7 +43,10 @@ std::vector<std::string> replication_group::options(int i) const {
 
 void replication_group::start(int i) {
   configure(i);
-  sites[static_cast<std::size_t>(i)]->start();
+  // Ready once caught up: a site restarted after a kill may first wait for
+  // the others' election (seconds; more under a sanitizer beside other
+  // tests).
+  sites[static_cast<std::size_t>(i)]->start("", {}, 60000);
   tcp_ports[static_cast<std::size_t>(i)] = sites[static_cast<std::size_t>(i)]->port();
 }
 
