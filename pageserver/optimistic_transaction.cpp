@@ -63,7 +63,8 @@ void optimistic_transaction::abort() noexcept {
 }
 
 void optimistic_transaction::begin_bulk() {
-  if (write_ || !written_ahead_.empty() || c_.replica || c_.env->replicated()) return;
+  // (Pages sent ahead, index updates and reservations began write_.)
+  if (write_ || c_.replica || c_.env->replicated()) return;
   std::unique_lock<std::shared_mutex> sole(*c_.commit_gate);
   // Their write transactions hold B-tree locks this one could wait for,
   // while their commits wait for the gate.
@@ -75,7 +76,6 @@ void optimistic_transaction::begin_bulk() {
 
 void optimistic_transaction::release_bulk() noexcept {
   if (bulk_gate_.owns_lock()) bulk_gate_.unlock();
-  bulk_gate_ = {};
 }
 
 std::chrono::steady_clock::time_point optimistic_transaction::snapshot_deadline() const {

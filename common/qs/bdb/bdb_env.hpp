@@ -184,10 +184,12 @@ class bdb_env {
   // flag in a replicated environment, and a hot backup started meanwhile
   // checkpoints first and has the rest logged.
   // Only one transaction may write a database file in bulk at a time, and
-  // no other may write it meanwhile (Berkeley DB keeps one watermark per
-  // file, and any transaction's writes past it are then unlogged): the
-  // embedded store has one transaction at a time, and the page server runs
-  // such a commit alone.
+  // no other may write it meanwhile: Berkeley DB keeps one watermark per
+  // file, so a second bulk transaction would leave its writes past the
+  // first one's unlogged without syncing the file at its own commit, and
+  // an aborted one cannot undo what it put, unlogged, on a page another
+  // transaction added past the watermark. The embedded store has one
+  // transaction at a time, and the page server runs such a commit alone.
   enum class txn_kind { plain, snapshot, bulk };
   DbTxn* begin(txn_kind kind = txn_kind::plain);
   void commit(DbTxn* t, bool durable);

@@ -164,7 +164,7 @@ bool bdb_store::takes_bulk(std::uint64_t added) const {
 }
 
 void bdb_store::committing(const std::vector<std::uint64_t>& stored, std::size_t pages) {
-  bulk_ = !wrote_ && takes_bulk(pages - std::min(pages, stored.size()));
+  bulk_ = !wrote_ && takes_bulk(pages_added(stored, pages));
   committing_ = true;
   // A commit of many pages to pages.db reads most of their B-tree leaves
   // into a cache the first write opened empty: a helper reads them ahead.

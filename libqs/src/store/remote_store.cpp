@@ -422,7 +422,7 @@ void remote_store::committing(const std::vector<std::uint64_t>& stored, std::siz
   committing_ = true;
   // Only when nothing went ahead before: the server begins a bulk
   // transaction only in a transaction that has written nothing.
-  adds_pages_ = options_.durable_commits && sent_ahead_.empty() ? pages - std::min(pages, stored.size()) : 0;
+  adds_pages_ = options_.durable_commits && sent_ahead_.empty() ? pages_added(stored, pages) : 0;
 }
 
 void remote_store::flush_if_large() {

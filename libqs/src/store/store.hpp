@@ -38,6 +38,8 @@
 #include <qs/error.hpp>
 #include <qs/format/page_record.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -71,6 +73,10 @@ class store {
   virtual void committing(const std::vector<std::uint64_t>& stored, std::size_t pages) {
     (void)stored;
     (void)pages;
+  }
+  // Of committing()'s pages, those the commit adds (no record yet).
+  static std::size_t pages_added(const std::vector<std::uint64_t>& stored, std::size_t pages) {
+    return pages - std::min(pages, stored.size());
   }
   virtual void commit(bool durable) = 0;
   virtual void abort() = 0;
