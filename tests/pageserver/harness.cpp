@@ -126,4 +126,12 @@ bool wait_for_file(const std::string& path) {
   return std::filesystem::exists(path);
 }
 
+bool logs_within(const server_process& s, const std::string& text, int ms) {
+  for (int waited = 0; waited < ms; waited += 50) {
+    if (s.log().find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 }  // namespace qs_pstest

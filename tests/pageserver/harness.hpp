@@ -80,6 +80,8 @@ struct server_fixture {
 // Runs the client worker (qs_ps_worker URL args...) with QS_SECRET set.
 // Waits up to 20 s for a file a worker creates; whether it came.
 bool wait_for_file(const std::string& path);
+// Whether `s`'s log says `text` within `ms`.
+bool logs_within(const server_process& s, const std::string& text, int ms = 15000);
 process worker(const server_process& s, const std::string& url, const std::vector<std::string>& args,
                const std::string& tag);
 // Runs a worker to the end (at most timeout_ms) and returns its status.

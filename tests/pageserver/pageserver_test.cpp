@@ -338,13 +338,8 @@ TEST_CASE_METHOD(server_fixture, "kill -9 of the server in a commit written in b
   // The first commit creates the database: the point is met in the second
   // slab transaction or later, each begun in bulk.
   REQUIRE(said >= 1);
-  const std::string bulk = " " + std::to_string(said + 1) + " written in bulk transactions";
-  bool counted = false;
   s.signal(SIGUSR1);  // the statistics line, from the server's main thread
-  for (int waited = 0; waited < 20000 && !counted; waited += 50) {
-    counted = s.log().find(bulk) != std::string::npos;
-    if (!counted) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const bool counted = logs_within(s, " " + std::to_string(said + 1) + " written in bulk transactions", 20000);
   INFO(s.log());
   CHECK(counted);
   s.kill9();

@@ -270,15 +270,6 @@ TEST_CASE("replication: a replica names the master; a commit no replica acknowle
 
 namespace {
 
-// Whether `s`'s log says `text` within `ms`.
-bool logs_within(const server_process& s, const std::string& text, int ms = 15000) {
-  for (int waited = 0; waited < ms; waited += 50) {
-    if (s.log().find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
 // Connects to 127.0.0.1:port, sends `bytes`, and reads until the peer
 // closes (true) or 5 s pass (false).
 bool closed_after_sending(int port, const std::string& bytes) {
