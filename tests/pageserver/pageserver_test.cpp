@@ -355,6 +355,37 @@ TEST_CASE_METHOD(server_fixture, "kill -9 of the server in a commit written in b
   CHECK(s.log().find("1 written in bulk transactions") != std::string::npos);
 }
 
+TEST_CASE_METHOD(server_fixture, "an index update in a transaction written in bulk is refused with a conflict",
+                 "[bulk]") {
+  REQUIRE(run_worker(s, s.tcp_url(), {"setup"}, "setup") == 0);
+  wire_client c(s.port());
+  c.log_in(s.secret());
+  c.send(qs::wire::open_index_request{"bulk_refusal", true});
+  const auto ix = c.receive();
+  REQUIRE(std::holds_alternative<qs::wire::index_response>(ix));
+  c.send(qs::wire::begin_request{});
+  REQUIRE(std::holds_alternative<qs::wire::begun_response>(c.receive()));
+  // Its commit's first part says it adds 300 pages: the server begins the
+  // transaction in bulk, holding the commit gate alone.
+  qs::wire::write_request w;
+  w.adds_pages = 300;
+  c.send(w);
+  REQUIRE(std::holds_alternative<qs::wire::ok_response>(c.receive()));
+  c.send(qs::wire::index_insert_request{std::get<qs::wire::index_response>(ix).index, "k", "v"});
+  const auto refused = c.receive();
+  const auto* e = std::get_if<qs::wire::error_response>(&refused);
+  REQUIRE(e);
+  CHECK(e->code == qs::wire::error_code::conflict);
+  CHECK(std::string(e->text).find("index update refused: the transaction is writing its commit's pages in bulk") !=
+        std::string::npos);
+  c.send(qs::wire::abort_request{});
+  REQUIRE(std::holds_alternative<qs::wire::ok_response>(c.receive()));
+  // The gate is free again: another client commits.
+  process b = worker(s, s.tcp_url(), {"bump", "5"}, "bump");
+  CHECK(b.wait(20000) == 0);
+  CHECK(b.out() == "value=1\n");
+}
+
 TEST_CASE_METHOD(server_fixture,
                  "commits written in bulk run alone while other clients commit: nothing lost, nothing stuck",
                  "[bulk]") {
