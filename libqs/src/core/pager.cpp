@@ -379,20 +379,27 @@ void pager::show_mapped() {
       while (j < to_map_.size() && to_map_[j].d->frame == to_map_[j - 1].d->frame + 1 &&
              to_map_[j].at.fd == first.at.fd && to_map_[j].at.offset == to_map_[j - 1].at.offset + page_size_)
         ++j;
-      std::size_t end = j;
-      // A watch that fell on a page to be mapped: the run's last page, if
-      // prefetched, is watched instead (it ends the run anyway).
-      if (prefetched_since_watch_ >= watch_every && to_map_[j - 1].source != prefetch_source::none) {
-        prefetched_since_watch_ = 0;
-        --end;
-        watch_now(to_map_[end].d, to_map_[end].at.bytes, to_map_[end].source);
+      std::size_t begin = i, end = j;
+      // A watch that fell on a page to be mapped: a prefetched page at an
+      // end of the run is watched instead, so that the run stays whole. A
+      // run holds at most one page that was not prefetched (the faulted
+      // one), so one of its ends is prefetched unless it is that page alone.
+      if (prefetched_since_watch_ >= watch_every) {
+        std::size_t w = to_map_.size();
+        if (to_map_[j - 1].source != prefetch_source::none) w = --end;
+        else if (to_map_[i].source != prefetch_source::none) w = begin++;
+        if (w != to_map_.size()) {
+          prefetched_since_watch_ = 0;
+          watch_now(to_map_[w].d, to_map_[w].at.bytes, to_map_[w].source);
+        }
       }
-      if (end - i >= min_mapped_run &&
-          access_.frames().map_file(first.d->frame, end - i, first.at.fd, first.at.offset)) {
-        stats_.pages_mapped += end - i;
-        note_mapped(static_cast<std::uint32_t>(end - i), 0);
+      const file_page& from = to_map_[begin];
+      if (end - begin >= min_mapped_run &&
+          access_.frames().map_file(from.d->frame, end - begin, from.at.fd, from.at.offset)) {
+        stats_.pages_mapped += end - begin;
+        note_mapped(static_cast<std::uint32_t>(end - begin), 0);
       } else {
-        for (std::size_t k = i; k < end; ++k) access_.fill_and_show(to_map_[k].d, to_map_[k].copy_from, false);
+        for (std::size_t k = begin; k < end; ++k) access_.fill_and_show(to_map_[k].d, to_map_[k].copy_from, false);
       }
       shown = i = j;
     }
