@@ -37,6 +37,7 @@ TEST_CASE("a worker run to the end commits everything") {
 
 TEST_CASE("kill -9 at chosen points of commits whose records' B-tree pages are read ahead beside them",
           "[btree_layout]") {
+  env_var layout("QS_PAGE_FILE", "0");  // pages.db's B-tree leaves
   // Each transaction rewrites every node: the second commit writes about 90
   // stored pages and the third about 180, enough for a helper to read their
   // leaves ahead of the writes (pages.db only), with the pool holding them
@@ -47,6 +48,7 @@ TEST_CASE("kill -9 at chosen points of commits whose records' B-tree pages are r
 }
 
 TEST_CASE("kill -9 at chosen points of commits written in bulk transactions", "[bulk]") {
+  env_var layout("QS_PAGE_FILE", "0");  // bulk transactions are pages.db's
   // Each transaction rewrites every node and adds 90,000 (265 pages), the
   // pool holding them all: each commit adds 256 pages or more, so it writes
   // in a bulk transaction (store/bdb_store.hpp), which does not log the
@@ -57,6 +59,7 @@ TEST_CASE("kill -9 at chosen points of commits written in bulk transactions", "[
 }
 
 TEST_CASE("kill -9 at chosen points of transactions larger than the pool written in bulk transactions", "[bulk]") {
+  env_var layout("QS_PAGE_FILE", "0");  // bulk transactions are pages.db's
   // Each transaction adds 900 slabs (a page each) through a pool of 320:
   // its dirty pages are evicted into the store before its commit, and the
   // first of those writes, with 256 pages or more added, begins the bulk

@@ -102,6 +102,7 @@ TEST_CASE("a full disk loses no transaction whose commit returned: closed normal
 // pool) while a dirty page evicted is written. A file system of 128 MiB, so
 // that the two transactions after the failure have room.
 TEST_CASE("a full disk loses no transaction whose commit returned: commits written in bulk", "[disk_full][bulk]") {
+  env_var layout("QS_PAGE_FILE", "0");  // bulk transactions are pages.db's
   for (auto kind : {small_fs::kind::tmpfs, small_fs::kind::ext4})
     for (std::uint64_t kib : {28u << 10, 36u << 10, 44u << 10})
       for (const char* ending : {"die", "close"})

@@ -85,6 +85,7 @@ TEST_CASE("a page with a valid checksum but a damaged structure is refused") {
 }
 
 TEST_CASE("a page record with a piece missing is refused, naming the page and the piece", "[btree_layout]") {
+  env_var layout("QS_PAGE_FILE", "0");  // pieces are pages.db's
   test_dir dir;
   build_pair_list(dir.path());
   delete_stored_piece(dir.path(), 3, 4);

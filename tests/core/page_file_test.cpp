@@ -210,7 +210,8 @@ TEST_CASE("page file: the pages it reaches grow with each write and reservation,
 TEST_CASE("page file: pages shown by mapping the file are read, written, aborted and evicted as copied ones are") {
   test_dir dir;
   // Runs come from page-order prefetch, whatever the ctest variant says.
-  env_var prefetch("QS_PREFETCH", "32"), order("QS_PREFETCH_ORDER", "page_order"), map("QS_MAP_PAGE_FILE", "1");
+  env_var prefetch("QS_PREFETCH", "32"), order("QS_PREFETCH_ORDER", "page_order"), map("QS_MAP_PAGE_FILE", "1"),
+      layout("QS_PAGE_FILE", "1");
   auto opts = small_options(64);
   opts.page_file = true;
   constexpr int n = 60000;    // about 300 pages, against a pool of 64

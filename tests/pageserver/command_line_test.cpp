@@ -77,6 +77,44 @@ TEST_CASE("qs-pageserver --dir naming a regular file says it is not a directory"
   CHECK_FALSE(has(o.err, "another process"));
 }
 
+TEST_CASE(
+    "qs-pageserver refuses an embedded database with a page file, saying how to move it; moved so, it serves it") {
+  qs_test::test_dir dir;
+  // An embedded database made with qs's defaults: its pages in pages.qs.
+  const std::string embedded = dir.sub("embedded");
+  auto bank = [&](const std::string& url, const std::vector<std::string>& args, const std::string& tag,
+                  std::vector<std::string> env = {}) {
+    std::vector<std::string> argv{QS_PS_BANK, url};
+    argv.insert(argv.end(), args.begin(), args.end());
+    process p = spawn(argv, logged(dir.path(), tag, std::move(env)));
+    int st = p.wait(60000);
+    INFO(tag << ": " << p.out() << p.err());
+    return st;
+  };
+  REQUIRE(bank(embedded, {"setup"}, "setup") == 0);
+  REQUIRE(bank(embedded, {"transfer", "0", "20"}, "transfer") == 0);
+  REQUIRE(std::filesystem::exists(embedded + "/pages.qs"));
+  outcome o = run_server(dir, "refused", {}, embedded);
+  INFO(o.err);
+  CHECK(o.status == 1);
+  CHECK(has(o.err, "keeps its pages in pages.qs"));
+  CHECK(has(o.err, "qs-inspect " + embedded + " dump > FILE, then QS_PAGE_FILE=0 qs-inspect NEWDIR load FILE"));
+  // Moved as the message says, the database is served, whole.
+  const std::string dumped = dir.sub("bank.jsonl"), moved = dir.sub("s/db");
+  process d = spawn({QS_INSPECT, embedded, "dump"}, logged(dir.path(), "dump"));
+  REQUIRE(d.wait(60000) == 0);
+  { std::ofstream(dumped) << d.out(); }
+  process l = spawn({QS_INSPECT, moved, "load", dumped}, logged(dir.path(), "load", {"QS_PAGE_FILE=0"}));
+  INFO(l.err());
+  REQUIRE(l.wait(60000) == 0);
+  CHECK(std::filesystem::exists(moved + "/pages.db"));
+  CHECK_FALSE(std::filesystem::exists(moved + "/pages.qs"));
+  server_process s(dir.sub("s"));
+  s.start();
+  CHECK(bank(s.unix_url(), {"check", "1", "20"}, "check", {"QS_SECRET=" + s.secret()}) == 0);
+  CHECK(bank(s.unix_url(), {"transfer", "0", "5"}, "more", {"QS_SECRET=" + s.secret()}) == 0);
+}
+
 TEST_CASE("qs-pageserver --help lists the options; an unknown option is a usage error") {
   qs_test::test_dir dir;
   process h = spawn({QS_PAGESERVER, "--help"}, logged(dir.path(), "help"));

@@ -35,8 +35,8 @@ namespace fs = std::filesystem;
 
 constexpr std::array writer_pauses{"torture.mid", "torture.end", "commit.half_written", "commit.before_store_commit",
                                    "commit.after_store_commit"};
-// With QS_PAGE_FILE=1 (the embedded databases laid out with a page file),
-// the page file's points too.
+// The embedded databases laid out with a page file (the default; not with
+// QS_PAGE_FILE=0): the page file's points too.
 constexpr std::array page_file_writer_pauses{"torture.mid",
                                              "torture.end",
                                              "commit.half_written",
@@ -180,10 +180,12 @@ class torture {
     return k;
   }
 
-  kill_choice choose_writer_kill() {
+  // `embedded`: the writer opens a database directory (a client of a page
+  // server reaches none of the page file's points).
+  kill_choice choose_writer_kill(bool embedded) {
     const char* layout = std::getenv("QS_PAGE_FILE");
-    return layout && std::string(layout) == "1" ? choose_kill(page_file_writer_pauses, 4)
-                                                : choose_kill(writer_pauses, 4);
+    const bool page_file = embedded && !(layout && std::string(layout) == "0");
+    return page_file ? choose_kill(page_file_writer_pauses, 4) : choose_kill(writer_pauses, 4);
   }
 
   // pool, relocation
@@ -296,7 +298,7 @@ class torture {
     fs::create_directories(dir);
     std::int64_t floor = 0;
     for (int r = 0; r < c_.rounds; ++r, ++st.rounds) {
-      kill_choice k = choose_writer_kill();
+      kill_choice k = choose_writer_kill(true);
       auto options = choose_options();
       victim v = start_writer(dir, "writer", db, 0, options, k.pause);
       bool paused = kill_victim(v, k, "the writer");
@@ -374,7 +376,7 @@ class torture {
     server.start();
     std::int64_t floor = 0;
     for (int r = 0; r < c_.rounds; ++r, ++st.rounds) {
-      kill_choice k = choose_writer_kill();
+      kill_choice k = choose_writer_kill(false);
       std::string url = chance(50) ? server.unix_url() : server.tcp_url();
       victim v = start_writer(dir, "writer", url, 0, choose_options(), k.pause);
       bool paused = kill_victim(v, k, "the writer");

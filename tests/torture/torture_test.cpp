@@ -108,9 +108,9 @@ TEST_CASE("ten kills of each kind: every committed transaction survives, no part
   CHECK((out.find("kind d (") != std::string::npos || out.find("kind d skipped") != std::string::npos));
 }
 
-TEST_CASE("with the page-file layout, ten kills of an embedded writer and of one on a filling disk") {
+TEST_CASE("with the pages.db layout, ten kills of an embedded writer and of one on a filling disk") {
   qs_test::test_dir dir;
-  qs_test::env_var layout("QS_PAGE_FILE", "1");
+  qs_test::env_var layout("QS_PAGE_FILE", "0");
   std::string s = std::to_string(std::random_device{}());
   std::string out;
   int st = torture(dir, {"run", "10", "--kinds", "ad", "--seed", s, "--dir", dir.sub("work")}, &out, 280000);

@@ -291,9 +291,11 @@ bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multive
   if (page_file_) {
     if (multiversion || repl)
       throw invalid_argument("database " + dir + " keeps its pages in " + page_file::file_name +
-                             " (made by an embedded store with qs::options::page_file): " +
+                             " (the layout an embedded store gives a new database, qs::options::page_file): " +
                              (repl ? "a replication group" : "qs-pageserver") +
-                             " serves only databases whose pages are in pages.db");
+                             " serves only databases whose pages are in pages.db; to move it there, with no "
+                             "program holding it: qs-inspect " +
+                             dir + " dump > FILE, then QS_PAGE_FILE=0 qs-inspect NEWDIR load FILE, and serve NEWDIR");
     page_log_ = std::make_unique<page_log>(*page_file_);
   }
   if (repl) {

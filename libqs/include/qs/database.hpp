@@ -138,14 +138,18 @@ struct options {
   bool map_store_files = true;
   // Embedded store, for a database created by this open: keep page records
   // in a file of fixed slots (pages.qs) that a commit writes in place, its
-  // changes logged in Berkeley DB's log as application records, instead of
-  // in Berkeley DB's B-tree. A database keeps the layout it was created
-  // with. Such a database is served by neither qs-pageserver nor a
-  // replication group (opening it there throws qs::invalid_argument). A
-  // commit with `durable` false flushes the log all the same before it
-  // writes the file (the file must never hold what the log lost). The
-  // environment variable QS_PAGE_FILE=1 (or 0) sets it for every open.
-  bool page_file = false;
+  // changes logged in Berkeley DB's log as application records (true, the
+  // default), or in Berkeley DB's B-tree, pages.db (false). A database keeps
+  // the layout it was created with. The page file is faster at every phase
+  // (no B-tree lookup or split, pages mapped from the file into their
+  // frames), but a database laid out with one is served by neither
+  // qs-pageserver nor a replication group (opening it there throws
+  // qs::invalid_argument, saying how to move it: qs-inspect's dump, then
+  // its load with QS_PAGE_FILE=0). A commit with `durable` false flushes
+  // the log all the same before it writes the file (the file must never
+  // hold what the log lost). The environment variable QS_PAGE_FILE=1 (or
+  // 0) sets it for every open.
+  bool page_file = true;
   // Hardware mode, a database laid out with a page file: a page that comes
   // in with neighbours and needs no pointer or vptr rewritten is shown by
   // mapping its image in pages.qs into its frame, one mapping a run, with
