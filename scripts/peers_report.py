@@ -18,10 +18,11 @@ NOTES = {
     "mem": "mem: new/delete, nothing durable; hot = the hot passes in the process that built the tree",
     "qs-remote": "qs-remote: qs through qs-pageserver on a Unix socket (a new server for each phase: its cache"
     " starts empty), optimistic serializable transactions",
-    "qs-pagefile": "qs-pagefile: qs with options::page_file: page records in a file written in place,"
-    " their changes logged as Berkeley DB application records (atomic and durable as qs)",
-    "qs-pagefile-copied": "qs-pagefile-copied: qs-pagefile with options::map_page_file = false: every page copied"
-    " into its frame, none mapped from the file",
+    "qs-pagesdb": "qs-pagesdb: qs with options::page_file = false: page records in Berkeley DB's B-tree (pages.db),"
+    " the layout qs-pageserver serves; qs (the default) keeps them in a file written in place, their changes"
+    " logged as Berkeley DB application records (atomic and durable alike)",
+    "qs-copied": "qs-copied: qs with options::map_page_file = false: every page copied into its frame, none mapped"
+    " from the page file",
 }
 
 
@@ -119,7 +120,7 @@ def report(n, rows, cold_is_warm):
                   f" evictions, {int(b['log_bytes']) / 1e6:.1f} MB logged")
         if r.startswith("qs") and row.get("disk"):
             d = row["disk"]
-            files = "pages.qs, pages.db, meta.db" if r.startswith("qs-pagefile") else "pages.db, meta.db"
+            files = "pages.db, meta.db" if r in ("qs-pagesdb", "qs-remote") else "pages.qs, pages.db, meta.db"
             print(f"  {r}: on disk {int(d['data_bytes']) / 1e6:.1f} MB of data files ({files}) and"
                   f" {int(d['log_bytes']) / 1e6:.1f} MB of Berkeley DB log")
         if r == "boost" and row.get("disk") and row.get("build"):
@@ -151,12 +152,13 @@ def report(n, rows, cold_is_warm):
                 ratios.append(f"{h[:-3] if h.endswith(' ms') else h.split()[0]} {a / b:.2f}")
         print(f"  {label}: " + ", ".join(ratios))
 
-    ratios_to_qs("qs-pagefile", "qs-pagefile / qs",
+    ratios_to_qs("qs-pagesdb", "qs-pagesdb / qs",
                  ("build s", "cold ms", "warm ms", "hot ms", "update ms", "commit ms"))
-    ratios_to_qs("qs-pagefile", "qs-pagefile / qs-pagefile-copied",
-                 ("cold ms", "warm ms", "hot ms", "update ms"), base="qs-pagefile-copied")
+    ratios_to_qs("qs", "qs / qs-copied", ("cold ms", "warm ms", "hot ms", "update ms"), base="qs-copied")
     ratios_to_qs("qs-remote", "qs-remote / qs (embedded)",
                  ("build s", "cold ms", "warm ms", "hot ms", "hot txn ms", "update ms"))
+    ratios_to_qs("qs-remote", "qs-remote / qs-pagesdb (embedded, the same layout)",
+                 ("build s", "cold ms", "warm ms", "hot ms", "hot txn ms", "update ms"), base="qs-pagesdb")
     if cold_is_warm:
         print("  cold*: the OS page cache could not be dropped (not root?): the cold column is a warm one")
     for r in order:
