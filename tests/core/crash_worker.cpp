@@ -10,6 +10,9 @@
 //   qs_crash_worker DIR reopen TXNS NODES POOL  the same as grow, with the
 //                  database closed and opened again before each transaction
 //                  (its first write reopens the environment for writing)
+//   qs_crash_worker DIR quick TXNS NODES POOL  the same as grow, its commits
+//                  not durable (options::durable false: the log is written,
+//                  not flushed)
 //   qs_crash_worker DIR check NODES            exit 10 + the number of
 //                  transactions when DIR holds the state after a whole number
 //                  of `grow` or `churn` transactions (no scratch node left)
@@ -48,8 +51,9 @@ namespace {
 
 constexpr std::int64_t scale = 1000000;
 
-int grow(const std::string& dir, int txns, int nodes, std::uint32_t pool, bool churn, bool reopen) {
-  const auto opts = qs_test::small_options(pool, qs_test::commits::durable);
+int grow(const std::string& dir, int txns, int nodes, std::uint32_t pool, bool churn, bool reopen,
+         bool durable = true) {
+  const auto opts = qs_test::small_options(pool, durable ? qs_test::commits::durable : qs_test::commits::fast);
   std::optional<qs::database> open;
   for (int t = 1; t <= txns; ++t) {
     if (reopen || !open) {
@@ -235,6 +239,9 @@ int main(int argc, char** argv) {
     if ((mode == "grow" || mode == "churn" || mode == "reopen") && argc == 6)
       return grow(dir, std::atoi(argv[3]), std::atoi(argv[4]), static_cast<std::uint32_t>(std::atoi(argv[5])),
                   mode == "churn", mode == "reopen");
+    if (mode == "quick" && argc == 6)
+      return grow(dir, std::atoi(argv[3]), std::atoi(argv[4]), static_cast<std::uint32_t>(std::atoi(argv[5])), false,
+                  false, false);
     if (mode == "check" && argc == 4) return check(dir, std::atoi(argv[3]));
     if (mode == "fill" && argc >= 5 && argc <= 7)
       return fill(dir, std::atoi(argv[3]), std::string(argv[4]) == "die", argc >= 6 ? std::atol(argv[5]) : 1L << 40,

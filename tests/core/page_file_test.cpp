@@ -11,6 +11,7 @@
 #include "types.hpp"
 
 #include <qs/bdb/bdb_env.hpp>
+#include <qs/format/page_record.hpp>
 
 #include <algorithm>
 #include <csignal>
@@ -58,6 +59,97 @@ TEST_CASE("page file: killed once the commit is in the log, before or while its 
       auto again = spawn_worker({db, "grow", "1", std::to_string(nodes), pool});
       CHECK(again.wait() == 0);
       CHECK(committed_transactions(db, nodes) == 4);
+      check_verifies(db);
+    }
+  }
+}
+
+TEST_CASE("page file: commits that do not flush the log are read back before their pages reach the file") {
+  env_var layout("QS_PAGE_FILE", "1");
+  test_dir dir;
+  constexpr int n = 20000;  // 32-byte pairs: about 80 pages, against a pool of 16
+  // How many of the first slots of pages.qs hold a record, read from the
+  // file itself.
+  auto slots_written = [&] {
+    auto file = qs::detail::page_file::open(dir.path());
+    REQUIRE(file);
+    std::vector<std::byte> head(sizeof(qs::detail::record_header));
+    int written = 0;
+    for (std::uint64_t page = 0; page < std::min<std::uint64_t>(file->slots(), 200); ++page) {
+      file->read(page, head.data(), static_cast<std::uint32_t>(head.size()));
+      written += std::any_of(head.begin(), head.end(), [](std::byte b) { return b != std::byte{0}; });
+    }
+    return written;
+  };
+  auto sum = [](qs::database& db, std::uint64_t& count) {
+    std::uint64_t s = 0;
+    count = 0;
+    for (Pair* p = db.root<Pair*>("head"); p; p = p->right, ++count) s += p->key;
+    return s;
+  };
+  const std::uint64_t sum0 = std::uint64_t{n} * (n - 1) / 2;
+  std::uint64_t count = 0;
+  {
+    auto db = qs::database::open(dir.path(), small_options(16));  // commits not durable
+    {
+      qs::transaction tx(db);
+      auto& head = db.root<Pair*>("head");
+      for (int i = 0; i < n; ++i) head = new (db) Pair{nullptr, static_cast<std::uint64_t>(i), head};
+      tx.commit();
+    }
+    // Committed, in the log (not flushed): not in the file yet.
+    CHECK(slots_written() == 0);
+    {
+      // Evicted and fetched again: read from the file with the deferred
+      // writes laid over it; then changed, committed the same way.
+      qs::transaction tx(db);
+      CHECK(sum(db, count) == sum0);
+      CHECK(count == n);
+      for (Pair* p = db.root<Pair*>("head"); p; p = p->right) p->key += 1;
+      tx.commit();
+    }
+    CHECK(slots_written() == 0);
+    const auto fetched = db.stats().pages_fetched;
+    {
+      qs::transaction tx(db);
+      CHECK(sum(db, count) == sum0 + n);
+      tx.commit();
+    }
+    CHECK(db.stats().pages_fetched - fetched > 64);  // the pages came from the store again
+    {
+      // More deferred than bdb_env::deferred_max_bytes (32 MiB): the commit
+      // flushes the log and writes them all.
+      qs::transaction tx(db);
+      auto& slabs = db.root<Slab*>("slabs");
+      for (int i = 0; i < 4500; ++i) slabs = new (db) Slab{slabs, static_cast<std::uint64_t>(i), {}};
+      tx.commit();
+    }
+    CHECK(slots_written() > 64);
+  }
+  auto db = qs::database::open(dir.path(), small_options(16));
+  qs::transaction tx(db);
+  CHECK(sum(db, count) == sum0 + n);
+}
+
+TEST_CASE("page file: killed with commits that did not flush the log, before or while they reach the file") {
+  env_var layout("QS_PAGE_FILE", "1");
+  struct point {
+    const char* name;
+    int committed;  // what recovery finds: every commit written to the log
+  };
+  for (const point p :
+       {point{"worker.mid:4", 3}, point{"page_file.deferred:1", 5}, point{"page_file.deferred_half_applied:1", 5}}) {
+    DYNAMIC_SECTION(p.name) {
+      test_dir dir;
+      const std::string db = dir.sub("db");
+      auto c = spawn_worker({db, "quick", "5", std::to_string(nodes), pool}, p.name, dir.sub("worker.err"));
+      c.kill9();
+      CHECK(c.wait() == -SIGKILL);
+      CHECK(committed_transactions(db, nodes) == p.committed);
+      check_verifies(db);
+      auto again = spawn_worker({db, "quick", "1", std::to_string(nodes), pool});
+      CHECK(again.wait() == 0);
+      CHECK(committed_transactions(db, nodes) == p.committed + 1);
       check_verifies(db);
     }
   }

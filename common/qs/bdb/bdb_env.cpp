@@ -810,21 +810,22 @@ void bdb_env::commit(DbTxn* t, bool durable) {
     // that fails leaves them to recovery (the environment breaks, so that
     // no checkpoint passes them).
     pause_point("page_file.committed");
-    // A commit that did not flush the log flushes it now: the file may
-    // reach the disk before the log, and an operating-system crash must
-    // not leave it holding a transaction the log lost.
     if (!durable) {
-      const int flushed = env_->log_flush(nullptr);
-      if (flushed != 0) {
-        page_log_->forget(t);
-        fail_writes("database " + dir_ + ": flushing the log of a commit failed: " + db_strerror(flushed) +
-                    "; the transaction may or may not have committed (look after reopening)");
-      }
+      // The log may not be on the disk: the file must not get ahead of it
+      // (an operating-system crash must not leave the file holding a
+      // transaction the log lost). The writes wait, laid over every read,
+      // until the log is flushed for another reason, or they grow large.
+      page_log_->defer(t);
+      if (page_log_->deferred_bytes() >= deferred_max_bytes) apply_deferred("a commit");
+    } else {
+      // The durable commit flushed the log: the commits deferred before it
+      // go to the file first, then its own.
+      apply_deferred("a commit");
+      if (int e = page_log_->apply(t))
+        fail_writes("database " + dir_ + ": the transaction committed (it is in the log), but writing it to " +
+                    page_file_->path() + " failed: " + std::strerror(e) +
+                    "; reopening the database writes it from the log");
     }
-    if (int e = page_log_->apply(t))
-      fail_writes("database " + dir_ + ": the transaction committed (it is in the log), but writing it to " +
-                  page_file_->path() + " failed: " + std::strerror(e) +
-                  "; reopening the database writes it from the log");
   }
   // Bounds recovery time and lets old log files be removed. The commit is
   // in the log already: a checkpoint that fails breaks the environment for
@@ -1230,8 +1231,8 @@ void bdb_env::read_range_into(DbTxn* t, std::uint64_t first, std::uint64_t last,
     // Slot by slot, each straight into its place; the mapping object,
     // when the record has one, from pages.db.
     const std::uint32_t slot = page_file_->slot_bytes();
-    const bool overlaid = t && page_log_->wrote(t);
-    std::vector<std::byte> record(overlaid ? slot : 0);
+    const bool own = t && page_log_->wrote(t);
+    std::vector<std::byte> record(own ? slot : 0);
     // Pages past the file's slots have no record (a transaction's own new
     // pages have their slots: reserved before their writes were logged).
     const std::uint64_t slots = page_file_->slots();
@@ -1240,7 +1241,10 @@ void bdb_env::read_range_into(DbTxn* t, std::uint64_t first, std::uint64_t last,
     for (std::uint64_t page = first;; ++page) {
       record_place p = place(page);
       if (p.head && p.head_bytes >= sizeof(record_header) && std::uint64_t{p.head_bytes} + p.rest_bytes >= slot) {
-        if (overlaid) {
+        // Through a buffer where the transaction's own writes or deferred
+        // ones are laid over the file's slot.
+        if (own || page_log_->deferred(page)) {
+          if (record.empty()) record.resize(slot);
           if (read_slot(t, page, record.data(), slot) != 0) {
             std::memcpy(p.head, record.data(), p.head_bytes);
             std::memcpy(p.rest, record.data() + p.head_bytes, slot - p.head_bytes);
@@ -1639,15 +1643,31 @@ void bdb_env::write_slot(DbTxn* t, std::uint64_t page, std::span<const page_log:
   check(page_log_->write(*env_, t, page, pieces), "log a write of page " + std::to_string(page));
 }
 
+void bdb_env::apply_deferred(const char* before) {
+  if (!page_log_ || !page_log_->deferred()) return;
+  if (const int flushed = env_->log_flush(nullptr); flushed != 0)
+    fail_writes("database " + dir_ + ": flushing the log before " + before + " failed: " + db_strerror(flushed) +
+                "; the transactions committed without durability since the last flush may or may not be there "
+                "(look after reopening)");
+  pause_point("page_file.deferred");
+  if (int e = page_log_->apply_committed())
+    fail_writes("database " + dir_ + ": writing committed transactions to " + page_file_->path() + " before " + before +
+                " failed: " + std::strerror(e) + "; reopening the database writes them from the log");
+}
+
 bool bdb_env::image_in_file(DbTxn* t, std::uint64_t page, file_image& where) const {
-  if (!page_file_ || (t && page_log_->wrote(t, page))) return false;
+  if (!page_file_ || (t && page_log_->wrote(t, page)) || page_log_->deferred(page)) return false;
   where.fd = page_file_->fd();
   return page_file_->image_at(page, where.offset, where.bytes);
 }
 
 std::uint32_t bdb_env::read_slot(DbTxn* t, std::uint64_t page, void* buf, std::uint32_t cap) {
-  page_file_->read(page, buf, cap);
-  if (t) page_log_->overlay(t, page, buf, cap);
+  // Deferred writes written to the file meanwhile: read it again.
+  for (std::uint64_t seen = page_log_->applications();; seen = page_log_->applications()) {
+    page_file_->read(page, buf, cap);
+    page_log_->overlay(t, page, buf, cap);
+    if (page_log_->applications() == seen) break;
+  }
   std::uint32_t magic = 0;
   std::memcpy(&magic, buf, std::min<std::uint32_t>(cap, sizeof magic));
   return magic == 0 ? 0 : cap;
@@ -1664,6 +1684,11 @@ int bdb_env::checkpoint(std::uint32_t kbytes) {
     // Asked at close too, which must not throw: the checkpoint says what is wrong.
   }
   if (kbytes != 0 && at - checkpointed_at_ < std::uint64_t{kbytes} << 10) return 0;
+  try {
+    apply_deferred("a checkpoint");
+  } catch (const error&) {
+    return EIO;  // the environment is broken: no checkpoint passes the writes
+  }
   if (int e = page_file_->sync()) {
     break_for_writes(after_failed_write("database " + dir_ + ": syncing " + page_file_->path() +
                                         " before a checkpoint: " + std::strerror(e)));

@@ -462,8 +462,17 @@ class bdb_env {
   // Berkeley DB's backup copies its files, counted the same); 0 or an
   // errno.
   int copy_page_file(const std::string& target);
-  // A checkpoint, the page file synced before it; Berkeley DB's code.
+  // A checkpoint, the page file synced before it (the deferred writes
+  // written first); Berkeley DB's code.
   int checkpoint(std::uint32_t kbytes);
+  // The page-file layout: flushes the log, then writes the page writes of
+  // the commits that did not flush it (page_log::defer) to the page file;
+  // `before` says what needs it, in the message of a failure
+  // (fail_writes). Nothing when none wait.
+  void apply_deferred(const char* before);
+  // How many bytes of deferred page writes the commits that do not flush
+  // the log may leave waiting before one flushes it and writes them.
+  static constexpr std::size_t deferred_max_bytes = std::size_t{32} << 20;
   // The environment's app_dispatch: page_log::redo for the page writes
   // recovery replays.
   static int dispatch(DbEnv* env, Dbt* record, DbLsn* lsn, int op);

@@ -137,18 +137,80 @@ std::byte* page_log::pending::append(std::size_t size) {
 }
 
 bool page_log::overlay(DbTxn* t, std::uint64_t page, void* record, std::uint32_t cap) const {
+  auto* out = static_cast<std::byte*>(record);
+  auto lay = [&](const pending& p) {
+    auto w = p.by_page.find(page);
+    if (w == p.by_page.end()) return false;
+    for (const std::byte* rec : w->second)
+      for_each_piece(rec, [&](std::uint64_t, std::uint32_t offset, std::uint32_t length, const std::byte* bytes) {
+        if (offset < cap) std::memcpy(out + offset, bytes, std::min<std::uint32_t>(length, cap - offset));
+        return true;
+      });
+    return true;
+  };
+  std::lock_guard<std::mutex> g(mutex_);
+  bool laid = lay(committed_);
+  if (t)
+    if (auto it = txns_.find(t); it != txns_.end()) laid |= lay(it->second);
+  return laid;
+}
+
+void page_log::defer(DbTxn* t) {
   std::lock_guard<std::mutex> g(mutex_);
   auto it = txns_.find(t);
-  if (it == txns_.end()) return false;
-  auto w = it->second.by_page.find(page);
-  if (w == it->second.by_page.end()) return false;
-  auto* out = static_cast<std::byte*>(record);
-  for (const std::byte* rec : w->second)
-    for_each_piece(rec, [&](std::uint64_t, std::uint32_t offset, std::uint32_t length, const std::byte* bytes) {
-      if (offset < cap) std::memcpy(out + offset, bytes, std::min<std::uint32_t>(length, cap - offset));
-      return true;
-    });
-  return true;
+  if (it == txns_.end()) return;
+  // A chunk at least half used moves as it is; the records of one less
+  // used (a small transaction's, in a chunk of chunk_bytes) are copied, so
+  // that many small commits waiting keep their bytes, not a chunk each.
+  for (chunk& c : it->second.chunks) {
+    const std::byte* base = c.bytes.get();
+    const std::size_t used = c.used;
+    const bool moved = used * 2 >= c.size;
+    if (moved) committed_.chunks.push_back(std::move(c));
+    for (const std::byte* rec = base; rec < base + used;) {
+      const std::size_t size =
+          for_each_piece(rec, [](std::uint64_t, std::uint32_t, std::uint32_t, const std::byte*) { return true; });
+      const std::byte* at = rec;
+      if (!moved) {
+        std::byte* to = committed_.append(size);
+        std::memcpy(to, rec, size);
+        at = to;
+      }
+      committed_.by_page[load<std::uint64_t>(rec + prefix_bytes)].push_back(at);
+      committed_bytes_ += size;
+      rec += size;
+    }
+  }
+  txns_.erase(it);
+}
+
+bool page_log::deferred(std::uint64_t page) const {
+  std::lock_guard<std::mutex> g(mutex_);
+  return committed_.by_page.count(page) != 0;
+}
+
+bool page_log::deferred() const {
+  std::lock_guard<std::mutex> g(mutex_);
+  return committed_bytes_ != 0;
+}
+
+std::size_t page_log::deferred_bytes() const {
+  std::lock_guard<std::mutex> g(mutex_);
+  return committed_bytes_;
+}
+
+std::uint64_t page_log::applications() const { return applications_.load(std::memory_order_acquire); }
+
+int page_log::apply_committed() {
+  // Under the mutex throughout: a read that overlays waits until the file
+  // holds the writes, then sees the count changed and reads again.
+  std::lock_guard<std::mutex> g(mutex_);
+  if (committed_bytes_ == 0) return 0;
+  const int rc = write_out(committed_, "page_file.deferred_half_applied");
+  committed_ = pending{};
+  committed_bytes_ = 0;
+  applications_.fetch_add(1, std::memory_order_acq_rel);
+  return rc;
 }
 
 bool page_log::wrote(DbTxn* t) const {
@@ -171,14 +233,18 @@ int page_log::apply(DbTxn* t) {
     mine = std::move(it->second);
     txns_.erase(it);
   }
+  return write_out(mine, "page_file.half_applied");
+}
+
+int page_log::write_out(const pending& p, const char* halfway_point) {
   std::size_t total = 0, done = 0;
-  for (const chunk& c : mine.chunks) total += c.used;
+  for (const chunk& c : p.chunks) total += c.used;
   bool halfway = false;
-  for (const chunk& c : mine.chunks) {
+  for (const chunk& c : p.chunks) {
     for (const std::byte* rec = c.bytes.get(); rec < c.bytes.get() + c.used;) {
       if (!halfway && 2 * done >= total) {
         halfway = true;
-        pause_point("page_file.half_applied");
+        pause_point(halfway_point);
       }
       int rc = 0;
       const std::size_t size = for_each_piece(

@@ -12,6 +12,14 @@
 // (apply), its abort forgets it (forget). Nothing of a transaction reaches
 // the file before its commit is in the log.
 //
+// A commit that does not flush the log (a non-durable one) defers its
+// writes instead (defer): they join those of the transactions committed so
+// before it, in commit order, which every read lays over the file
+// (overlay, deferred) until apply_committed writes them there, once the log
+// holding them is on the disk: at the next durable commit, checkpoint or
+// close, or when they reach a bound. The file never holds a write whose
+// log record an operating-system crash could lose.
+//
 // Recovery: redo() is what the environment's app_dispatch does with such a
 // record in Berkeley DB's forward pass (committed transactions) and when a
 // replica applies a transaction: it writes the ranges to the page file
@@ -28,6 +36,7 @@
 
 #include <qs/bdb/page_file.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -59,9 +68,26 @@ class page_log {
   // Logs a write of `pieces` to page's slot in transaction t; Berkeley DB's
   // error code (0: logged, and kept for t).
   int write(DbEnv& env, DbTxn* t, std::uint64_t page, std::span<const piece> pieces);
-  // Lays t's writes to `page`, in order, over `record` (the first `cap`
-  // bytes of the slot as the file holds it); false when t wrote none.
+  // Lays the deferred writes of committed transactions to `page`, then t's
+  // (t may be null), in order, over `record` (the first `cap` bytes of the
+  // slot as the file holds it); false when there were none.
   bool overlay(DbTxn* t, std::uint64_t page, void* record, std::uint32_t cap) const;
+  // t committed without flushing the log: its writes are deferred.
+  void defer(DbTxn* t);
+  // Whether committed writes to `page` (any page, without one) wait to be
+  // written to the file.
+  bool deferred(std::uint64_t page) const;
+  bool deferred() const;
+  // The bytes of the deferred writes' records.
+  std::size_t deferred_bytes() const;
+  // Writes the deferred writes to the page file, in commit order, and
+  // forgets them; 0 or the errno of the first write that failed (recovery
+  // makes them all from the log). The log must be on the disk first.
+  int apply_committed();
+  // Counts apply_committed's calls that wrote something: a read of the
+  // file that took the same count before it and after its overlay read
+  // what the deferred writes left.
+  std::uint64_t applications() const;
   // Whether t has written anything to the page file.
   bool wrote(DbTxn* t) const;
   // Whether t has written to page's record.
@@ -95,9 +121,15 @@ class page_log {
     // Room for a record of `size` bytes at the end of the last chunk.
     std::byte* append(std::size_t size);
   };
+  // Writes `p`'s records to the file in order, passing `halfway_point`
+  // (a pause point) halfway; 0 or the first errno.
+  int write_out(const pending& p, const char* halfway_point);
   page_file& file_;
   mutable std::mutex mutex_;
   std::unordered_map<DbTxn*, pending> txns_;
+  pending committed_;  // deferred writes of committed transactions
+  std::size_t committed_bytes_ = 0;
+  std::atomic<std::uint64_t> applications_{0};
 };
 
 }  // namespace qs::detail

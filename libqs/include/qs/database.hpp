@@ -145,10 +145,11 @@ struct options {
   // frames), but a database laid out with one is served by neither
   // qs-pageserver nor a replication group (opening it there throws
   // qs::invalid_argument, saying how to move it: qs-inspect's dump, then
-  // its load with QS_PAGE_FILE=0). A commit with `durable` false flushes
-  // the log all the same before it writes the file (the file must never
-  // hold what the log lost). The environment variable QS_PAGE_FILE=1 (or
-  // 0) sets it for every open.
+  // its load with QS_PAGE_FILE=0). A commit with `durable` false leaves its
+  // page writes out of the file (reads lay them over it) until the log is
+  // flushed: by a checkpoint, the close, or once 32 MiB of them wait (the
+  // file must never hold what the log lost). The environment variable
+  // QS_PAGE_FILE=1 (or 0) sets it for every open.
   bool page_file = true;
   // Hardware mode, a database laid out with a page file: a page that comes
   // in with neighbours and needs no pointer or vptr rewritten is shown by
