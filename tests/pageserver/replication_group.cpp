@@ -46,7 +46,12 @@ void replication_group::start(int i) {
   // Ready once caught up: a site restarted after a kill may first wait for
   // the others' election (seconds; more under a sanitizer beside other
   // tests).
-  sites[static_cast<std::size_t>(i)]->start("", {}, 60000);
+  try {
+    sites[static_cast<std::size_t>(i)]->start("", {}, 60000);
+  } catch (const std::exception& e) {
+    // Why it never caught up is in the other sites' logs (an election).
+    throw std::runtime_error(std::string(e.what()) + "\nthe group's sites:\n" + logs());
+  }
   tcp_ports[static_cast<std::size_t>(i)] = sites[static_cast<std::size_t>(i)]->port();
 }
 
