@@ -9,7 +9,6 @@
 #include <time.h>
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,13 +23,6 @@ int run(const char* program, const std::string& db, const char* mode, const std:
 }
 
 // "old" or "new": which database the kill left, each checked whole.
-// Whether the databases the tests make keep their pages in a page file (the
-// default; QS_PAGE_FILE=0 is pages.db).
-bool page_file_layout() {
-  const char* v = std::getenv("QS_PAGE_FILE");
-  return !(v && std::string(v) == "0");
-}
-
 std::string which(const std::string& db, const std::string& log) {
   int old_rc = run(QS_EVOLUTION_V1, db, "check", log);
   if (old_rc == 0) return "old";

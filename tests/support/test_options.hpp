@@ -11,6 +11,8 @@
 #include <qs/database.hpp>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 
 namespace qs_test {
 
@@ -28,6 +30,15 @@ inline qs::options small_options(std::uint32_t pool_pages = 64, commits c = comm
   o.reservation_bytes = std::uint64_t{1} << 30;
   o.store_cache_bytes = 16u << 20;
   return o;
+}
+
+// Whether an embedded database a test (or a program it starts) creates
+// keeps its pages in a page file: QS_PAGE_FILE, which a ctest variant may
+// set, or else qs::options::page_file's default.
+inline bool page_file_layout() {
+  const char* v = std::getenv("QS_PAGE_FILE");
+  if (v && *v) return std::string_view(v) == "1";
+  return qs::options{}.page_file;
 }
 
 }  // namespace qs_test

@@ -183,9 +183,8 @@ class torture {
   // `embedded`: the writer opens a database directory (a client of a page
   // server reaches none of the page file's points).
   kill_choice choose_writer_kill(bool embedded) {
-    const char* layout = std::getenv("QS_PAGE_FILE");
-    const bool page_file = embedded && !(layout && std::string(layout) == "0");
-    return page_file ? choose_kill(page_file_writer_pauses, 4) : choose_kill(writer_pauses, 4);
+    return embedded && qs_test::page_file_layout() ? choose_kill(page_file_writer_pauses, 4)
+                                                   : choose_kill(writer_pauses, 4);
   }
 
   // pool, relocation

@@ -1232,7 +1232,7 @@ void bdb_env::read_range_into(DbTxn* t, std::uint64_t first, std::uint64_t last,
     // when the record has one, from pages.db.
     const std::uint32_t slot = page_file_->slot_bytes();
     const bool own = t && page_log_->wrote(t);
-    std::vector<std::byte> record(own ? slot : 0);
+    std::vector<std::byte> record;
     // Pages past the file's slots have no record (a transaction's own new
     // pages have their slots: reserved before their writes were logged).
     const std::uint64_t slots = page_file_->slots();
@@ -1644,7 +1644,7 @@ void bdb_env::write_slot(DbTxn* t, std::uint64_t page, std::span<const page_log:
 }
 
 void bdb_env::apply_deferred(const char* before) {
-  if (!page_log_ || !page_log_->deferred()) return;
+  if (!page_log_ || page_log_->deferred_bytes() == 0) return;
   if (const int flushed = env_->log_flush(nullptr); flushed != 0)
     fail_writes("database " + dir_ + ": flushing the log before " + before + " failed: " + db_strerror(flushed) +
                 "; the transactions committed without durability since the last flush may or may not be there "

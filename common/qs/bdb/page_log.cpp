@@ -189,11 +189,6 @@ bool page_log::deferred(std::uint64_t page) const {
   return committed_.by_page.count(page) != 0;
 }
 
-bool page_log::deferred() const {
-  std::lock_guard<std::mutex> g(mutex_);
-  return committed_bytes_ != 0;
-}
-
 std::size_t page_log::deferred_bytes() const {
   std::lock_guard<std::mutex> g(mutex_);
   return committed_bytes_;

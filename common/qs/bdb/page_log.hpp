@@ -74,11 +74,9 @@ class page_log {
   bool overlay(DbTxn* t, std::uint64_t page, void* record, std::uint32_t cap) const;
   // t committed without flushing the log: its writes are deferred.
   void defer(DbTxn* t);
-  // Whether committed writes to `page` (any page, without one) wait to be
-  // written to the file.
+  // Whether committed writes to `page` wait to be written to the file.
   bool deferred(std::uint64_t page) const;
-  bool deferred() const;
-  // The bytes of the deferred writes' records.
+  // The bytes of the deferred writes' records (0: none wait).
   std::size_t deferred_bytes() const;
   // Writes the deferred writes to the page file, in commit order, and
   // forgets them; 0 or the errno of the first write that failed (recovery
