@@ -26,6 +26,10 @@
 //                  (default 256). A transaction refused for a conflict
 //                  (DIR a page server's URL) says "conflict N" and runs
 //                  again.
+//                  After the failure it reads the database again and says
+//                  "read after the failure holds N", or why it could not.
+//   qs_crash_worker DIR quickfill SLABS close|die [TXNS [POOL]]  the same,
+//                  its commits not durable
 //   qs_crash_worker DIR fillcheck SLABS        says "holds N" when DIR holds
 //                  exactly the first N whole `fill` transactions; exit 0
 #include <qs/pause_point.hpp>
@@ -162,8 +166,31 @@ int raise_segv(const std::string& dir, bool ignored) {
 
 // Slab chains: transaction t adds `slabs` Slabs of value t in front of the
 // list and sets the root "count" to t.
-int fill(const std::string& dir, int slabs, bool die, long txns, std::uint32_t pool) {
-  qs::options o = qs_test::small_options(pool, qs_test::commits::durable);
+// How many whole `fill` transactions the database holds, or -1 saying why
+// not in `why`.
+long holds(qs::database& db, int slabs, std::string& why) {
+  qs::transaction tx(db);
+  std::int64_t count = db.has_root("count") ? db.root<std::int64_t>("count") : 0;
+  Slab* s = db.has_root("list") ? db.root<Slab*>("list") : nullptr;
+  for (std::int64_t t = count; t >= 1; --t)
+    for (int i = slabs - 1; i >= 0; --i, s = s->next) {
+      if (!s || s->value != static_cast<std::uint64_t>(t) ||
+          s->fill[7] != static_cast<std::uint64_t>(t) * 1000003 + i) {
+        why =
+            "transaction " + std::to_string(t) + ", slab " + std::to_string(i) + ": " + (s ? "wrong value" : "missing");
+        return -1;
+      }
+    }
+  if (s) {
+    why = "more slabs than " + std::to_string(count) + " transactions hold";
+    return -1;
+  }
+  tx.commit();
+  return count;
+}
+
+int fill(const std::string& dir, int slabs, bool die, long txns, std::uint32_t pool, bool durable) {
+  qs::options o = qs_test::small_options(pool, durable ? qs_test::commits::durable : qs_test::commits::fast);
   try {
     auto db = qs::database::open(dir, o);
     for (long done = 0; done < txns; ++done) {
@@ -191,6 +218,16 @@ int fill(const std::string& dir, int slabs, bool die, long txns, std::uint32_t p
         continue;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "failed %lld: %s\n", static_cast<long long>(t), e.what());
+        // Read on: what this process committed, or an error saying why
+        // it cannot be read (never a state the commits did not make).
+        try {
+          std::string why;
+          const long seen = holds(db, slabs, why);
+          if (seen < 0) std::fprintf(stderr, "read after the failure: %s\n", why.c_str());
+          else std::fprintf(stderr, "read after the failure holds %ld\n", seen);
+        } catch (const qs::error& r) {
+          std::fprintf(stderr, "read after the failure refused: %s\n", r.what());
+        }
         if (die) ::kill(::getpid(), SIGKILL);
         break;  // the database closes normally
       }
@@ -206,24 +243,13 @@ int fill(const std::string& dir, int slabs, bool die, long txns, std::uint32_t p
 
 int fillcheck(const std::string& dir, int slabs) {
   auto db = qs::database::open(dir, qs_test::small_options(64, qs_test::commits::durable));
-  qs::transaction tx(db);
-  std::int64_t count = db.has_root("count") ? db.root<std::int64_t>("count") : 0;
-  Slab* s = db.has_root("list") ? db.root<Slab*>("list") : nullptr;
-  for (std::int64_t t = count; t >= 1; --t)
-    for (int i = slabs - 1; i >= 0; --i, s = s->next) {
-      if (!s || s->value != static_cast<std::uint64_t>(t) ||
-          s->fill[7] != static_cast<std::uint64_t>(t) * 1000003 + i) {
-        std::fprintf(stderr, "transaction %lld, slab %d: %s\n", static_cast<long long>(t), i,
-                     s ? "wrong value" : "missing");
-        return 1;
-      }
-    }
-  if (s) {
-    std::fprintf(stderr, "more slabs than %lld transactions hold\n", static_cast<long long>(count));
+  std::string why;
+  const long seen = holds(db, slabs, why);
+  if (seen < 0) {
+    std::fprintf(stderr, "%s\n", why.c_str());
     return 1;
   }
-  tx.commit();
-  std::fprintf(stderr, "holds %lld\n", static_cast<long long>(count));
+  std::fprintf(stderr, "holds %ld\n", seen);
   return 0;
 }
 
@@ -243,9 +269,9 @@ int main(int argc, char** argv) {
       return grow(dir, std::atoi(argv[3]), std::atoi(argv[4]), static_cast<std::uint32_t>(std::atoi(argv[5])), false,
                   false, false);
     if (mode == "check" && argc == 4) return check(dir, std::atoi(argv[3]));
-    if (mode == "fill" && argc >= 5 && argc <= 7)
+    if ((mode == "fill" || mode == "quickfill") && argc >= 5 && argc <= 7)
       return fill(dir, std::atoi(argv[3]), std::string(argv[4]) == "die", argc >= 6 ? std::atol(argv[5]) : 1L << 40,
-                  argc == 7 ? static_cast<std::uint32_t>(std::atoi(argv[6])) : 256u);
+                  argc == 7 ? static_cast<std::uint32_t>(std::atoi(argv[6])) : 256u, mode == "fill");
     if (mode == "fillcheck" && argc == 4) return fillcheck(dir, std::atoi(argv[3]));
     if (mode == "badptr") return badptr(dir);
     if (mode == "segv") return segv(dir, false);

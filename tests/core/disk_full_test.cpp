@@ -35,18 +35,19 @@ long last_committed(const std::string& said) {
 }
 
 void fill_until_full(small_fs::kind kind, std::uint64_t free_bytes, const std::string& ending, int per_txn = slabs,
-                     std::uint64_t fs_bytes = std::uint64_t{64} << 20, std::uint32_t pool = 256) {
+                     std::uint64_t fs_bytes = std::uint64_t{64} << 20, std::uint32_t pool = 256,
+                     const char* mode = "fill") {
   small_fs fs(kind, fs_bytes);
   if (!fs.usable()) {
     WARN("skipped: " << fs.why_not());
     return;
   }
-  INFO(fs.name() << ", " << (free_bytes >> 10) << " KiB free, " << per_txn << " slabs a transaction, a pool of " << pool
-                 << " pages, then " << ending);
+  INFO(fs.name() << ", " << mode << ", " << (free_bytes >> 10) << " KiB free, " << per_txn
+                 << " slabs a transaction, a pool of " << pool << " pages, then " << ending);
   const std::string pool_pages = std::to_string(pool);
   fs.fill_to(free_bytes);
   const std::string db = fs.path() + "/db", err = fs.path() + "/../worker.err";
-  auto w = spawn_worker({db, "fill", std::to_string(per_txn), ending, "1099511627776", pool_pages}, "", err);
+  auto w = spawn_worker({db, mode, std::to_string(per_txn), ending, "1099511627776", pool_pages}, "", err);
   int st = w.wait();
   std::string said = read_file(err);
   INFO(said.substr(said.size() > 1500 ? said.size() - 1500 : 0));
@@ -56,6 +57,17 @@ void fill_until_full(small_fs::kind kind, std::uint64_t free_bytes, const std::s
   // The failure says what is wrong and what to do.
   CHECK(said.find("failed") != std::string::npos);
   CHECK(said.find("make room") != std::string::npos);
+  // Read again in the same process, the database shows what was committed
+  // (the failed transaction's commit record may have reached the log) or
+  // refuses, saying why; never another state.
+  CHECK(said.find("read after the failure: ") == std::string::npos);
+  if (auto at = said.find("read after the failure holds "); at != std::string::npos) {
+    const long read = std::atol(said.c_str() + at + 29);
+    CHECK(read >= committed);
+    CHECK(read <= committed + 1);
+  } else {
+    CHECK(said.find("read after the failure refused: ") != std::string::npos);
+  }
   // Still full: the open refuses, saying why, or (when recovery found the
   // room it needs) reads a whole state.
   fs.fill_to(0);
@@ -108,6 +120,19 @@ TEST_CASE("a full disk loses no transaction whose commit returned: commits writt
       for (const char* ending : {"die", "close"})
         for (std::uint32_t pool : {512u, 320u})
           fill_until_full(kind, std::uint64_t{kib} << 10, ending, bulk_slabs, std::uint64_t{128} << 20, pool);
+}
+
+// Commits that do not flush the log: on the page file their page writes
+// wait in memory until the log is flushed for another reason (a
+// checkpoint, every 16 MiB of log here), so the disk fills while writes of
+// earlier commits wait: before the first checkpoint, or after several.
+// They are there afterwards all the same: their records are in the log,
+// which a killed process leaves with the operating system.
+TEST_CASE("a full disk loses no transaction whose commit returned: commits not durable", "[disk_full]") {
+  for (auto kind : {small_fs::kind::tmpfs, small_fs::kind::ext4})
+    for (std::uint64_t kib : {20u << 10, 50u << 10})
+      for (const char* ending : {"die", "close"})
+        fill_until_full(kind, std::uint64_t{kib} << 10, ending, slabs, std::uint64_t{96} << 20, 256, "quickfill");
 }
 
 TEST_CASE("a database on read-only media is read; a write says why it cannot be made", "[disk_full]") {
