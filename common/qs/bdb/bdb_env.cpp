@@ -923,6 +923,9 @@ void bdb_env::abort(DbTxn* t) {
 std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std::uint32_t cap, std::uint32_t flags,
                                    bool part) {
   if (page_file_) {
+    // As pages.db's reads (reading()): a failed write may have left the
+    // file behind the log, and the writes that were to follow dropped.
+    refuse_if_broken();
     const std::uint32_t slot = page_file_->slot_bytes();
     if (!part && cap < slot)
       throw corrupt_page(page, "database " + dir_ + ": page " + std::to_string(page) + " record has more than the " +
@@ -1230,6 +1233,7 @@ void bdb_env::read_range_into(DbTxn* t, std::uint64_t first, std::uint64_t last,
   if (page_file_) {
     // Slot by slot, each straight into its place; the mapping object,
     // when the record has one, from pages.db.
+    refuse_if_broken();
     const std::uint32_t slot = page_file_->slot_bytes();
     const bool own = t && page_log_->wrote(t);
     std::vector<std::byte> record;
