@@ -52,9 +52,9 @@ enum class relocation {
 // Which pages prefetch reads ahead when a fault reads a page
 // (options::prefetch_pages says how many).
 enum class prefetch_order {
-  // The pages after it in page order (before it, when the program goes
-  // down), when the program goes through neighbouring pages: objects
-  // allocated together share neighbouring pages.
+  // Its neighbours in page order: the block of prefetch_pages pages that
+  // holds it, aligned on that size (objects allocated together share
+  // neighbouring pages).
   page_order,
   // The pages its pointers lead to, from the object the program touched
   // on, in one store call (one round trip to a page server). Hardware

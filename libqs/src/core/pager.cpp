@@ -139,7 +139,7 @@ void pager::make_current(page_desc* d, std::uint32_t touched) {
         std::uint32_t room = std::min(prefetch_, pool_.free_slots());
         if (order_ != prefetch_order::page_order)
           room -= prefetch_targets(d, touched, window_of(prefetch_source::pointers, room));
-        if (order_ != prefetch_order::pointers) prefetch_after(d, window_of(prefetch_source::page_order, room));
+        if (order_ != prefetch_order::pointers) prefetch_block(d, window_of(prefetch_source::page_order, room));
         stats_.prefetch_ns += ns_since(t0);
       }
     } catch (...) {
@@ -225,25 +225,23 @@ std::uint32_t pager::prefetch_targets(const page_desc* d, std::uint32_t touched,
   return n;
 }
 
-void pager::prefetch_after(const page_desc* d, std::uint32_t window) {
+void pager::prefetch_block(const page_desc* d, std::uint32_t window) {
+  if (window == 0) return;
+  // The block of `window` pages that holds d, aligned on that size (two,
+  // for a probe's one guess: d's pair). Wherever the program enters a
+  // block and whichever way it goes, the block comes in at one fault, and
+  // blocks that came in leave no gaps between them for later faults to
+  // take a few pages at a time, as windows starting at each faulted page
+  // do where the program jumps about. Whether guessing pays at all (a
+  // lookup that lands on scattered pages) is the gauge's to say.
+  const std::uint64_t size = std::max<std::uint64_t>(window, 2);
+  const std::uint64_t first = d->page / size * size, last = first + size - 1;
   // The way the program goes: a list built by prepending is read from its
-  // last page down.
+  // last page down. Records are taken in that direction: a page that has
+  // no frame yet often gets one from the page taken in before it (the next
+  // node of a list).
   const bool down = d->page < last_read_;
-  // Guesses pay when the program goes through neighbouring pages: the
-  // page it came from (the last one read, or the one next to this one) is
-  // near. A lookup that lands on scattered pages reads nothing ahead.
-  const std::uint64_t gap = down ? last_read_ - d->page : d->page - last_read_;
-  const page_desc* before = table_.by_page(d->page - 1);
-  const page_desc* after = table_.by_page(d->page + 1);
-  const bool sequential =
-      gap <= 2 * std::uint64_t{prefetch_} || (before && before->resident()) || (after && after->resident());
   last_read_ = d->page;
-  if (!sequential || window == 0 || (down && d->page == 0)) return;
-  const std::uint64_t first = down ? (d->page > window ? d->page - window : 0) : d->page + 1;
-  const std::uint64_t last = down ? d->page - 1 : d->page + window;
-  // Records are taken in the program's direction: a page that has no frame
-  // yet often gets one from the page taken in before it (the next node of a
-  // list).
   stage_and_take(window, down, prefetch_source::page_order,
                  [&](const auto& want, const auto& got) { return store_.read_range(first, last, want, got); });
 }

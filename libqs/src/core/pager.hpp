@@ -84,13 +84,14 @@ class pager {
   // used before they leave the pool (evicted, or stale), and doubles, up
   // to `pages`, while three quarters are; at 0 it reads one page every
   // 16th fault, to see whether that changed. Pointers start at 8 pages (a
-  // short transaction does not pay for 32 guesses; page order has its
-  // neighbour test). 0 turns prefetch off.
+  // short transaction does not pay for 32 guesses; page order's are its
+  // neighbours, read in one pass). 0 turns prefetch off.
   // Which pages (`order`):
-  //  * page_order: the next pages in page order (the previous ones when the
-  //    page came before the last one read), in one store pass, when the
-  //    program goes through neighbouring pages (physical clustering:
-  //    objects allocated together share neighbouring pages);
+  //  * page_order: the block of `window` pages that holds the page,
+  //    aligned on that size, in one store pass (physical clustering:
+  //    objects allocated together share neighbouring pages; a program
+  //    that jumps about a database it reads whole takes each block at one
+  //    fault);
   //  * pointers: the pages the read page's pointers lead to, those of the
   //    pointers at and after the touched offset first (the object the
   //    program reached, then the ones after it), in one store call
@@ -193,8 +194,8 @@ class pager {
   void count_outcome(prefetch_source s, bool used);
   // The pages a source may read ahead at this fault, at most `room`.
   std::uint32_t window_of(prefetch_source s, std::uint32_t room);
-  // Page order after (or before) d, at most `window` pages.
-  void prefetch_after(const page_desc* d, std::uint32_t window);
+  // Page order: the block of `window` pages around d, aligned on its size.
+  void prefetch_block(const page_desc* d, std::uint32_t window);
   // Along d's pointers, at most `room` pages; returns how many were asked for.
   std::uint32_t prefetch_targets(const page_desc* d, std::uint32_t touched, std::uint32_t room);
   // Stages what `read` brings (it calls want and got, in the order it
@@ -309,12 +310,12 @@ class pager {
   static constexpr std::uint32_t first_window = 8;
   static constexpr std::uint32_t watch_every = 8;
   std::uint32_t prefetched_since_watch_ = 0;
-  std::uint64_t last_read_ = 0;  // the page prefetch_after last followed
+  std::uint64_t last_read_ = 0;  // the page prefetch_block last read around
   page_buffer incoming_;         // page_in's image
   page_buffer staging_;          // prefetch_ images, read ahead
   fresh_frames fresh_;           // new pages' memory, populated ahead
   std::uint32_t staging_pages_ = 0;
-  std::vector<staged_page> staged_;  // during prefetch_after
+  std::vector<staged_page> staged_;  // during a prefetch
   void count_refetch(page_desc* d);
   // Whether d's entry may be dropped: it is not resident, not new, not
   // watched, relocator::forgettable, and the transaction log holds nothing
