@@ -61,8 +61,9 @@ void fill_until_full(small_fs::kind kind, std::uint64_t free_bytes, const std::s
   // (the failed transaction's commit record may have reached the log) or
   // refuses, saying why; never another state.
   CHECK(said.find("read after the failure: ") == std::string::npos);
-  if (auto at = said.find("read after the failure holds "); at != std::string::npos) {
-    const long read = std::atol(said.c_str() + at + 29);
+  const std::string holds = "read after the failure holds ";
+  if (auto at = said.find(holds); at != std::string::npos) {
+    const long read = std::atol(said.c_str() + at + holds.size());
     CHECK(read >= committed);
     CHECK(read <= committed + 1);
   } else {

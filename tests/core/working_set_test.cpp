@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -50,6 +51,12 @@ class stderr_capture {
   std::string path_;
   int saved_ = -1;
 };
+
+// Whether the environment variable `name` is set to `value`.
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v && std::string(v) == value;
+}
 
 std::size_t count_of(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -168,14 +175,8 @@ TEST_CASE("by default the pool is a quarter of physical memory, and given in byt
 // [tsan]: prefetch spreads its reads over the store's helper threads.
 TEST_CASE("prefetch reads the pages after a faulted one into free slots only, and changes nothing read", "[tsan]") {
   test_dir dir;
-  const bool prefetch_forced_off = [] {
-    const char* v = std::getenv("QS_PREFETCH");
-    return v && std::string(v) == "0";
-  }();
-  const bool pointers_only = [] {
-    const char* v = std::getenv("QS_PREFETCH_ORDER");
-    return v && std::string(v) == "pointers";
-  }();
+  const bool prefetch_forced_off = env_is("QS_PREFETCH", "0");
+  const bool pointers_only = env_is("QS_PREFETCH_ORDER", "pointers");
   const int n = 40000;  // 32-byte objects: about 160 pages of 8 KiB
   {
     auto db = qs::database::open(dir.path(), small_options(1024));
@@ -223,10 +224,10 @@ TEST_CASE("prefetch reads the pages after a faulted one into free slots only, an
 // started at the faulted page, taken only when the page read before was
 // near, took 21 faults here.)
 TEST_CASE("prefetch in page order brings a database read in shuffled order a block at a fault") {
-  const char* pages = std::getenv("QS_PREFETCH");
-  const char* order = std::getenv("QS_PREFETCH_ORDER");
   // Read in every variant; counted where prefetch is page order's alone.
-  const bool page_order = !pages && (!order || std::string(order) == "page_order" || std::string(order) == "automatic");
+  const bool page_order =
+      !std::getenv("QS_PREFETCH") && (!std::getenv("QS_PREFETCH_ORDER") || env_is("QS_PREFETCH_ORDER", "page_order") ||
+                                      env_is("QS_PREFETCH_ORDER", "automatic"));
   test_dir dir;
   const int n = 40000;  // about 160 pages of 8 KiB, linked in shuffled order
   {
@@ -235,7 +236,7 @@ TEST_CASE("prefetch in page order brings a database read in shuffled order a blo
     std::vector<Pair*> made(n);
     for (int i = 0; i < n; ++i) made[i] = new (db) Pair{nullptr, 0, nullptr};
     std::vector<int> order_of(n);
-    for (int i = 0; i < n; ++i) order_of[i] = i;
+    std::iota(order_of.begin(), order_of.end(), 0);
     std::mt19937 rng(7);
     std::shuffle(order_of.begin(), order_of.end(), rng);
     Pair* head = nullptr;
