@@ -1231,9 +1231,9 @@ void bdb_env::read_range_into(DbTxn* t, std::uint64_t first, std::uint64_t last,
                               const std::function<bool(std::uint64_t, bool, const void*, std::uint32_t)>& f,
                               std::uint32_t bulk_bytes) {
   if (page_file_) {
+    refuse_if_broken();  // as read_record
     // Slot by slot, each straight into its place; the mapping object,
     // when the record has one, from pages.db.
-    refuse_if_broken();
     const std::uint32_t slot = page_file_->slot_bytes();
     const bool own = t && page_log_->wrote(t);
     std::vector<std::byte> record;
