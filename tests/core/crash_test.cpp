@@ -59,21 +59,27 @@ TEST_CASE("kill -9 at chosen points of commits written in bulk transactions", "[
 }
 
 TEST_CASE("kill -9 at chosen points of transactions larger than the pool written in bulk transactions", "[bulk]") {
-  env_var layout("QS_PAGE_FILE", "0");  // bulk transactions are pages.db's
   // Each transaction adds 900 slabs (a page each) through a pool of 320:
   // its dirty pages are evicted into the store before its commit, and the
   // first of those writes, with 256 pages or more added, begins the bulk
-  // transaction (store/bdb_store.hpp). Recovery must undo the third whole
-  // where it was not committed, and find it whole where it was.
+  // transaction (store/bdb_store.hpp): in pages.db, records on B-tree pages
+  // it adds, unlogged; in the page file, records written in place into
+  // fresh slots (qs/bdb/fresh_slots.hpp). Recovery must undo the third
+  // whole where it was not committed, and find it whole where it was.
   constexpr int slabs = 900;
   const auto holds = [&](const std::string& db) { return fill_holds(db, slabs, db + ".check"); };
   struct point {
     const char* name;
     int expect;  // transactions committed when killed; -1: as many as the worker said
+    bool page_file_only = false;
   };
+  const bool page_file = GENERATE(false, true);
+  env_var layout("QS_PAGE_FILE", page_file ? "1" : "0");
   for (const point p : {point{"evict.dirty_written:1500", -1}, point{"commit.half_written:3", 2},
-                        point{"commit.before_store_commit:3", 2}, point{"commit.after_store_commit:3", 3}}) {
-    DYNAMIC_SECTION(p.name) {
+                        point{"commit.before_store_commit:3", 2}, point{"commit.after_store_commit:3", 3},
+                        point{"page_file.in_place:1500", -1, true}, point{"page_file.in_place_synced:3", 2, true}}) {
+    if (p.page_file_only && !page_file) continue;
+    DYNAMIC_SECTION((page_file ? "page file, " : "pages.db, ") << p.name) {
       test_dir dir;
       const std::string db = dir.sub("db");
       auto c = spawn_worker({db, "fill", std::to_string(slabs), "close", "5", "320"}, p.name, dir.sub("worker.err"));

@@ -123,6 +123,20 @@ TEST_CASE("a full disk loses no transaction whose commit returned: commits writt
           fill_until_full(kind, std::uint64_t{kib} << 10, ending, bulk_slabs, std::uint64_t{128} << 20, pool);
 }
 
+// The same on the page file, whose bulk transactions write their new pages
+// in place into slots reserved ahead (qs/bdb/fresh_slots.hpp): the disk
+// fills at a reservation, before a commit's sync of the file, or while a
+// dirty page evicted is written in place.
+TEST_CASE("a full disk loses no transaction whose commit returned: commits written in place into the page file",
+          "[disk_full][bulk]") {
+  env_var layout("QS_PAGE_FILE", "1");
+  for (auto kind : {small_fs::kind::tmpfs, small_fs::kind::ext4})
+    for (std::uint64_t kib : {28u << 10, 44u << 10})
+      for (const char* ending : {"die", "close"})
+        for (std::uint32_t pool : {512u, 320u})
+          fill_until_full(kind, std::uint64_t{kib} << 10, ending, bulk_slabs, std::uint64_t{128} << 20, pool);
+}
+
 // Commits that do not flush the log: on the page file their page writes
 // wait in memory until the log is flushed for another reason (a
 // checkpoint, every 16 MiB of log here), so the disk fills while writes of

@@ -15,7 +15,10 @@
 // transaction), commit.before_store_commit, commit.after_store_commit.
 // The page-file layout's (bdb_env.hpp): page_file.committed (the commit is
 // in the log, the page file not written yet), page_file.half_applied (half
-// of the commit's page writes are in the page file). pages.db's:
+// of the commit's page writes are in the page file), page_file.in_place (a
+// bulk transaction wrote a new page's record into the page file, unlogged),
+// page_file.in_place_synced (the file is synced before such a transaction's
+// commit record; fresh_slots.hpp). pages.db's:
 // commit.reading_ahead (on the helper that reads a commit's B-tree pages
 // ahead of its writes, after each page; the commit goes on, and waits for
 // the helper before its store commit).

@@ -297,6 +297,7 @@ bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multive
                              "program holding it: qs-inspect " +
                              dir + " dump > FILE, then QS_PAGE_FILE=0 qs-inspect NEWDIR load FILE, and serve NEWDIR");
     page_log_ = std::make_unique<page_log>(*page_file_);
+    fresh_ = std::make_unique<fresh_slots>(*page_file_);
   }
   if (repl) {
     // A site of a group: its databases open when it is master. Berkeley
@@ -643,6 +644,10 @@ void bdb_env::backup(const std::string& target, const std::function<void(std::ui
   for (const auto& e : std::filesystem::directory_iterator(dir_, ec))
     if (e.is_regular_file(ec)) counting.total += e.file_size(ec);
   copying_ = &counting;
+  // Bulk transactions log their new pages meanwhile (fresh_slots.hpp): a
+  // record written in place once the file is copied would be in neither
+  // the copy nor its log.
+  if (fresh_) fresh_->pause(true);
   // The copy's recovery needs every log file from the first data file
   // copied on: none is removed until the copy is made. Every commit that
   // returned is in a log file (commits that do not flush leave theirs in
@@ -657,6 +662,7 @@ void bdb_env::backup(const std::string& target, const std::function<void(std::ui
   if (rc == 0 && page_file_) rc = copy_page_file(target);
   if (rc == 0) rc = env_->backup(target.c_str(), DB_CREATE);
   copying_ = nullptr;
+  if (fresh_) fresh_->pause(false);
   check(env_->log_set_config(DB_LOG_AUTO_REMOVE, 1), "log_set_config");
   check(rc, "back up into " + target);
   // The data files were read while commits went on: replaying every log
@@ -768,8 +774,15 @@ DbTxn* bdb_env::reading(DbTxn* t, std::uint32_t& flags) const {
 DbTxn* bdb_env::begin(txn_kind kind) {
   refuse_if_broken();
   DbTxn* t = nullptr;
-  const std::uint32_t flags = kind == txn_kind::snapshot ? DB_TXN_SNAPSHOT : kind == txn_kind::bulk ? DB_TXN_BULK : 0;
+  // In the page-file layout a bulk transaction writes its new pages' records
+  // in place (fresh_slots.hpp); Berkeley DB's own databases take its writes
+  // as a plain transaction's.
+  const bool in_place = kind == txn_kind::bulk && fresh_;
+  const std::uint32_t flags = kind == txn_kind::snapshot            ? DB_TXN_SNAPSHOT
+                              : kind == txn_kind::bulk && !in_place ? DB_TXN_BULK
+                                                                    : 0;
   check(env_->txn_begin(nullptr, &t, flags), "begin transaction");
+  if (in_place) fresh_->begin(t);
   return t;
 }
 
@@ -779,9 +792,22 @@ void bdb_env::commit(DbTxn* t, bool durable) {
     refuse_if_broken();
     reserve_log();
   } catch (...) {
-    if (page_log_) page_log_->forget(t);
+    forget_writes(t);
     t->abort();
     throw;
+  }
+  if (fresh_ && fresh_->wrote(t)) {
+    // The records it wrote in place must be on the disk before its commit
+    // record can be. A failed sync breaks the environment: the file may
+    // have lost writes of earlier commits too, which only recovery makes
+    // again.
+    if (int e = page_file_->sync()) {
+      forget_writes(t);
+      t->abort();
+      fail_writes("database " + dir_ + ": syncing " + page_file_->path() + " before a commit failed (" +
+                  std::strerror(e) + "); the transaction did not commit");
+    }
+    pause_point("page_file.in_place_synced");
   }
   if (gated) {
     // Its gate lane, its last lock (hold_replica_gate).
@@ -794,6 +820,8 @@ void bdb_env::commit(DbTxn* t, bool durable) {
   }
   if (repl_) replication::clear_unacknowledged();
   const int committed = t->commit(durable ? DB_TXN_SYNC : DB_TXN_WRITE_NOSYNC);
+  // Whether or not it did, its slots written in place are no longer fresh.
+  if (fresh_) fresh_->committed(t);
   if (committed != 0 && page_log_) page_log_->forget(t);
   check(committed, "commit");
   const bool unacknowledged = repl_ && replication::took_unacknowledged();
@@ -912,12 +940,17 @@ void bdb_env::close_data_files(bool and_indexes) {
 
 void bdb_env::abort(DbTxn* t) {
   take_written(t);
-  if (page_log_) page_log_->forget(t);
+  forget_writes(t);
   if (broken_.load(std::memory_order_acquire) != not_broken) {
     t->abort();  // Berkeley DB refuses it, and frees the handle
     return;
   }
   check(t->abort(), "abort");
+}
+
+void bdb_env::forget_writes(DbTxn* t) {
+  if (page_log_) page_log_->forget(t);
+  if (fresh_) fresh_->forget(t);
 }
 
 std::uint32_t bdb_env::read_record(DbTxn* t, std::uint64_t page, void* buf, std::uint32_t cap, std::uint32_t flags,
@@ -1644,7 +1677,26 @@ void bdb_env::write_slot(DbTxn* t, std::uint64_t page, std::span<const page_log:
                   std::to_string(page) + ": " + std::strerror(e));
     }
   }
+  if (pieces.size() == 1 && pieces[0].offset == 0) {
+    int e = 0;
+    if (fresh_->write(t, page, pieces[0].bytes, pieces[0].length, e)) {
+      if (e != 0)
+        fail_writes("database " + dir_ + ": cannot write page " + std::to_string(page) + " into " + page_file_->path() +
+                    ": " + std::strerror(e));
+      pause_point("page_file.in_place");
+      return;
+    }
+  } else {
+    fresh_->logged(page);
+  }
   check(page_log_->write(*env_, t, page, pieces), "log a write of page " + std::to_string(page));
+}
+
+void bdb_env::committed_pages_end(std::uint64_t first) {
+  if (!fresh_) return;
+  if (int e = fresh_->past_committed(first))
+    fail_writes("database " + dir_ + ": cannot clear what an uncommitted transaction left in " + page_file_->path() +
+                " past page " + std::to_string(first) + ": " + std::strerror(e));
 }
 
 void bdb_env::apply_deferred(const char* before) {

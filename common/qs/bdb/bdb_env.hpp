@@ -79,6 +79,7 @@
 #pragma once
 
 #include <qs/base/error.hpp>
+#include <qs/bdb/fresh_slots.hpp>
 #include <qs/bdb/page_file.hpp>
 #include <qs/bdb/page_log.hpp>
 #include <qs/bdb/replication.hpp>
@@ -190,10 +191,21 @@ class bdb_env {
   // an aborted one cannot undo what it put, unlogged, on a page another
   // transaction added past the watermark. The embedded store has one
   // transaction at a time, and the page server runs such a commit alone.
+  // In the page-file layout a bulk transaction is a plain one for Berkeley
+  // DB, and writes the records of the pages it adds into the page file in
+  // place instead of logging them, the file synced before its commit record
+  // (fresh_slots.hpp); the same holds for it.
   enum class txn_kind { plain, snapshot, bulk };
   DbTxn* begin(txn_kind kind = txn_kind::plain);
   void commit(DbTxn* t, bool durable);
   void abort(DbTxn* t);
+  // Before a transaction first adds pages: `first` is the first page no
+  // committed transaction holds (the store's page counter). In the
+  // page-file layout, bulk transactions may write in place from there, and
+  // the slots there where an uncommitted one left a record get none
+  // (fresh_slots.hpp). Breaks the environment, throwing qs::write_failed,
+  // when that write fails.
+  void committed_pages_end(std::uint64_t first);
 
   // Reads the record of `page` into buf (capacity cap bytes); returns its size,
   // or 0 when there is none. `flags` are Berkeley DB get flags (e.g.
@@ -482,6 +494,10 @@ class bdb_env {
   std::unique_ptr<page_file> page_file_;  // the page-file layout's
   std::unique_ptr<Db> warm_db_;           // pages.db again, for warm_records (writable, pages.db layout)
   std::unique_ptr<page_log> page_log_;
+  std::unique_ptr<fresh_slots> fresh_;  // the page-file layout's records written in place
+  // t ends without committing: the page-file layout's writes kept for it
+  // are forgotten.
+  void forget_writes(DbTxn* t);
   std::uint64_t checkpointed_at_ = 0;  // log_position() at the last checkpoint (the page-file layout's)
   bool multiversion_;
   std::uint32_t max_locks_;

@@ -11,9 +11,13 @@
 // file as it is. A record whose head's first four bytes are zero, or that
 // lies past the end of the file, is no record.
 //
-// The file holds only what committed transactions wrote: page_log.hpp logs
+// The file holds what committed transactions wrote: page_log.hpp logs
 // every change in Berkeley DB's log, in the transaction, and writes it here
 // once the commit is in the log; recovery writes it again from the log.
+// The one exception: a bulk transaction writes the records of the pages it
+// adds into slots nothing committed holds, in place, unlogged, and the file
+// is synced before its commit record (fresh_slots.hpp); an uncommitted one
+// leaves records in slots past the committed pages.
 // Nothing here is synced but by sync(), which the environment calls before
 // every checkpoint (after which recovery no longer replays what came
 // before). During recovery, writes are synced one by one instead

@@ -10,7 +10,8 @@
 // the transaction ends: the transaction's own reads see it (overlay), its
 // commit writes it to the page file once the commit record is in the log
 // (apply), its abort forgets it (forget). Nothing of a transaction reaches
-// the file before its commit is in the log.
+// the file through here before its commit is in the log (a bulk
+// transaction's new pages reach it in place instead: fresh_slots.hpp).
 //
 // A commit that does not flush the log (a non-durable one) defers its
 // writes instead (defer): they join those of the transactions committed so

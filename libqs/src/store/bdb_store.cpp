@@ -123,6 +123,7 @@ void bdb_store::begin() {
   wrote_ = false;
   bulk_ = false;
   committing_ = false;
+  committed_end_.reset();
   deferred_.clear();
 }
 
@@ -159,9 +160,7 @@ DbTxn* bdb_store::writing() {
   return t;
 }
 
-bool bdb_store::takes_bulk(std::uint64_t added) const {
-  return durable_commits_ && added >= bulk_min_pages && !env_->has_page_file();
-}
+bool bdb_store::takes_bulk(std::uint64_t added) const { return durable_commits_ && added >= bulk_min_pages; }
 
 void bdb_store::committing(const std::vector<std::uint64_t>& stored, std::size_t pages) {
   bulk_ = !wrote_ && takes_bulk(pages_added(stored, pages));
@@ -288,9 +287,24 @@ void bdb_store::scan_records(
   deliver();
 }
 
+std::uint64_t bdb_store::page_end() {
+  if (next_) return next_->page;
+  if (committed_end_ && in_txn_) return *committed_end_;
+  auto v = env_->get(txn_, "next_page");
+  std::uint64_t end = 0;
+  if (v && !v->empty() && v->size() <= 19 && v->find_first_not_of("0123456789") == std::string::npos)
+    end = std::stoull(*v);
+  committed_end_ = end;
+  return end;
+}
+
 bool bdb_store::read_range(
     std::uint64_t first, std::uint64_t last, const std::function<std::byte*(std::uint64_t page)>& want,
     const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) {
+  if (const std::uint64_t end = page_end(); end != 0 && last >= end) {
+    if (first >= end) return true;
+    last = end - 1;
+  }
   if (!spread() || last - first + 1 < spread_pages || last - first >= spread_max_pages) {
     const auto t0 = std::chrono::steady_clock::now();
     scan_records(first, last, want, got, bulk_for(last - first + 1));
@@ -407,6 +421,9 @@ store::page_range bdb_store::allocate_pages(std::uint64_t n) {
     write_txn();  // the commit writes the counters: the transaction writes
     next_ = page_range{counter("next_page"), counter("next_frame")};
     first_page_ = next_->page;
+    // Where the committed pages end: a page file's slots from here on are
+    // fresh, and may hold what an uncommitted bulk transaction wrote.
+    env_->committed_pages_end(first_page_);
   }
   const page_range r = *next_;
   next_->page += n;

@@ -12,9 +12,11 @@
 // transaction's first allocation, counted here, and written once, in that
 // transaction, when it commits (so an aborted transaction gives its numbers
 // back, and a new page costs no write of its own). A durable commit that
-// adds bulk_min_pages pages or more, into pages.db, writes in a bulk transaction
-// (bdb_env::txn_kind::bulk): the records it adds on new B-tree pages are
-// not logged, and the commit syncs pages.db before its commit record. The
+// adds bulk_min_pages pages or more writes in a bulk transaction
+// (bdb_env::txn_kind::bulk): the records it adds are not logged, and the
+// commit syncs the file that holds them before its commit record (pages.db,
+// where the records go on new B-tree pages; the page file, where they go
+// into fresh slots in place: fresh_slots.hpp). The
 // transaction the runtime's reads began is then ended (it has written
 // nothing) and the bulk one begun at the commit's first write. A
 // transaction larger than the pool writes before its commit (its dirty
@@ -163,6 +165,13 @@ class bdb_store final : public store {
   std::uint64_t first_page_ = 0;  // next_->page when the transaction first allocated
   // Pages the open transaction has added so far.
   std::uint64_t added_pages() const { return next_ ? next_->page - first_page_ : 0; }
+  // One past the last page the transaction may read (next_page, with its
+  // own allocations), 0 when the counter cannot be read; read_range takes
+  // no record past it (a page file's slots there may hold what an
+  // uncommitted transaction wrote in place, or anything a damaged file
+  // holds). The committed counter is read once a transaction.
+  std::uint64_t page_end();
+  std::optional<std::uint64_t> committed_end_;
 
   DbTxn* txn_ = nullptr;
   std::vector<bdb_env::byte_span> spans_;  // patch_page's
