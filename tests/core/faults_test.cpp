@@ -65,7 +65,12 @@ TEST_CASE("writes are detected by write faults and logged as diffs") {
     tx.commit();
   }
   auto s1 = db.stats();
-  CHECK(s1.write_faults - s0.write_faults == 10);
+  // A fault a page, unless a page was made writable with a neighbour that
+  // faulted first (pager::make_writable_around: copied pages whose
+  // before-image is in the page file); the commit finds every change all
+  // the same.
+  if (s1.writable_ahead == s0.writable_ahead) CHECK(s1.write_faults - s0.write_faults == 10);
+  else CHECK(s1.write_faults - s0.write_faults < 10);
   CHECK(s1.pages_written - s0.pages_written == 10);
   CHECK(s1.diff_bytes - s0.diff_bytes == 80);
   const std::uint64_t small_log = s1.log_bytes - s0.log_bytes;

@@ -476,8 +476,10 @@ TEST_CASE("page file: a written page's before-image is its image in the file, un
     const qs::statistics s = db.stats();
     CHECK(s.write_faults > 0);
     if (!page_file) CHECK(s.before_images_in_file == 0);
-    // Pages stored at their home frames (nothing relocated) all borrow.
-    if (page_file && s.pages_relocated == 0) CHECK(s.before_images_in_file == s.write_faults);
+    // Pages stored at their home frames (nothing relocated) all borrow,
+    // those made writable with a faulted neighbour too.
+    if (page_file && s.pages_relocated == 0) CHECK(s.before_images_in_file == s.write_faults + s.writable_ahead);
+    if (!page_file) CHECK(s.writable_ahead == 0);
     db.run([&] { CHECK(sum_all(db) == expected); });
     {
       // Committed: the file now holds what the next transaction's
@@ -515,4 +517,86 @@ TEST_CASE("page file: a written page's before-image is its image in the file, un
     db = qs::database::open(path, opts);
     db.run([&] { CHECK(sum_all(db) == expected); });
   }
+}
+
+TEST_CASE("page file: a write fault makes its block's clean pages writable; only the changed ones are written") {
+  env_var layout("QS_PAGE_FILE", "1");  // whatever the ctest variant says
+  test_dir dir;
+  // Durable: a commit that does not flush the log leaves its pages' images
+  // out of the file until it is, and such a page's before-image is a copy.
+  auto opts = small_options(256, commits::durable);
+  opts.page_file = true;
+  opts.map_page_file = false;  // every page copied into its frame, as a transaction's after its first write
+  constexpr int n = 64;        // a slab a page: four blocks of write_ahead_pages
+  {
+    auto db = qs::database::open(dir.path(), opts);
+    qs::transaction tx(db);
+    auto& head = db.root<Slab*>("slabs");
+    for (int i = 0; i < n; ++i) head = new (db) Slab{head, static_cast<std::uint64_t>(i), {}};
+    tx.commit();
+  }
+  auto db = qs::database::open(dir.path(), opts);
+  auto slabs = [&] {
+    std::vector<Slab*> v;
+    for (Slab* s = db.root<Slab*>("slabs"); s; s = s->next) v.push_back(s);
+    return v;
+  };
+  auto sum = [&] {
+    std::uint64_t t = 0;
+    for (Slab* s : slabs()) t += s->value;
+    return t;
+  };
+  std::uint64_t expected = std::uint64_t{n} * (n - 1) / 2;
+  {
+    // Every page resident, then each written: a fault a block, not a page.
+    qs::transaction tx(db);
+    const auto all = slabs();
+    REQUIRE(all.size() == n);
+    const qs::statistics s0 = db.stats();
+    for (Slab* s : all) s->value += 1;
+    const qs::statistics s1 = db.stats();
+    CHECK(s1.write_faults - s0.write_faults <= 8);
+    CHECK(s1.writable_ahead - s0.writable_ahead >= n - 8);
+    tx.commit();
+    CHECK(db.stats().pages_written - s1.pages_written == n);
+    expected += n;
+  }
+  {
+    // One page changed: its neighbours made writable are not written.
+    qs::transaction tx(db);
+    const auto all = slabs();
+    const qs::statistics s0 = db.stats();
+    all[n / 2]->value += 1;
+    CHECK(db.stats().writable_ahead > s0.writable_ahead);
+    tx.commit();
+    CHECK(db.stats().pages_written - s0.pages_written == 1);
+    expected += 1;
+  }
+  {
+    // Written without a fault, then aborted: the pages come back from the
+    // file.
+    qs::transaction tx(db);
+    for (Slab* s : slabs()) s->value += 1000;
+    CHECK(sum() == expected + 1000 * n);
+    tx.abort();
+  }
+  db.run([&] { CHECK(sum() == expected); });
+  {
+    // Transactions that each change one page of the pages made writable
+    // with it: most go unchanged, and the gauge stops making them so.
+    std::uint64_t ahead_before = 0, ahead_after = 0;
+    for (int t = 0; t < 60; ++t) {
+      qs::transaction tx(db);
+      slabs()[static_cast<std::size_t>(t) % n]->value += 1;
+      tx.commit();
+      expected += 1;
+      if (t == 40) ahead_before = db.stats().writable_ahead;
+    }
+    ahead_after = db.stats().writable_ahead;
+    CHECK(ahead_before > 0);
+    CHECK(ahead_after == ahead_before);
+  }
+  db = qs::database::open(dir.path() + "-other", opts);  // closes the first
+  db = qs::database::open(dir.path(), opts);
+  db.run([&] { CHECK(sum() == expected); });
 }

@@ -57,7 +57,7 @@ int fresh_slots::past_committed(std::uint64_t first) {
   committed_end_ = first;
   if (!maybe_left_) return 0;
   for (const auto& [t, end] : txns_)
-    if (end != 0) return 0;  // its records are in place: cleared after it ends, if it aborts
+    if (end != 0) return 0;                 // its records are in place: cleared after it ends, if it aborts
   static constexpr std::uint32_t none = 0;  // a record's first four bytes, zero: no record
   bool wrote = false;
   for (std::uint64_t page = first, end = file_.slots(); page < end; ++page) {

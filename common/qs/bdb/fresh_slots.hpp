@@ -84,7 +84,7 @@ class fresh_slots {
  private:
   page_file& file_;
   mutable std::mutex mutex_;
-  std::uint64_t committed_end_;  // the first bound (above)
+  std::uint64_t committed_end_;    // the first bound (above)
   std::uint64_t written_end_ = 0;  // the second
   std::uint64_t floor() const { return std::max(committed_end_, written_end_); }
   bool paused_ = false;

@@ -212,6 +212,9 @@ struct statistics {
   // file, with no copy (options::page_file, hardware mode: pages stored
   // before the transaction whose pointers and vptrs needed no rewriting).
   std::uint64_t before_images_in_file = 0;
+  // Of those, pages made writable with a neighbour that took a write
+  // fault (hardware mode, the same pages), so that writes to them take none.
+  std::uint64_t writable_ahead = 0;
   std::uint64_t pages_fetched = 0;  // page records read from the store
   // Of those, read ahead of use (options::prefetch_pages), never faulted on.
   std::uint64_t pages_prefetched = 0;

@@ -205,6 +205,7 @@ void database_impl::serve_fault(void* address, bool write) {
   if (write && d->state() != page_state::writable) {
     ++rt_.stats.write_faults;
     rt_.pages.make_writable(d);
+    rt_.pages.make_writable_around(d);
   }
   d->referenced = true;
 }

@@ -513,6 +513,43 @@ void pager::make_writable(page_desc* d) {
   log_.add_written(d);
 }
 
+void pager::make_writable_around(const page_desc* d) {
+  if constexpr (page_access::maps_files) {
+    write_gauge& g = writing_;
+    if (g.pause != 0) {
+      --g.pause;
+      return;
+    }
+    if (g.ahead >= write_sample) {
+      if (2 * g.unchanged > g.ahead) g.pause = write_pause;
+      g.ahead = g.unchanged = 0;
+      if (g.pause != 0) return;
+    }
+    const std::uint64_t first = d->page / write_ahead_pages * write_ahead_pages;
+    ahead_.clear();
+    for (std::uint64_t page = first; page < first + write_ahead_pages; ++page) {
+      page_desc* n = table_.by_page(page);
+      // Shown read-only (a watched prefetched page is hidden until its
+      // first touch), and copied into its frame: a frame mapping the file
+      // would split its mapping and have the kernel copy the page.
+      if (!n || n == d || n->state() != page_state::readable || n->prefetched_by != prefetch_source::none ||
+          access_.frames().file_mapped(n->frame))
+        continue;
+      const std::byte* stored = stored_image(n);
+      if (!stored) continue;
+      pool_.borrow_before(n->slot(), stored);
+      ++stats_.before_images_in_file;
+      n->made_writable(undo_kind::page);
+      log_.add_written(n);
+      ahead_.push_back(n);
+    }
+    if (ahead_.empty()) return;
+    access_.set_access(ahead_, true);
+    stats_.writable_ahead += ahead_.size();
+    g.ahead += static_cast<std::uint32_t>(ahead_.size());
+  }
+}
+
 const std::byte* pager::stored_image(const page_desc* d) {
   if constexpr (page_access::maps_files) {
     // Stored before this transaction, with nothing rewritten when it came
@@ -567,7 +604,10 @@ void pager::write_back(page_desc* d, bool check_pointers) {
         for (std::size_t i = first; i < ranges.size(); ++i) ranges[i].offset += o.offset;
       }
     }
-    if (ranges.empty()) return;
+    if (ranges.empty()) {
+      ++writing_.unchanged;
+      return;
+    }
   }
   // The new header and mapping object are built aside and become d's only
   // once the store took them: a write that fails (a lost connection, a

@@ -111,6 +111,15 @@ class pager {
   // Takes d's before-image (taking in the objects saved on it so far) and
   // makes it writable.
   void make_writable(page_desc* d);
+  // After a write fault made d writable: the resident read-only pages of
+  // d's block of write_ahead_pages pages whose before-image is their image
+  // in the store's file (stored_image: nothing to copy) become writable
+  // too, in one call per run of neighbouring frames, so that the program's
+  // next writes there take no fault. One the transaction does not change
+  // costs its commit a comparison with the file's image and nothing else
+  // (write_back writes nothing for it). A gauge stops it for a while when
+  // most of such pages go unchanged (write_gauge).
+  void make_writable_around(const page_desc* d);
   // Software mode: d becomes writable with its objects saved one by one
   // (nothing is copied now).
   void make_writable_by_objects(page_desc* d);
@@ -258,6 +267,19 @@ class pager {
     bool on = true;
   };
   mapping_gauge mapping_;
+  // Pages made writable ahead (make_writable_around) and the pages written
+  // back unchanged since the last sample: when more than half of
+  // write_sample were unchanged, the next write_pause write faults make
+  // nothing writable ahead.
+  static constexpr std::uint64_t write_ahead_pages = 16;
+  struct write_gauge {
+    std::uint32_t ahead = 0, unchanged = 0;
+    std::uint32_t pause = 0;
+  };
+  write_gauge writing_;
+  static constexpr std::uint32_t write_sample = 256;
+  static constexpr std::uint32_t write_pause = 4096;
+  std::vector<page_desc*> ahead_;  // make_writable_around's pages
   static constexpr std::uint32_t mapping_sample = 256;
   static constexpr std::uint32_t mapping_pause = 4096;
   void note_mapped(std::uint32_t mapped, std::uint32_t written);
