@@ -495,13 +495,13 @@ std::vector<std::uint64_t> prepended(int slabs, std::initializer_list<std::uint6
 
 }  // namespace
 
-TEST_CASE("a durable commit of many new pages does not log the records on the store's new pages") {
-  // A durable commit that adds 256 pages or more writes in a bulk transaction
-  // (store/bdb_store.hpp): Berkeley DB logs the allocations and splits of
-  // the B-tree pages it adds, not the records put on them, and syncs
-  // pages.db before the commit record. The same commit without a sync
-  // logs the records too. (pages.db's layout: with a page file, every
-  // commit logs its pages' changes as application records.)
+TEST_CASE("a durable commit of many new pages into pages.db logs their records", "[bulk]") {
+  // Berkeley DB's bulk transactions (DB_TXN_BULK) left the records put on
+  // new B-tree pages out of the log; killed, they left environments that
+  // Berkeley DB's recovery crashed on (bdb_env::txn_kind). A commit into
+  // pages.db logs every record, whatever its size and durability: the
+  // durable commit of 600 new pages logs about what the same commit makes
+  // without a sync (with bulk transactions, less than two thirds).
   env_var layout("QS_PAGE_FILE", "0");
   constexpr int slabs = 600;  // a page each
   auto logged = [](const std::string& path, qs_test::commits c) {
@@ -511,21 +511,21 @@ TEST_CASE("a durable commit of many new pages does not log the records on the st
     return db.stats().log_bytes - before;
   };
   test_dir dir;
-  const std::uint64_t bulk = logged(dir.sub("durable"), commits::durable);
-  const std::uint64_t plain = logged(dir.sub("fast"), commits::fast);
-  CHECK(bulk < plain * 2 / 3);
+  const std::uint64_t durable = logged(dir.sub("durable"), commits::durable);
+  const std::uint64_t fast = logged(dir.sub("fast"), commits::fast);
+  CHECK(durable >= fast * 9 / 10);
+  CHECK(durable >= slabs * sizeof(Slab));
   // Every record is there, read back from pages.db after the close.
   auto db = qs::database::open(dir.sub("durable"), small_options(64, commits::durable));
   CHECK(slab_values(db) == prepended(slabs, {0}));
 }
 
-TEST_CASE("a durable transaction larger than the pool that adds many pages does not log the records on them") {
-  // Its dirty pages are evicted into the store before its commit: the first
-  // of those writes, once the transaction has added 256 pages, begins the
-  // bulk transaction (store/bdb_store.hpp). What it logs is then about the
-  // slabs' bytes once (the B-tree's splits keep whole leaves in the log);
-  // without it, over twice their bytes (measured: 8.9 MB against 17.5 for
-  // 7.4 MB of slabs).
+TEST_CASE("a durable transaction into pages.db larger than the pool that adds many pages logs their records",
+          "[bulk]") {
+  // Its dirty pages are evicted into the store before its commit, each
+  // record logged as it goes: 17.5 MB for 7.2 MB of slabs (the B-tree's
+  // splits log whole leaves too); with a bulk transaction begun at the
+  // first eviction, 8.9 MB.
   env_var layout("QS_PAGE_FILE", "0");
   constexpr int slabs = 900;  // a page each, nearly three times the pool
   test_dir dir;
@@ -534,16 +534,17 @@ TEST_CASE("a durable transaction larger than the pool that adds many pages does 
     const std::uint64_t before = db.stats().log_bytes;
     prepend_slabs(db, slabs, 0, true);
     CHECK(db.stats().dirty_evictions > 0);
-    CHECK(db.stats().log_bytes - before < slabs * sizeof(Slab) * 3 / 2);
+    INFO("logged " << db.stats().log_bytes - before << " bytes for " << slabs * sizeof(Slab) << " of slabs");
+    CHECK(db.stats().log_bytes - before >= 2 * slabs * sizeof(Slab));
   }
   auto db = qs::database::open(dir.sub("durable"), small_options(64, commits::durable));
   CHECK(slab_values(db) == prepended(slabs, {0}));
 }
 
 TEST_CASE("a transaction larger than the pool that adds many pages and aborts leaves nothing of them") {
-  // Its bulk transaction began at its first dirty eviction: Berkeley DB
-  // did not log the records put on the pages it added, and its abort frees
-  // those pages. The database is as it was, and goes on.
+  // Its dirty evictions put records on B-tree pages it added; its abort
+  // undoes them and frees those pages. The database is as it was, and
+  // goes on.
   env_var layout("QS_PAGE_FILE", "0");
   constexpr int slabs = 900;
   test_dir dir;

@@ -775,12 +775,12 @@ DbTxn* bdb_env::begin(txn_kind kind) {
   refuse_if_broken();
   DbTxn* t = nullptr;
   // In the page-file layout a bulk transaction writes its new pages' records
-  // in place (fresh_slots.hpp); Berkeley DB's own databases take its writes
-  // as a plain transaction's.
+  // in place (fresh_slots.hpp). Berkeley DB's own databases take its writes
+  // as a plain transaction's: never DB_TXN_BULK, whose transactions, killed,
+  // left pages.db environments that Berkeley DB 5.3's recovery crashed on
+  // (the torture under load; docs/performance.md).
   const bool in_place = kind == txn_kind::bulk && fresh_;
-  const std::uint32_t flags = kind == txn_kind::snapshot            ? DB_TXN_SNAPSHOT
-                              : kind == txn_kind::bulk && !in_place ? DB_TXN_BULK
-                                                                    : 0;
+  const std::uint32_t flags = kind == txn_kind::snapshot ? DB_TXN_SNAPSHOT : 0;
   check(env_->txn_begin(nullptr, &t, flags), "begin transaction");
   if (in_place) fresh_->begin(t);
   return t;

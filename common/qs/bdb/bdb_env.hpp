@@ -126,14 +126,14 @@ constexpr std::uint32_t default_max_locks = 200000;
 constexpr std::uint64_t max_mapped_file_bytes = std::uint64_t{1} << 32;
 
 // A durable commit that adds this many pages or more is written in a bulk
-// transaction (txn_kind::bulk), by the embedded store and by the page
-// server: 2 MiB of 8 KiB pages, whose records the log would otherwise take
-// whole, where the commit's sync of pages.db writes what a checkpoint or the
-// close would write anyway (measured, the million-node build alternating
-// with a build without it: 0.99-1.29 s and 167 MB written against
-// 1.32-2.29 s and 251; docs/performance.md). A commit that adds fewer,
-// however many pages it changes, logs as always: its sync would write every
-// leaf its changes dirtied, and those changes log only their bytes.
+// transaction (txn_kind::bulk): in the page-file layout its new pages go
+// into the page file in place, unlogged, the file synced before the commit
+// record (the million-node build: 0.60 s and 73 MB logged against 0.29 to
+// 0.33 s and 943 bytes; docs/performance.md). A commit that adds fewer,
+// however many pages it changes, logs as always: a sync of the file per
+// small commit would cost more than the few records it keeps out of the
+// log. The page server runs such a commit alone (a plain transaction for
+// Berkeley DB; see txn_kind).
 constexpr std::size_t bulk_min_pages = 256;
 
 struct bdb_options {
@@ -175,26 +175,16 @@ class bdb_env {
   // A Berkeley DB transaction; only once the environment is transactional
   // (see about_to_write). A snapshot transaction (multiversion environments)
   // reads the databases as they were committed when it began, without
-  // locks; it is meant for reading. A bulk transaction (DB_TXN_BULK) does
-  // not log what it puts on the pages it adds to a database file: its
-  // commit writes that file's dirty pages and syncs it before the commit
-  // record, so that recovery needs no redo of them (allocations and splits
-  // are logged as always, for undo). It saves the log the bytes of a
-  // commit that adds many pages, and costs a sync of the file in each
-  // commit that adds one: it is for large commits. Berkeley DB ignores the
-  // flag in a replicated environment, and a hot backup started meanwhile
-  // checkpoints first and has the rest logged.
-  // Only one transaction may write a database file in bulk at a time, and
-  // no other may write it meanwhile: Berkeley DB keeps one watermark per
-  // file, so a second bulk transaction would leave its writes past the
-  // first one's unlogged without syncing the file at its own commit, and
-  // an aborted one cannot undo what it put, unlogged, on a page another
-  // transaction added past the watermark. The embedded store has one
-  // transaction at a time, and the page server runs such a commit alone.
-  // In the page-file layout a bulk transaction is a plain one for Berkeley
-  // DB, and writes the records of the pages it adds into the page file in
-  // place instead of logging them, the file synced before its commit record
-  // (fresh_slots.hpp); the same holds for it.
+  // locks; it is meant for reading. A bulk transaction is one that adds
+  // many pages (bulk_min_pages). In the page-file layout it writes the
+  // records of the pages it adds into the page file in place instead of
+  // logging them, the file synced before its commit record
+  // (fresh_slots.hpp). Elsewhere it is a plain transaction: Berkeley DB's
+  // own bulk transactions (DB_TXN_BULK, which leave the items put on new
+  // B-tree pages out of the log) are not used, since pages.db environments
+  // whose bulk transaction was killed were left for Berkeley DB 5.3's
+  // recovery to crash on (docs/performance.md). The page server still runs
+  // such a commit alone.
   enum class txn_kind { plain, snapshot, bulk };
   DbTxn* begin(txn_kind kind = txn_kind::plain);
   void commit(DbTxn* t, bool durable);

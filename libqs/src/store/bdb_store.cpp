@@ -160,7 +160,10 @@ DbTxn* bdb_store::writing() {
   return t;
 }
 
-bool bdb_store::takes_bulk(std::uint64_t added) const { return durable_commits_ && added >= bulk_min_pages; }
+bool bdb_store::takes_bulk(std::uint64_t added) const {
+  // pages.db's records are logged whatever the commit's size (bdb_env::txn_kind).
+  return durable_commits_ && added >= bulk_min_pages && env_->has_page_file();
+}
 
 void bdb_store::committing(const std::vector<std::uint64_t>& stored, std::size_t pages) {
   bulk_ = !wrote_ && takes_bulk(pages_added(stored, pages));

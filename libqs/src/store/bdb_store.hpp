@@ -12,11 +12,10 @@
 // transaction's first allocation, counted here, and written once, in that
 // transaction, when it commits (so an aborted transaction gives its numbers
 // back, and a new page costs no write of its own). A durable commit that
-// adds bulk_min_pages pages or more writes in a bulk transaction
-// (bdb_env::txn_kind::bulk): the records it adds are not logged, and the
-// commit syncs the file that holds them before its commit record (pages.db,
-// where the records go on new B-tree pages; the page file, where they go
-// into fresh slots in place: fresh_slots.hpp). The
+// adds bulk_min_pages pages or more to a page file writes in a bulk
+// transaction (bdb_env::txn_kind::bulk): the records it adds go into fresh
+// slots in place, unlogged, and the commit syncs the file before its commit
+// record (fresh_slots.hpp); into pages.db, every record is logged. The
 // transaction the runtime's reads began is then ended (it has written
 // nothing) and the bulk one begun at the commit's first write. A
 // transaction larger than the pool writes before its commit (its dirty
