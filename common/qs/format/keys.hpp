@@ -39,5 +39,13 @@ inline std::uint64_t from_be64(std::string_view s) {
   return v;
 }
 inline std::string space_key(std::uint64_t page) { return "s:" + be64(page); }
+// A decimal counter's value ("next_page", "next_frame"): 0 when the record
+// is not 1 to 19 decimal digits (a damaged record says nothing).
+inline std::uint64_t decimal_counter(std::string_view s) {
+  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string_view::npos) return 0;
+  std::uint64_t v = 0;
+  for (char c : s) v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  return v;
+}
 
 }  // namespace qs::detail

@@ -2,6 +2,7 @@
 // rewriting pointers into pages that could not keep their frames.
 #include "core/relocator.hpp"
 
+#include <qs/format/keys.hpp>
 #include <qs/format/mapping.hpp>
 #include "util/stopwatch.hpp"
 
@@ -61,8 +62,7 @@ bool relocator::running_short() const {
 
 std::uint64_t relocator::page_count() {
   auto v = store_.get("next_page");
-  if (!v || v->empty() || v->size() > 19 || v->find_first_not_of("0123456789") != std::string::npos) return 0;
-  return std::stoull(*v);
+  return v ? decimal_counter(*v) : 0;
 }
 
 std::uint64_t relocator::take_away(std::uint64_t n) {

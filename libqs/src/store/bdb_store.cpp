@@ -4,6 +4,7 @@
 #include "util/stopwatch.hpp"
 
 #include <qs/error.hpp>
+#include <qs/format/keys.hpp>
 
 #include <db_cxx.h>
 #include <fcntl.h>
@@ -294,11 +295,8 @@ std::uint64_t bdb_store::page_end() {
   if (next_) return next_->page;
   if (committed_end_ && in_txn_) return *committed_end_;
   auto v = env_->get(txn_, "next_page");
-  std::uint64_t end = 0;
-  if (v && !v->empty() && v->size() <= 19 && v->find_first_not_of("0123456789") == std::string::npos)
-    end = std::stoull(*v);
-  committed_end_ = end;
-  return end;
+  committed_end_ = v ? decimal_counter(*v) : 0;
+  return *committed_end_;
 }
 
 bool bdb_store::read_range(
