@@ -26,6 +26,10 @@ std::string check_small(const std::byte* img, std::uint32_t page_size, const typ
     return "a top of " + std::to_string(ph.top) + " outside the page";
   constexpr std::uint64_t hs = sizeof(object_header);
   std::uint64_t off = sizeof(page_header), free_total = 0;
+  // The last type and size found sound: a page's objects are mostly of one
+  // type, and asking a type's size costs more than the rest of the check.
+  std::uint32_t sound_type = free_type;
+  std::uint64_t sound_size = 0;
   while (off < ph.top) {
     if (off + hs > ph.top) return "an object header at offset " + std::to_string(off) + " that crosses top";
     object_header oh;
@@ -34,9 +38,15 @@ std::string check_small(const std::byte* img, std::uint32_t page_size, const typ
     if (end > ph.top)
       return "an object at offset " + std::to_string(off + hs) + " of " + std::to_string(oh.size) +
              " bytes that ends past top (" + std::to_string(ph.top) + ")";
-    if (std::string p = object_problem(oh.type, oh.size, size_of); !p.empty())
-      return p + " at offset " + std::to_string(off + hs);
-    if (oh.type == free_type) free_total += hs + oh.size;
+    if (oh.type == free_type) {
+      if (oh.size % 8) return object_problem(oh.type, oh.size, size_of) + " at offset " + std::to_string(off + hs);
+      free_total += hs + oh.size;
+    } else if (oh.type != sound_type || oh.size != sound_size) {
+      if (std::string p = object_problem(oh.type, oh.size, size_of); !p.empty())
+        return p + " at offset " + std::to_string(off + hs);
+      sound_type = oh.type;
+      sound_size = oh.size;
+    }
     off = end;
   }
   if (free_total != ph.free_bytes)

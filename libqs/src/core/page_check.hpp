@@ -26,7 +26,9 @@
 namespace qs::detail {
 
 // The size of type index `type`, or 0 when the database does not know it;
-// `has_words` says whether its objects hold pointers or vptrs.
+// `has_words` says whether its objects hold pointers or vptrs. A function
+// of the type: check_page asks it again only when an object's type or size
+// differs from the last one it found sound.
 using type_size_of = std::function<std::uint32_t(std::uint32_t type, bool& has_words)>;
 
 // What is wrong with the image `img` of a record with header `h`, or an
