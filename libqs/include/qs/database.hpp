@@ -154,9 +154,9 @@ struct options {
   // Hardware mode, a database laid out with a page file: a page that comes
   // in with neighbours and needs no pointer or vptr rewritten is shown by
   // mapping its image in pages.qs into its frame, one mapping a run, with
-  // no copy (statistics::pages_mapped); a transaction stops at its first
-  // write (a mapped page costs more to make writable than a copied one).
-  // false copies every page into its frame. The environment variable
+  // no copy (statistics::pages_mapped), whether the transaction goes on to
+  // write it or not (the kernel copies a mapped page's 4 KiB halves as
+  // they are first written). false copies every page into its frame. The environment variable
   // QS_MAP_PAGE_FILE=0 (or 1) sets it for every open.
   bool map_page_file = true;
   // The shared secret of a qs-pageserver reached over TCP (qs://host:port).

@@ -334,28 +334,15 @@ bool pager::show_stored(page_desc* d, const std::byte* img, prefetch_source sour
     store::file_image at{};
     // Marked rewritten (now, or when it came in before): its image is not
     // the file's.
-    if (mapping_.on && !mapping_.writing && mapping_.pause == 0 && !d->rewritten() &&
-        store_.image_in_file(d->page, at)) {
+    if (map_files_ && !d->rewritten() && store_.image_in_file(d->page, at)) {
       // The faulted page's image stays in incoming_ until make_current
       // returns; a prefetched one's buffer may be reused before.
       to_map_.push_back({d, at, source, source == prefetch_source::none ? img : at.bytes});
       return true;
     }
   }
-  if (mapping_.pause != 0) --mapping_.pause;
   if (or_now) show(d, false, img);
   return false;
-}
-
-void pager::note_mapped(std::uint32_t mapped, std::uint32_t written) {
-  mapping_gauge& g = mapping_;
-  g.mapped += mapped;
-  g.written += written;
-  if (g.mapped < mapping_sample) return;
-  // Written, a mapped page costs more than a copied one (its mapping
-  // splits, and the kernel copies it then); read only, much less.
-  if (3 * g.written > g.mapped) g.pause = mapping_pause;
-  g.mapped = g.written = 0;
 }
 
 const std::byte* pager::readable_image(const page_desc* d) const {
@@ -395,7 +382,6 @@ void pager::show_mapped() {
       if (end - begin >= min_mapped_run &&
           access_.frames().map_file(from.d->frame, end - begin, from.at.fd, from.at.offset)) {
         stats_.pages_mapped += end - begin;
-        note_mapped(static_cast<std::uint32_t>(end - begin), 0);
       } else {
         for (std::size_t k = begin; k < end; ++k) access_.fill_and_show(to_map_[k].d, to_map_[k].copy_from, false);
       }
@@ -505,10 +491,6 @@ void pager::make_writable(page_desc* d) {
     return;
   }
   d->made_writable(undo_kind::page);
-  if constexpr (page_access::maps_files) {
-    if (access_.frames().file_mapped(d->frame)) note_mapped(0, 1);
-    mapping_.writing = true;
-  }
   access_.set_access(d, true);
   log_.add_written(d);
 }
@@ -530,11 +512,8 @@ void pager::make_writable_around(const page_desc* d) {
     for (std::uint64_t page = first; page < first + write_ahead_pages; ++page) {
       page_desc* n = table_.by_page(page);
       // Shown read-only (a watched prefetched page is hidden until its
-      // first touch), and copied into its frame: a frame mapping the file
-      // would split its mapping and have the kernel copy the page.
-      if (!n || n == d || n->state() != page_state::readable || n->prefetched_by != prefetch_source::none ||
-          access_.frames().file_mapped(n->frame))
-        continue;
+      // first touch).
+      if (!n || n == d || n->state() != page_state::readable || n->prefetched_by != prefetch_source::none) continue;
       const std::byte* stored = stored_image(n);
       if (!stored) continue;
       pool_.borrow_before(n->slot(), stored);
@@ -840,7 +819,6 @@ std::string pager::invalidated_in_transaction() {
 
 void pager::committed() {
   ++transaction_;
-  mapping_.writing = false;
   refetches_now_ = 0;
   evicted_now_.clear();
   for (std::uint64_t page : frames_.take_unread()) to_forget_.push_back(page);
@@ -859,7 +837,6 @@ void pager::release_before_images(std::size_t written) {
 
 void pager::aborted() {
   ++transaction_;
-  mapping_.writing = false;
   refetches_now_ = 0;
   evicted_now_.clear();
   for (std::uint64_t page : frames_.take_unread()) to_forget_.push_back(page);

@@ -107,15 +107,16 @@ class pager {
   }
   // Whether stored pages may be shown by mapping the store's file
   // (options::map_page_file; show_stored).
-  void set_map_files(bool on) { mapping_.on = on; }
+  void set_map_files(bool on) { map_files_ = on; }
   // Takes d's before-image (taking in the objects saved on it so far) and
   // makes it writable.
   void make_writable(page_desc* d);
   // After a write fault made d writable: the resident read-only pages of
   // d's block of write_ahead_pages pages whose before-image is their image
   // in the store's file (stored_image: nothing to copy) become writable
-  // too, in one call per run of neighbouring frames, so that the program's
-  // next writes there take no fault. One the transaction does not change
+  // too, in one call per run of neighbouring frames (copied into their
+  // frames or mapping the file alike), so that the program's next writes
+  // there take no fault. One the transaction does not change
   // costs its commit a comparison with the file's image and nothing else
   // (write_back writes nothing for it). A gauge stops it for a while when
   // most of such pages go unchanged (write_gauge).
@@ -253,20 +254,13 @@ class pager {
   // The shortest run worth a mapping of its own (one costs about what
   // copying a page does).
   static constexpr std::size_t min_mapped_run = 2;
-  // Whether mapping pays. A mapped page the program writes costs more than
-  // a copied one (its frame's mapping splits, and the kernel copies the
-  // page then); one it only reads costs much less. So a transaction maps
-  // pages until it first writes a stored page (`writing`), and of the last
-  // mapping_sample pages mapped, when the program went on to write more
-  // than a third, pages are copied for the next mapping_pause pages taken
-  // in (then mapping is tried again).
-  struct mapping_gauge {
-    std::uint32_t mapped = 0, written = 0;
-    std::uint32_t pause = 0;
-    bool writing = false;
-    bool on = true;
-  };
-  mapping_gauge mapping_;
+  // Whether stored pages whose images are the file's are mapped from it
+  // (options::map_page_file). Whether the program goes on to write them
+  // or not: a mapped page made writable becomes the process's own copy
+  // when first written (the kernel copies only its 4 KiB halves written),
+  // and a write fault makes its block writable in one call per run
+  // (make_writable_around), so that the mapping splits once per block.
+  bool map_files_ = true;
   // Pages made writable ahead (make_writable_around) and the pages written
   // back unchanged since the last sample: when more than half of
   // write_sample were unchanged, the next write_pause write faults make
@@ -280,9 +274,6 @@ class pager {
   static constexpr std::uint32_t write_sample = 256;
   static constexpr std::uint32_t write_pause = 4096;
   std::vector<page_desc*> ahead_;  // make_writable_around's pages
-  static constexpr std::uint32_t mapping_sample = 256;
-  static constexpr std::uint32_t mapping_pause = 4096;
-  void note_mapped(std::uint32_t mapped, std::uint32_t written);
   // Page-aligned memory for images on their way to their frames (the
   // kernel copies from it into a frame's memory: frame_space::fill).
   class page_buffer {

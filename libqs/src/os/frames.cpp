@@ -320,11 +320,25 @@ void frame_space::protect(std::uint64_t f, bool writable, std::uint64_t n) {
       fail("qs: protecting frame " + std::to_string(f));
     return;
   }
-  // Frames mapping a file one by one (mprotect); the others' page table
-  // entries a run at a time.
+  // Frames mapping a file with mprotect, neighbours whose access changes
+  // together in one call (made read-only, or writable within the budget);
+  // the others' page table entries with userfaultfd, a run at a time.
   for (std::uint64_t end = f + n; f < end;) {
     if (file_mapped(f)) {
-      protect_mapped(f++, writable);
+      std::uint64_t run = 0;
+      while (f + run < end && file_mapped(f + run) && ((mapped_offsets_.at(f + run) & 1) != 0) != writable &&
+             (!writable || mapped_runs_ + mapped_writable_ + run + 1 <= run_budget_))
+        ++run;
+      if (run < 2) {
+        protect_mapped(f++, writable);
+        continue;
+      }
+      if (::mprotect(frame_address(f), run * page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ) != 0)
+        fail("qs: protecting frames " + std::to_string(f) + " to " + std::to_string(f + run - 1));
+      for (std::uint64_t i = f; i < f + run; ++i) mapped_offsets_.at(i) ^= 1;
+      if (writable) mapped_writable_ += run;
+      else mapped_writable_ -= run;
+      f += run;
       continue;
     }
     std::uint64_t run = 1;
