@@ -8,7 +8,11 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <array>
@@ -124,6 +128,35 @@ struct victim {
   }
 };
 
+// Processes that spin on the processor until this object goes (or the
+// torture dies: they never outlive it).
+class busy_load {
+ public:
+  explicit busy_load(int n) {
+    for (int i = 0; i < n; ++i) {
+      const pid_t parent = ::getpid();
+      const pid_t pid = ::fork();
+      if (pid < 0) throw std::runtime_error("cannot start a busy process");
+      if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(0);
+        for (volatile std::uint64_t spin = 0;; spin = spin + 1) {
+        }
+      }
+      pids_.push_back(pid);
+    }
+  }
+  ~busy_load() {
+    for (pid_t pid : pids_) ::kill(pid, SIGKILL);
+    for (pid_t pid : pids_) ::waitpid(pid, nullptr, 0);
+  }
+  busy_load(const busy_load&) = delete;
+  busy_load& operator=(const busy_load&) = delete;
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
 class torture {
  public:
   explicit torture(const torture_config& c) : c_(c), rng_(c.seed) {}
@@ -134,9 +167,12 @@ class torture {
       work_ = qs_test::make_temp_dir("qs-torture");
     }
     fs::create_directories(work_);
-    std::printf("qs_torture: seed %llu, %d rounds of kind%s %s, in %s\n", static_cast<unsigned long long>(c_.seed),
+    std::printf("qs_torture: seed %llu, %d rounds of kind%s %s, in %s", static_cast<unsigned long long>(c_.seed),
                 c_.rounds, c_.kinds.size() > 1 ? "s" : "", c_.kinds.c_str(), work_.c_str());
+    if (c_.load > 0) std::printf(", %d busy process%s beside it", c_.load, c_.load > 1 ? "es" : "");
+    std::printf("\n");
     std::fflush(stdout);
+    busy_load load(c_.load);
     int rc = 0;
     for (char kind : c_.kinds) {
       kind_stats& st = stats_[kind];
@@ -151,8 +187,9 @@ class torture {
         else throw std::runtime_error(std::string("unknown kind ") + kind + " (a, b, c, d or e)");
       } catch (const std::exception& e) {
         std::printf("FAILED: kind %c, round %d: %s\n", kind, st.rounds, e.what());
-        std::printf("replay: scripts/torture %d --seed %llu --kinds %c (work directory kept: %s)\n", c_.rounds,
-                    static_cast<unsigned long long>(c_.seed), kind, work_.c_str());
+        std::printf("replay: scripts/torture %d --seed %llu --kinds %c%s (work directory kept: %s)\n", c_.rounds,
+                    static_cast<unsigned long long>(c_.seed), kind,
+                    c_.load > 0 ? (" --load " + std::to_string(c_.load)).c_str() : "", work_.c_str());
         rc = 1;
       }
       st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -26,6 +26,12 @@
 // delay kill is the operating system's, so a replay takes the same choices
 // but may land elsewhere.
 //
+// With `load` (--load N), N busy processes run beside the rounds, each
+// spinning on a core for as long as the torture runs: a writer, a recovery
+// and a checker then lose the processor at moments an idle machine never
+// shows (Berkeley DB's bulk transactions, once used by qs, lost whole
+// environments only so).
+//
 // On a failure the driver stops, prints the round, its choices and the
 // checker's findings, and keeps the work directory (databases, logs).
 //
@@ -44,6 +50,7 @@ struct torture_config {
   std::string dir;  // work directory; empty: a fresh one under $TMPDIR
   bool keep = false;
   bool verbose = false;
+  int load = 0;      // busy processes beside the rounds
   std::string self;  // this program, which is also the writer and the checker
 };
 

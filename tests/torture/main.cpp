@@ -1,8 +1,9 @@
 // qs_torture: the crash torture of qs (scripts/torture). One program in three
 // roles:
-//   qs_torture run N [--seed S] [--kinds abcde] [--dir D] [--keep] [--verbose]
+//   qs_torture run N [--seed S] [--kinds abcde] [--dir D] [--keep] [--verbose] [--load N]
 //       N rounds of each kind of victim (kill_rounds.hpp); S defaults to a
-//       fresh random seed, printed first
+//       fresh random seed, printed first; --load N runs N busy processes
+//       beside them
 //   qs_torture write TARGET PART SEED POOL RELOCATION [--go FILE] [--hold FILE] [--txns N] [--break partial|leak:K]
 //       the writer (writer.hpp); TARGET a directory or a page server's URL
 //   qs_torture check TARGET SEED FLOOR...
@@ -15,6 +16,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -29,7 +31,7 @@ namespace {
 int usage() {
   std::fprintf(
       stderr,
-      "usage: qs_torture run N [--seed S] [--kinds abcde] [--dir D] [--keep] [--verbose]\n"
+      "usage: qs_torture run N [--seed S] [--kinds abcde] [--dir D] [--keep] [--verbose] [--load N]\n"
       "       qs_torture write TARGET PART SEED POOL RELOCATION [--go FILE] [--hold FILE] [--txns N] [--break HOW:K]\n"
       "       qs_torture check TARGET SEED FLOOR...\n");
   return 2;
@@ -54,6 +56,7 @@ int run(const std::vector<std::string>& a) {
     else if (a[i] == "--dir") c.dir = a.at(++i);
     else if (a[i] == "--keep") c.keep = true;
     else if (a[i] == "--verbose") c.verbose = true;
+    else if (a[i] == "--load") c.load = static_cast<int>(std::min<std::uint64_t>(number(a.at(++i)), 64));
     else return usage();
   }
   return qs_torture::run_torture(c);

@@ -119,3 +119,19 @@ TEST_CASE("with the pages.db layout, ten kills of an embedded writer and of one 
   CHECK(out.find("kind a (") != std::string::npos);
   CHECK((out.find("kind d (") != std::string::npos || out.find("kind d skipped") != std::string::npos));
 }
+
+TEST_CASE("with two busy processes beside it, twenty kills of an embedded writer on each layout") {
+  // The moments at which a loaded machine takes the processor away are
+  // where Berkeley DB's bulk transactions lost environments to recovery.
+  const char* page_file = GENERATE("1", "0");
+  qs_test::test_dir dir;
+  qs_test::env_var layout("QS_PAGE_FILE", page_file);
+  std::string s = std::to_string(std::random_device{}());
+  std::string out;
+  int st =
+      torture(dir, {"run", "20", "--kinds", "a", "--load", "2", "--seed", s, "--dir", dir.sub("work")}, &out, 280000);
+  INFO(out);
+  CHECK(st == 0);
+  CHECK(out.find("2 busy processes beside it") != std::string::npos);
+  CHECK(out.find("kind a (") != std::string::npos);
+}
