@@ -140,8 +140,8 @@ class busy_load {
       if (pid == 0) {
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (::getppid() != parent) ::_exit(0);
-        for (volatile std::uint64_t spin = 0;; spin = spin + 1) {
-        }
+        volatile std::uint64_t spin = 0;
+        for (;;) spin = spin + 1;
       }
       pids_.push_back(pid);
     }
