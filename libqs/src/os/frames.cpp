@@ -256,7 +256,7 @@ frame_space::~frame_space() {
 
 void frame_space::show(std::uint64_t f, bool writable) {
   if (control_ == frame_control::protection) return protect(f, writable);
-  if (file_mapped(f)) return protect_mapped(f, writable);
+  if (file_mapped(f)) return protect_mapped(f, 1, writable);
   uffdio_continue c{};
   c.range = {reinterpret_cast<std::uint64_t>(frame_address(f)), page_size_};
   c.mode = writable ? 0 : UFFDIO_CONTINUE_MODE_WP;
@@ -325,19 +325,9 @@ void frame_space::protect(std::uint64_t f, bool writable, std::uint64_t n) {
   // the others' page table entries with userfaultfd, a run at a time.
   for (std::uint64_t end = f + n; f < end;) {
     if (file_mapped(f)) {
-      std::uint64_t run = 0;
-      while (f + run < end && file_mapped(f + run) && ((mapped_offsets_.at(f + run) & 1) != 0) != writable &&
-             (!writable || mapped_runs_ + mapped_writable_ + run + 1 <= run_budget_))
-        ++run;
-      if (run < 2) {
-        protect_mapped(f++, writable);
-        continue;
-      }
-      if (::mprotect(frame_address(f), run * page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ) != 0)
-        fail("qs: protecting frames " + std::to_string(f) + " to " + std::to_string(f + run - 1));
-      for (std::uint64_t i = f; i < f + run; ++i) mapped_offsets_.at(i) ^= 1;
-      if (writable) mapped_writable_ += run;
-      else mapped_writable_ -= run;
+      std::uint64_t run = 1;
+      while (f + run < end && file_mapped(f + run)) ++run;
+      protect_mapped(f, run, writable);
       f += run;
       continue;
     }
@@ -464,22 +454,34 @@ void frame_space::unmap_file(std::uint64_t f, bool keep) {
   set_mapped(f, false, offset & ~std::uint64_t{1});
 }
 
-void frame_space::protect_mapped(std::uint64_t f, bool writable) {
-  std::uint64_t& at = mapped_offsets_.at(f);
-  if (((at & 1) != 0) == writable) return;
-  if (writable && mapped_runs_ + mapped_writable_ >= run_budget_) {
-    // No room for the mapping a writable frame splits off: the memfd
-    // takes its bytes, and shows them writable.
-    unmap_file(f, true);
-    return show(f, true);
+void frame_space::protect_mapped(std::uint64_t f, std::uint64_t n, bool writable) {
+  for (const std::uint64_t end = f + n; f < end;) {
+    if (((mapped_offsets_.at(f) & 1) != 0) == writable) {
+      ++f;
+      continue;
+    }
+    if (writable && mapped_runs_ + mapped_writable_ >= run_budget_) {
+      // No room for the mapping a writable frame splits off: the memfd
+      // takes its bytes, and shows them writable.
+      unmap_file(f, true);
+      show(f, true);
+      ++f;
+      continue;
+    }
+    // The neighbours whose access changes with it, within the budget: one
+    // call. Written, a frame's page becomes the process's own copy (the
+    // file is never written through it).
+    std::uint64_t run = 1;
+    while (f + run < end && ((mapped_offsets_.at(f + run) & 1) != 0) != writable &&
+           (!writable || mapped_runs_ + mapped_writable_ + run < run_budget_))
+      ++run;
+    if (::mprotect(frame_address(f), run * page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ) != 0)
+      fail("qs: protecting frames " + std::to_string(f) + " to " + std::to_string(f + run - 1));
+    for (std::uint64_t i = f; i < f + run; ++i) mapped_offsets_.at(i) ^= 1;
+    if (writable) mapped_writable_ += run;
+    else mapped_writable_ -= run;
+    f += run;
   }
-  // Written, the frame's page becomes the process's own copy (the file is
-  // never written through it).
-  if (::mprotect(frame_address(f), page_size_, writable ? PROT_READ | PROT_WRITE : PROT_READ) != 0)
-    fail("qs: protecting frame " + std::to_string(f));
-  at ^= 1;
-  if (writable) ++mapped_writable_;
-  else --mapped_writable_;
 }
 
 std::uint64_t frame_space::memory_bytes() const {

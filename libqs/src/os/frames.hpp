@@ -151,9 +151,11 @@ class frame_space {
   void write_memory(std::uint64_t f, const std::byte* src);
   // Frames [f, f + n) map the memfd again, registered, hidden.
   void restore_memfd(std::uint64_t f, std::uint64_t n);
-  // A frame mapping a file is shown read-only or read-write (its own copy
-  // of the page once written).
-  void protect_mapped(std::uint64_t f, bool writable);
+  // Frames [f, f + n), all mapping a file, are shown read-only or
+  // read-write (each its own copy of the page once written): neighbours
+  // whose access changes in one mprotect; past the budget of mappings, a
+  // frame made writable goes back to the memfd.
+  void protect_mapped(std::uint64_t f, std::uint64_t n, bool writable);
   void set_mapped(std::uint64_t f, bool on, std::uint64_t offset);
   // Whether f - 1 (or f + 1) maps the file bytes right before (after) f's.
   bool joins(std::uint64_t f, std::uint64_t offset, bool left) const;
