@@ -16,7 +16,6 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -56,8 +55,11 @@ int run(const std::vector<std::string>& a) {
     else if (a[i] == "--dir") c.dir = a.at(++i);
     else if (a[i] == "--keep") c.keep = true;
     else if (a[i] == "--verbose") c.verbose = true;
-    else if (a[i] == "--load") c.load = static_cast<int>(std::min<std::uint64_t>(number(a.at(++i)), 64));
-    else return usage();
+    else if (a[i] == "--load") {
+      const std::uint64_t n = number(a.at(++i));
+      if (n > 64) throw std::invalid_argument("--load takes 0 to 64 busy processes, not " + std::to_string(n));
+      c.load = static_cast<int>(n);
+    } else return usage();
   }
   return qs_torture::run_torture(c);
 }
