@@ -11,9 +11,11 @@
 #include "types.hpp"
 
 #include <qs/bdb/bdb_env.hpp>
+#include <qs/bdb/slot_writer.hpp>
 #include <qs/format/page_record.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -320,6 +322,89 @@ TEST_CASE("page file: images lie at multiples of 4096 bytes, their heads apart")
   CHECK(std::all_of(back.begin(), back.begin() + 48, [](std::byte b) { return b == std::byte{0}; }));
   CHECK(file->slots() >= 301);
   CHECK_THROWS_AS(qs::detail::page_file::create(dir.sub("odd"), 48, 8000), qs::invalid_argument);
+}
+
+TEST_CASE("page file: records handed to the writer thread are in the file once settled; a failed one names its page") {
+  test_dir dir;
+  auto file = qs::detail::page_file::create(dir.path(), 48, 8192);
+  std::vector<std::byte> rec(48 + 8192), back(48 + 8192);
+  auto fill = [&](std::uint64_t page) {
+    for (std::size_t i = 0; i < rec.size(); ++i) rec[i] = static_cast<std::byte>((page * 5 + i) & 0xff);
+  };
+  constexpr std::uint64_t pages = 3 * qs::detail::slot_writer::depth + 7;  // the ring goes round
+  REQUIRE(file->reserve(pages) == 0);
+  std::uint64_t failed = 0;
+  {
+    qs::detail::slot_writer writer(*file);
+    for (std::uint64_t page = 0; page < pages; ++page) {
+      fill(page);
+      REQUIRE(writer.write(page, rec.data(), static_cast<std::uint32_t>(rec.size()), failed) == 0);
+    }
+    REQUIRE(writer.settle(failed) == 0);
+    CHECK_FALSE(writer.busy());
+    for (std::uint64_t page = 0; page < pages; ++page) {
+      fill(page);
+      file->read(page, back.data(), static_cast<std::uint32_t>(back.size()));
+      REQUIRE(back == rec);
+    }
+    // A page past what the file can hold fails its write: settle says so,
+    // with the page, and so does every write after it, which writes nothing.
+    const std::uint64_t huge = std::uint64_t{1} << 60;
+    REQUIRE(writer.write(huge, rec.data(), static_cast<std::uint32_t>(rec.size()), failed) == 0);
+    CHECK(writer.settle(failed) == EFBIG);
+    CHECK(failed == huge);
+    fill(pages);
+    failed = 0;
+    CHECK(writer.write(pages, rec.data(), static_cast<std::uint32_t>(rec.size()), failed) == EFBIG);
+    CHECK(failed == huge);
+    CHECK(writer.settle(failed) == EFBIG);
+  }
+  // Destroyed with records handed over: they are written first.
+  {
+    qs::detail::slot_writer writer(*file);
+    for (std::uint64_t page = 0; page < pages; ++page) {
+      fill(page + 1);
+      REQUIRE(writer.write(page, rec.data(), static_cast<std::uint32_t>(rec.size()), failed) == 0);
+    }
+  }
+  for (std::uint64_t page = 0; page < pages; ++page) {
+    fill(page + 1);
+    file->read(page, back.data(), static_cast<std::uint32_t>(back.size()));
+    REQUIRE(back == rec);
+  }
+}
+
+TEST_CASE("page file: a bulk transaction reads back at once the records it wrote in place and commits them") {
+  test_dir dir;
+  const std::string db = dir.sub("env");
+  constexpr std::uint32_t slot = 48 + 8192;
+  constexpr std::uint64_t pages = 400;
+  std::vector<std::byte> rec(slot), back(slot);
+  auto fill = [&](std::uint64_t page) {
+    std::memset(rec.data(), 0, rec.size());
+    const std::uint32_t magic = qs::detail::record_magic;
+    for (std::size_t i = sizeof magic; i < rec.size(); ++i) rec[i] = static_cast<std::byte>((page * 11 + i) & 0xff);
+    std::memcpy(rec.data(), &magic, sizeof magic);
+  };
+  {
+    qs::detail::bdb_env env(db, 16u << 20, false, qs::detail::default_max_locks, true, nullptr, slot);
+    DbTxn* t = env.begin(qs::detail::bdb_env::txn_kind::bulk);
+    env.committed_pages_end(0);
+    for (std::uint64_t page = 0; page < pages; ++page) {
+      fill(page);
+      env.put_record(t, page, rec.data(), slot);
+      // At once, as a page evicted from a full pool and touched again is.
+      REQUIRE(env.read_record(t, page, back.data(), slot) == slot);
+      REQUIRE(back == rec);
+    }
+    env.commit(t, true);
+  }
+  qs::detail::bdb_env env(db, 16u << 20, false, qs::detail::default_max_locks, true, nullptr, slot);
+  for (std::uint64_t page = 0; page < pages; ++page) {
+    fill(page);
+    REQUIRE(env.read_record(nullptr, page, back.data(), slot) == slot);
+    REQUIRE(back == rec);
+  }
 }
 
 TEST_CASE("page file: the pages it reaches grow with each write and reservation, and survive a reopen") {

@@ -16,7 +16,8 @@
 // The page-file layout's (bdb_env.hpp): page_file.committed (the commit is
 // in the log, the page file not written yet), page_file.half_applied (half
 // of the commit's page writes are in the page file), page_file.in_place (a
-// bulk transaction wrote a new page's record into the page file, unlogged),
+// bulk transaction handed a new page's record over to be written into the
+// page file, unlogged: slot_writer.hpp),
 // page_file.in_place_synced (the file is synced before such a transaction's
 // commit record; fresh_slots.hpp). pages.db's:
 // commit.reading_ahead (on the helper that reads a commit's B-tree pages

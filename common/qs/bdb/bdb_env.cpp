@@ -798,9 +798,15 @@ void bdb_env::commit(DbTxn* t, bool durable) {
   }
   if (fresh_ && fresh_->wrote(t)) {
     // The records it wrote in place must be on the disk before its commit
-    // record can be. A failed sync breaks the environment: the file may
-    // have lost writes of earlier commits too, which only recovery makes
-    // again.
+    // record can be. A failed write or sync breaks the environment: the
+    // file may have lost writes of earlier commits too, which only recovery
+    // makes again.
+    std::uint64_t failed = 0;
+    if (int e = fresh_->settle(failed)) {
+      forget_writes(t);
+      t->abort();
+      fail_in_place(e, failed);
+    }
     if (int e = page_file_->sync()) {
       forget_writes(t);
       t->abort();
@@ -1265,6 +1271,7 @@ void bdb_env::read_range_into(DbTxn* t, std::uint64_t first, std::uint64_t last,
                               std::uint32_t bulk_bytes) {
   if (page_file_) {
     refuse_if_broken();  // as read_record
+    settle_in_place();
     // Slot by slot, each straight into its place; the mapping object,
     // when the record has one, from pages.db.
     const std::uint32_t slot = page_file_->slot_bytes();
@@ -1679,10 +1686,9 @@ void bdb_env::write_slot(DbTxn* t, std::uint64_t page, std::span<const page_log:
   }
   if (pieces.size() == 1 && pieces[0].offset == 0) {
     int e = 0;
-    if (fresh_->write(t, page, pieces[0].bytes, pieces[0].length, e)) {
-      if (e != 0)
-        fail_writes("database " + dir_ + ": cannot write page " + std::to_string(page) + " into " + page_file_->path() +
-                    ": " + std::strerror(e));
+    std::uint64_t failed = 0;
+    if (fresh_->write(t, page, pieces[0].bytes, pieces[0].length, e, failed)) {
+      if (e != 0) fail_in_place(e, failed);
       pause_point("page_file.in_place");
       return;
     }
@@ -1711,13 +1717,26 @@ void bdb_env::apply_deferred(const char* before) {
                 " failed: " + std::strerror(e) + "; reopening the database writes them from the log");
 }
 
+void bdb_env::fail_in_place(int error, std::uint64_t page) const {
+  fail_writes("database " + dir_ + ": cannot write page " + std::to_string(page) + " into " + page_file_->path() +
+              ": " + std::strerror(error));
+}
+
+void bdb_env::settle_in_place() const {
+  if (!fresh_ || !fresh_->unsettled()) return;
+  std::uint64_t failed = 0;
+  if (int e = fresh_->settle(failed)) fail_in_place(e, failed);
+}
+
 bool bdb_env::image_in_file(DbTxn* t, std::uint64_t page, file_image& where) const {
   if (!page_file_ || (t && page_log_->wrote(t, page)) || page_log_->deferred(page)) return false;
+  settle_in_place();
   where.fd = page_file_->fd();
   return page_file_->image_at(page, where.offset, where.bytes);
 }
 
 std::uint32_t bdb_env::read_slot(DbTxn* t, std::uint64_t page, void* buf, std::uint32_t cap) {
+  settle_in_place();
   // Deferred writes written to the file meanwhile: read it again.
   for (std::uint64_t seen = page_log_->applications();; seen = page_log_->applications()) {
     page_file_->read(page, buf, cap);

@@ -439,6 +439,11 @@ class bdb_env {
   // Breaks the environment for writes and throws qs::write_failed, saying
   // after_failed_write(message).
   [[noreturn]] void fail_writes(const std::string& message) const;
+  // fail_writes for a record written in place (fresh_slots.hpp) that failed.
+  [[noreturn]] void fail_in_place(int error, std::uint64_t page) const;
+  // Waits for the records handed over to be written in place, so that a
+  // read of the page file finds them; fail_in_place when one failed.
+  void settle_in_place() const;
   // Reserves the disk blocks a data file will grow into, a few MiB past
   // the last page Berkeley DB has for it (written or still in its cache),
   // before anything is written there: on a full disk the reservation fails

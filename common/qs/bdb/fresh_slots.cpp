@@ -6,24 +6,27 @@
 
 namespace qs::detail {
 
-fresh_slots::fresh_slots(page_file& file) : file_(file), committed_end_(file.slots()) {}
+fresh_slots::fresh_slots(page_file& file) : file_(file), committed_end_(file.slots()), writer_(file) {}
 
 void fresh_slots::begin(DbTxn* t) {
   std::lock_guard<std::mutex> g(mutex_);
   txns_.emplace(t, 0);
 }
 
-bool fresh_slots::write(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len, int& error) {
+bool fresh_slots::write(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len, int& error,
+                        std::uint64_t& failed_page) {
   std::lock_guard<std::mutex> g(mutex_);
   auto it = txns_.find(t);
   if (it == txns_.end() || paused_ || page < floor() || len != file_.slot_bytes()) {
     written_end_ = std::max(written_end_, page + 1);
     return false;
   }
-  error = file_.write(page, 0, rec, len);
+  error = writer_.write(page, rec, len, failed_page);
   it->second = std::max(it->second, page + 1);
   return true;
 }
+
+int fresh_slots::settle(std::uint64_t& failed_page) { return writer_.settle(failed_page); }
 
 void fresh_slots::logged(std::uint64_t page) {
   std::lock_guard<std::mutex> g(mutex_);
@@ -48,7 +51,13 @@ void fresh_slots::forget(DbTxn* t) {
   std::lock_guard<std::mutex> g(mutex_);
   auto it = txns_.find(t);
   if (it == txns_.end()) return;
-  if (it->second != 0) maybe_left_ = true;
+  if (it->second != 0) {
+    maybe_left_ = true;
+    // A failed write is the environment's to report (it broke on it, or
+    // does at its next write in place); here only its end matters.
+    std::uint64_t failed_page = 0;
+    (void)writer_.settle(failed_page);
+  }
   txns_.erase(it);
 }
 
@@ -76,6 +85,10 @@ int fresh_slots::past_committed(std::uint64_t first) {
 void fresh_slots::pause(bool on) {
   std::lock_guard<std::mutex> g(mutex_);
   paused_ = on;
+  // The copy must find what was handed over before (a failed write broke
+  // the environment, or does at its transaction's commit).
+  std::uint64_t failed_page = 0;
+  if (on) (void)writer_.settle(failed_page);
 }
 
 }  // namespace qs::detail

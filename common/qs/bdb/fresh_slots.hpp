@@ -35,11 +35,20 @@
 // the log: the copy must hold, or its log replay, every page of a commit
 // the copied log holds.
 //
+// The writes in place are made by a thread of their own (slot_writer.hpp):
+// write() hands the record over and returns. Whoever needs them in the
+// file waits for them (settle): the commit before it syncs the file, a
+// read of the file (a transaction may read back a page it wrote in place:
+// one evicted from a full pool), a pause, and an aborted transaction's end,
+// before past_committed may look at its slots.
+//
 // Thread-safety: any number of transactions at once; the calls take a
-// mutex (a write in place is made under it, so that a pause waits for it).
+// mutex (a write in place is handed over under it, and a pause waits for
+// what was handed over).
 #pragma once
 
 #include <qs/bdb/page_file.hpp>
+#include <qs/bdb/slot_writer.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -56,11 +65,18 @@ class fresh_slots {
 
   // t is a bulk transaction: its whole records may be written in place.
   void begin(DbTxn* t);
-  // Writes page's whole record `rec` (len bytes, a slot's) in place when t
-  // may (a bulk transaction, a fresh slot, no backup copying) and returns
-  // true, with `error` the errno of a failed write or 0. Returns false when
-  // the record must go through the log, the floor raised past the slot.
-  bool write(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len, int& error);
+  // Hands page's whole record `rec` (len bytes, a slot's) over to be
+  // written in place when t may (a bulk transaction, a fresh slot, no
+  // backup copying) and returns true, with `error` 0, or the errno of a
+  // write in place that failed earlier (the page in `failed_page`).
+  // Returns false when the record must go through the log, the floor
+  // raised past the slot.
+  bool write(DbTxn* t, std::uint64_t page, const void* rec, std::uint32_t len, int& error, std::uint64_t& failed_page);
+  // Waits until every record handed over is in the file; 0, or the errno of
+  // the first write in place that failed (its page in `failed_page`).
+  int settle(std::uint64_t& failed_page);
+  // Whether records handed over may not be in the file yet (one load).
+  bool unsettled() const { return writer_.busy(); }
   // A write to page's slot goes through the log: the floor rises past it.
   void logged(std::uint64_t page);
   // Whether t wrote a record in place (the file must be synced before its
@@ -69,7 +85,8 @@ class fresh_slots {
   // t committed, or its commit failed and may have committed: its slots
   // are below the floor from now on.
   void committed(DbTxn* t);
-  // t ended without committing: what it wrote in place is for past_committed.
+  // t ended without committing: what it wrote in place is for past_committed
+  // (it is in the file when this returns).
   void forget(DbTxn* t);
   // No committed transaction holds a page from `first` on (the store's
   // page counter, read at a transaction's first allocation): those slots
@@ -78,7 +95,8 @@ class fresh_slots {
   // last call (or since the open), and syncs the file when it wrote; 0 or
   // the errno of a failure. Nothing while a transaction writes in place.
   int past_committed(std::uint64_t first);
-  // While on, every record goes through the log (a backup copies the file).
+  // While on, every record goes through the log (a backup copies the file);
+  // turned on, what was handed over before is in the file when it returns.
   void pause(bool on);
 
  private:
@@ -92,6 +110,7 @@ class fresh_slots {
   // Bulk transactions, each with one past the last page it wrote in place
   // (0: none yet).
   std::unordered_map<DbTxn*, std::uint64_t> txns_;
+  slot_writer writer_;  // last: destroyed first, once what it holds is written
 };
 
 }  // namespace qs::detail

@@ -237,7 +237,11 @@ bool page_file::image_at(std::uint64_t page, std::uint64_t& offset, const std::b
 }
 
 void page_file::grown_to(std::uint64_t end) {
-  if (end > size_.load(std::memory_order_relaxed)) size_.store(end, std::memory_order_release);
+  // Records written in place come from a thread of their own
+  // (slot_writer.hpp): the size only ever grows.
+  std::uint64_t size = size_.load(std::memory_order_relaxed);
+  while (end > size && !size_.compare_exchange_weak(size, end, std::memory_order_release, std::memory_order_relaxed)) {
+  }
 }
 
 std::uint64_t page_file::slots() const {

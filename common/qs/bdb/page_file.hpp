@@ -39,7 +39,9 @@
 // checksum, its fields): the file is trusted for nothing but its header.
 //
 // Thread-safety: reads from any number of threads at once; writes, reserve
-// and sync from one thread at a time (bdb_env's writer).
+// and sync from one thread at a time (bdb_env's writer), except that the
+// thread writing records in place (slot_writer.hpp) writes into slots no
+// other write touches, beside it.
 #pragma once
 
 #include <atomic>
