@@ -67,8 +67,8 @@ class slot_writer {
 
   page_file& file_;
   std::mutex mutex_;
-  std::condition_variable work_;  // the writer waits for records
-  std::condition_variable room_;  // write() waits for a free buffer, settle() for none pending
+  std::condition_variable work_;                       // the writer waits for records
+  std::condition_variable room_;                       // write() waits for a free buffer, settle() for none pending
   std::vector<std::unique_ptr<std::byte[]>> buffers_;  // depth of them, made at the first write
   std::vector<item> items_;                            // the ring, depth of them
   std::size_t head_ = 0;                               // the next item to write

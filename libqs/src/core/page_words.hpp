@@ -130,6 +130,24 @@ void visit_words(const type_layout& l, std::uint64_t elems, std::uint64_t lo, st
   }
 }
 
+// visit_words for every word of a whole object of `size` bytes at page
+// offset `at`: its elements are whole, so every word lies inside it (a
+// layout's words end inside its size: schema_registry.cpp), and no word is
+// tested against bounds.
+template <class F>
+void visit_object(const type_layout& l, std::uint64_t size, std::uint64_t at, F& f) {
+  const std::uint32_t* const pointers = l.pointers.data();
+  const std::uint32_t* const vptrs = l.vptrs.data();
+  const std::uint32_t np = static_cast<std::uint32_t>(l.pointers.size());
+  const std::uint32_t nv = static_cast<std::uint32_t>(l.vptrs.size());
+  if (np == 0 && nv == 0) return;
+  const std::uint64_t elems = size == l.size ? 1 : size / l.size;
+  for (std::uint64_t e = 0, base = at; e < elems; ++e, base += l.size) {
+    for (std::uint32_t i = 0; i < np; ++i) f(static_cast<std::uint32_t>(base + pointers[i]), false, l, i);
+    for (std::uint32_t i = 0; i < nv; ++i) f(static_cast<std::uint32_t>(base + vptrs[i]), true, l, i);
+  }
+}
+
 // The words of an object that overlap page bytes [lo, hi) start at object
 // offsets in [lo - 7, hi) (a word is 8 bytes; packed types may place one
 // anywhere), clipped to the object's [0, size).
@@ -147,8 +165,7 @@ void page_words::for_each(const page_desc* d, const std::byte* img, F f) {
   using page_words_detail::visit_words;
   if (d->hdr.kind == page_kind::small) {
     heap_for_each(img, page_size_, [&](std::uint32_t payload, const object_header& oh) {
-      const type_layout& l = layout_of(d, oh.type);
-      visit_words(l, oh.size / l.size, 0, oh.size, payload, f);
+      page_words_detail::visit_object(layout_of(d, oh.type), oh.size, payload, f);
     });
     return;
   }

@@ -31,11 +31,8 @@ bool pointer_check::check_changed(const page_desc* d, const std::byte* img, cons
   return any;
 }
 
-bool pointer_check::storable(const page_desc* d, const std::byte* img, std::uint32_t off, const type_layout& l,
-                             std::uint32_t which, bool throw_on_violation) {
-  std::uint64_t v;
-  std::memcpy(&v, img + off, sizeof v);
-  if (v == 0 || access_.storable_pointer(v)) return true;
+bool pointer_check::refuse(const page_desc* d, const std::byte* img, std::uint32_t off, const type_layout& l,
+                           std::uint32_t which, std::uint64_t v, bool throw_on_violation) {
   if (!throw_on_violation) return false;
   const auto* target = reinterpret_cast<const void*>(v);
   char at[96], to[64];

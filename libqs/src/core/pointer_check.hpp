@@ -19,6 +19,7 @@
 #include "core/page_words.hpp"
 #include "mode/page_access.hpp"
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -42,13 +43,22 @@ class pointer_check {
   bool check_changed(const page_desc* d, const std::byte* img, const std::vector<byte_range>& changed);
 
  private:
-  // Where the word at page offset `off` of d is: the element of its object
-  // and the resident object member that points into that object, as text
-  // for a message ("" when nothing more is known).
   // Whether the pointer word at `off` (pointer `which` of layout l) may be
   // stored; throws naming it when not and `throw_on_violation`.
   bool storable(const page_desc* d, const std::byte* img, std::uint32_t off, const type_layout& l, std::uint32_t which,
-                bool throw_on_violation);
+                bool throw_on_violation) {
+    std::uint64_t v;
+    std::memcpy(&v, img + off, sizeof v);
+    if (v == 0 || access_.storable_pointer(v)) [[likely]]
+      return true;
+    return refuse(d, img, off, l, which, v, throw_on_violation);
+  }
+  // storable's answer for a word `v` that may not be stored.
+  bool refuse(const page_desc* d, const std::byte* img, std::uint32_t off, const type_layout& l, std::uint32_t which,
+              std::uint64_t v, bool throw_on_violation);
+  // Where the word at page offset `off` of d is: the element of its object
+  // and the resident object member that points into that object, as text
+  // for a message ("" when nothing more is known).
   std::string whereabouts(const page_desc* d, const std::byte* img, std::uint32_t off, const type_layout& l);
 
   page_words& words_;
