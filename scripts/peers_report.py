@@ -132,6 +132,10 @@ def report(n, rows, cold_is_warm):
               if rows[r].get("build") and "close_s" in rows[r]["build"]]
     if closes:
         print("  closing after the build: " + ", ".join(closes))
+    closes = [f"{r} {float(rows[r]['update']['close_s']):.3f} s" for r in order
+              if rows[r].get("update") and "close_s" in rows[r]["update"]]
+    if closes:
+        print("  closing after the update: " + ", ".join(closes))
     sums = {}
     for r in order:
         for p in ("cold", "warm", "all"):

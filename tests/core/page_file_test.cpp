@@ -407,6 +407,51 @@ TEST_CASE("page file: a bulk transaction reads back at once the records it wrote
   }
 }
 
+TEST_CASE("page file: a durable commit's writes reach the file on a thread of their own before the next commit") {
+  test_dir dir;
+  const std::string db = dir.sub("env");
+  constexpr std::uint32_t slot = 48 + 8192;
+  constexpr std::uint64_t pages = 64;
+  std::vector<std::byte> rec(slot), back(slot);
+  auto fill = [&](std::uint64_t page, int round) {
+    std::memset(rec.data(), 0, rec.size());
+    const std::uint32_t magic = qs::detail::record_magic;
+    for (std::size_t i = sizeof magic; i < rec.size(); ++i)
+      rec[i] = static_cast<std::byte>((page * 13 + i + static_cast<std::size_t>(round)) & 0xff);
+    std::memcpy(rec.data(), &magic, sizeof magic);
+  };
+  auto in_file = [&](std::uint64_t page) {
+    auto file = qs::detail::page_file::open(db);
+    REQUIRE(file);
+    file->read(page, back.data(), slot);
+    return back == rec;
+  };
+  qs::detail::bdb_env env(db, 16u << 20, false, qs::detail::default_max_locks, true, nullptr, slot);
+  for (int round = 0; round < 3; ++round) {
+    // Logged writes (a plain transaction): the commit defers them.
+    DbTxn* t = env.begin();
+    for (std::uint64_t page = 0; page < pages; ++page) {
+      fill(page, round);
+      env.put_record(t, page, rec.data(), slot);
+    }
+    env.commit(t, true);
+    // Read at once: laid over the file, or in it already.
+    for (std::uint64_t page = 0; page < pages; ++page) {
+      fill(page, round);
+      REQUIRE(env.read_record(nullptr, page, back.data(), slot) == slot);
+      REQUIRE(back == rec);
+    }
+    // The next commit begins once the file holds them.
+    DbTxn* next = env.begin();
+    env.put(next, "round", std::to_string(round));
+    env.commit(next, true);
+    for (std::uint64_t page = 0; page < pages; ++page) {
+      fill(page, round);
+      REQUIRE(in_file(page));
+    }
+  }
+}
+
 TEST_CASE("page file: the pages it reaches grow with each write and reservation, and survive a reopen") {
   test_dir dir;
   std::vector<std::byte> rec(48 + 8192), back(48 + 8192);

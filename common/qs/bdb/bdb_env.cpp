@@ -415,6 +415,7 @@ void bdb_env::open_environment(bool recover) {
 }
 
 void bdb_env::close_handles() {
+  applier_.reset();
   {
     std::lock_guard<std::mutex> g(index_mutex_);
     for (auto& i : indexes_)
@@ -543,6 +544,7 @@ bool bdb_env::take_written(DbTxn* t) {
 }
 
 bdb_env::~bdb_env() {
+  applier_.reset();   // what a durable commit left to write, written
   if (!env_) return;  // reopening for writing failed; the handles are closed
   if (broken_.load(std::memory_order_acquire) != not_broken) {
     // A write failed: nothing more may reach the files (Berkeley DB, told
@@ -787,6 +789,9 @@ DbTxn* bdb_env::begin(txn_kind kind) {
 }
 
 void bdb_env::commit(DbTxn* t, bool durable) {
+  // The last durable commit's page writes reach the file first: one
+  // commit's at most are in flight (background_apply.hpp).
+  if (applier_) applier_->wait();
   const bool gated = take_written(t);
   try {
     refuse_if_broken();
@@ -852,13 +857,13 @@ void bdb_env::commit(DbTxn* t, bool durable) {
       page_log_->defer(t);
       if (page_log_->deferred_bytes() >= deferred_max_bytes) apply_deferred("a commit");
     } else {
-      // The durable commit flushed the log: the commits deferred before it
-      // go to the file first, then its own.
-      apply_deferred("a commit");
-      if (int e = page_log_->apply(t))
-        fail_writes("database " + dir_ + ": the transaction committed (it is in the log), but writing it to " +
-                    page_file_->path() + " failed: " + std::strerror(e) +
-                    "; reopening the database writes it from the log");
+      // The durable commit flushed the log: its writes join those deferred
+      // before it, and a thread of their own writes them all to the file,
+      // in commit order, while the program goes on; reads lay them over
+      // the file meanwhile.
+      page_log_->defer(t);
+      if (!applier_) applier_ = std::make_unique<background_apply>([this] { apply_in_background(); });
+      applier_->kick();
     }
   }
   // Bounds recovery time and lets old log files be removed. The commit is
@@ -1707,14 +1712,41 @@ void bdb_env::committed_pages_end(std::uint64_t first) {
 
 void bdb_env::apply_deferred(const char* before) {
   if (!page_log_ || page_log_->deferred_bytes() == 0) return;
-  if (const int flushed = env_->log_flush(nullptr); flushed != 0)
+  int flushed = 0;
+  const int e = page_log_->apply_committed(
+      [&] {
+        const int rc = env_->log_flush(nullptr);
+        if (rc == 0) pause_point("page_file.deferred");
+        return rc;
+      },
+      flushed, "page_file.deferred_half_applied");
+  if (flushed != 0)
     fail_writes("database " + dir_ + ": flushing the log before " + before + " failed: " + db_strerror(flushed) +
                 "; the transactions committed without durability since the last flush may or may not be there "
                 "(look after reopening)");
-  pause_point("page_file.deferred");
-  if (int e = page_log_->apply_committed())
+  if (e != 0)
     fail_writes("database " + dir_ + ": writing committed transactions to " + page_file_->path() + " before " + before +
                 " failed: " + std::strerror(e) + "; reopening the database writes them from the log");
+}
+
+void bdb_env::apply_in_background() noexcept {
+  if (broken_.load(std::memory_order_acquire) != not_broken) return;
+  int flushed = 0;
+  // The log is on the disk up to the commit that kicked this (and no
+  // commit comes until this ends: commit waits); the flush is for the
+  // commits before it that did not flush.
+  const int e = page_log_->apply_committed([&] { return env_->log_flush(nullptr); }, flushed, "page_file.half_applied");
+  if (flushed == 0 && e == 0) return;
+  try {
+    const std::string what =
+        flushed != 0 ? std::string("flushing the log after a commit failed: ") + db_strerror(flushed)
+                     : "writing committed transactions to " + page_file_->path() + " failed: " + std::strerror(e);
+    break_for_writes(after_failed_write("database " + dir_ + ": " + what +
+                                        "; every commit that returned is in the log, and reopening the database "
+                                        "writes it to the file"));
+  } catch (...) {
+    break_for_writes("database " + dir_ + ": writing committed transactions to the page file failed");
+  }
 }
 
 void bdb_env::fail_in_place(int error, std::uint64_t page) const {
@@ -1729,7 +1761,12 @@ void bdb_env::settle_in_place() const {
 }
 
 bool bdb_env::image_in_file(DbTxn* t, std::uint64_t page, file_image& where) const {
-  if (!page_file_ || (t && page_log_->wrote(t, page)) || page_log_->deferred(page)) return false;
+  if (!page_file_ || (t && page_log_->wrote(t, page))) return false;
+  // A durable commit's writes on their way to the file are there in a
+  // moment: waited for, the file holds the page again (a page it wrote is
+  // often written again, its before-image the file's).
+  if (page_log_->deferred(page) && applier_) applier_->wait();
+  if (page_log_->deferred(page)) return false;
   settle_in_place();
   where.fd = page_file_->fd();
   return page_file_->image_at(page, where.offset, where.bytes);

@@ -32,7 +32,8 @@
 // records are then slots of `pages.qs`, and only mapping objects stay in
 // pages.db. A write to a record is an application record in Berkeley DB's
 // log, in the writing transaction (page_log.hpp), written to the file once
-// the commit is in the log; recovery (the environment's app_dispatch)
+// the commit is in the log (a durable commit's by a thread of their own,
+// after it returned: background_apply.hpp); recovery (the environment's app_dispatch)
 // writes the committed ones again. The file is synced before every
 // checkpoint, qs's own and the clean close's. A record write reserves the
 // file's blocks first, so that the write after the commit never needs room.
@@ -79,6 +80,7 @@
 #pragma once
 
 #include <qs/base/error.hpp>
+#include <qs/bdb/background_apply.hpp>
 #include <qs/bdb/fresh_slots.hpp>
 #include <qs/bdb/page_file.hpp>
 #include <qs/bdb/page_log.hpp>
@@ -315,9 +317,10 @@ class bdb_env {
   // lies in pages.qs (its file descriptor, its offset there, its bytes in
   // the file's mapping), so that it can be mapped with no copy. False when
   // the environment has no page file, when t wrote to the page (what t
-  // reads is not in the file yet), or when the file's mapping does not
-  // reach the image. The caller checks the bytes: nothing here vouches for
-  // them.
+  // reads is not in the file yet), when commits that did not flush the log
+  // wrote to it, or when the file's mapping does not reach the image (a
+  // durable commit's writes still on their way are waited for). The caller
+  // checks the bytes: nothing here vouches for them.
   struct file_image {
     int fd;
     std::uint64_t offset;
@@ -477,6 +480,10 @@ class bdb_env {
   // `before` says what needs it, in the message of a failure
   // (fail_writes). Nothing when none wait.
   void apply_deferred(const char* before);
+  // applier_'s work, after a durable commit: writes the deferred page writes
+  // to the page file; a failure breaks the environment (the commits are in
+  // the log: the next open writes them).
+  void apply_in_background() noexcept;
   // How many bytes of deferred page writes the commits that do not flush
   // the log may leave waiting before one flushes it and writes them.
   static constexpr std::size_t deferred_max_bytes = std::size_t{32} << 20;
@@ -490,6 +497,9 @@ class bdb_env {
   std::unique_ptr<Db> warm_db_;           // pages.db again, for warm_records (writable, pages.db layout)
   std::unique_ptr<page_log> page_log_;
   std::unique_ptr<fresh_slots> fresh_;  // the page-file layout's records written in place
+  // Writes a durable commit's page writes to the page file after it
+  // returned (made at the first; stopped before the handles close).
+  std::unique_ptr<background_apply> applier_;
   // t ends without committing: the page-file layout's writes kept for it
   // are forgotten.
   void forget_writes(DbTxn* t);

@@ -196,12 +196,14 @@ std::size_t page_log::deferred_bytes() const {
 
 std::uint64_t page_log::applications() const { return applications_.load(std::memory_order_acquire); }
 
-int page_log::apply_committed() {
+int page_log::apply_committed(const std::function<int()>& flush, int& flush_error, const char* halfway_point) {
   // Under the mutex throughout: a read that overlays waits until the file
   // holds the writes, then sees the count changed and reads again.
   std::lock_guard<std::mutex> g(mutex_);
+  flush_error = 0;
   if (committed_bytes_ == 0) return 0;
-  const int rc = write_out(committed_, "page_file.deferred_half_applied");
+  if ((flush_error = flush()) != 0) return 0;
+  const int rc = write_out(committed_, halfway_point);
   committed_ = pending{};
   committed_bytes_ = 0;
   applications_.fetch_add(1, std::memory_order_acq_rel);
@@ -217,18 +219,6 @@ bool page_log::wrote(DbTxn* t, std::uint64_t page) const {
   std::lock_guard<std::mutex> g(mutex_);
   auto it = txns_.find(t);
   return it != txns_.end() && it->second.by_page.count(page) != 0;
-}
-
-int page_log::apply(DbTxn* t) {
-  pending mine;
-  {
-    std::lock_guard<std::mutex> g(mutex_);
-    auto it = txns_.find(t);
-    if (it == txns_.end()) return 0;
-    mine = std::move(it->second);
-    txns_.erase(it);
-  }
-  return write_out(mine, "page_file.half_applied");
 }
 
 int page_log::write_out(const pending& p, const char* halfway_point) {

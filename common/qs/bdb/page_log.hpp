@@ -8,18 +8,20 @@
 // that Berkeley DB writes a commit record for a transaction that logged
 // nothing else, and walks past it when aborting. It is also kept here until
 // the transaction ends: the transaction's own reads see it (overlay), its
-// commit writes it to the page file once the commit record is in the log
-// (apply), its abort forgets it (forget). Nothing of a transaction reaches
+// commit defers it (defer: below) once the commit record is in the log,
+// its abort forgets it (forget). Nothing of a transaction reaches
 // the file through here before its commit is in the log (a bulk
 // transaction's new pages reach it in place instead: fresh_slots.hpp).
 //
-// A commit that does not flush the log (a non-durable one) defers its
-// writes instead (defer): they join those of the transactions committed so
-// before it, in commit order, which every read lays over the file
-// (overlay, deferred) until apply_committed writes them there, once the log
-// holding them is on the disk: at the next durable commit, checkpoint or
-// close, or when they reach a bound. The file never holds a write whose
-// log record an operating-system crash could lose.
+// A commit's writes, deferred, join those of the
+// transactions committed before it, in commit order, which every read lays
+// over the file (overlay, deferred) until apply_committed writes them
+// there, once the log holding them is on the disk. A durable commit's are
+// written by a thread of their own right after it (background_apply.hpp);
+// a commit that does not flush the log (a non-durable one) leaves them
+// until the next durable commit, checkpoint or close, or until they reach
+// a bound. The file never holds a write whose log record an
+// operating-system crash could lose.
 //
 // Recovery: redo() is what the environment's app_dispatch does with such a
 // record in Berkeley DB's forward pass (committed transactions) and when a
@@ -40,6 +42,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -81,8 +84,12 @@ class page_log {
   std::size_t deferred_bytes() const;
   // Writes the deferred writes to the page file, in commit order, and
   // forgets them; 0 or the errno of the first write that failed (recovery
-  // makes them all from the log). The log must be on the disk first.
-  int apply_committed();
+  // makes them all from the log). The log must be on the disk first:
+  // `flush` puts it there, called when writes wait, under the same lock as
+  // the writes, so that no commit defers writes between the two. Its
+  // nonzero result (Berkeley DB's error) goes into `flush_error`, and
+  // nothing is written. `halfway_point` is the pause point passed halfway.
+  int apply_committed(const std::function<int()>& flush, int& flush_error, const char* halfway_point);
   // Counts apply_committed's calls that wrote something: a read of the
   // file that took the same count before it and after its overlay read
   // what the deferred writes left.
@@ -91,10 +98,6 @@ class page_log {
   bool wrote(DbTxn* t) const;
   // Whether t has written to page's record.
   bool wrote(DbTxn* t, std::uint64_t page) const;
-  // t committed: writes its writes to the page file and forgets them; 0 or
-  // the errno of the first write that failed (the rest are not made:
-  // recovery makes them all from the log).
-  int apply(DbTxn* t);
   // t ended without committing.
   void forget(DbTxn* t);
 
