@@ -19,6 +19,10 @@ void transaction_engine::begin(database_impl* db) {
   rt_.pages.forget_evicted();
   if (rt_.relocate.running_short()) rt_.reset_frames();
   rt_.storage.begin();
+  // A server reached again may hold another history than the one the
+  // cache came from: the cached pages are revalidated (apply_invalidations
+  // below), and the allocator reads its free space again.
+  if (rt_.storage.take_new_connection()) rt_.allocator.abort();
   rt_.log.opened();
   thread_ = std::this_thread::get_id();
   joined_.clear();

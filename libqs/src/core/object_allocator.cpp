@@ -51,6 +51,21 @@ void* object_allocator::allocate(const type_descriptor* d, std::size_t bytes, co
   return allocate_large(type, payload);
 }
 
+store::page_range object_allocator::new_numbers(std::uint64_t n) {
+  store::page_range r = store_.allocate_pages(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    page_desc* d = table_.by_page(r.page + i);
+    if (!d) continue;
+    // No page of the store's history has this number; the cache knows it
+    // from one the server lost (store::take_new_connection): that page is
+    // forgotten, frame and all.
+    if (d->is_new() || d->state() == page_state::writable)
+      page_state_bug(d->page, "handed out as a new page while the transaction uses it");
+    pages_.drop(d);
+  }
+  return r;
+}
+
 page_desc* object_allocator::new_page(page_kind kind, std::uint64_t page, std::uint64_t frame, std::uint64_t run_first,
                                       std::uint32_t run_pages) {
   page_desc* d = table_.add(page, frame, run_first, run_pages);
@@ -102,7 +117,7 @@ void* object_allocator::allocate_small(std::uint32_t type, std::uint32_t payload
       return p;
     }
   }
-  store::page_range r = store_.allocate_pages(1);
+  store::page_range r = new_numbers(1);
   std::uint64_t frame = frames_.take_frames(r.page, 1);
   page_desc* d = new_page(page_kind::small, r.page, frame, r.page, 1);
   current_page_ = d->page;
@@ -113,7 +128,7 @@ void* object_allocator::allocate_small(std::uint32_t type, std::uint32_t payload
 
 void* object_allocator::allocate_large(std::uint32_t type, std::uint64_t payload) {
   std::uint64_t n = large_object_pages(payload, page_size_);
-  store::page_range first = store_.allocate_pages(n);
+  store::page_range first = new_numbers(n);
   first.frame = frames_.take_frames(first.page, n);
   page_desc* head = nullptr;
   for (std::uint64_t i = 0; i < n; ++i) {

@@ -67,6 +67,9 @@ class object_allocator {
   }
 
  private:
+  // n page numbers from the store; a descriptor the page table keeps for
+  // one of them (from a history the server lost) is dropped first.
+  store::page_range new_numbers(std::uint64_t n);
   page_desc* new_page(page_kind kind, std::uint64_t page, std::uint64_t frame, std::uint64_t run_first,
                       std::uint32_t run_pages);
   void* allocate_small(std::uint32_t type, std::uint32_t payload, std::uint32_t align, const void* near_object);

@@ -97,6 +97,7 @@ void remote_store::connect() {
   // cached page is revalidated before its next use.
   held_.clear();
   drop_all_ = true;
+  connected_again_ = true;
   seen_ = checked_seen_ = 0;
   if (!follows_master()) {
     connect_to(0);

@@ -87,6 +87,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace qs::detail {
@@ -139,6 +140,7 @@ class remote_store final : public store {
   // A replica's pages change by replication, which sends no invalidations.
   bool coherent() const override { return !options_.read_replica; }
   bool take_invalidations(std::vector<invalidation>& out) override;
+  bool take_new_connection() override { return std::exchange(connected_again_, false); }
   bool wrote() const override { return wrote_ || !pages_.empty() || !metas_.empty(); }
   void track_reads(bool precise) override { precise_ = precise; }
   coherence_counters coherence() const override { return {invalidations_, avoided_, replica_lag_ms_}; }
@@ -348,6 +350,7 @@ class remote_store final : public store {
   // Every cached page is to be revalidated: a new connection, or the
   // server's directory forgot this client.
   bool drop_all_ = false;
+  bool connected_again_ = false;  // for take_new_connection
   // Invalidate messages received on this connection, and how many of them
   // the runtime had taken when it last looked (what a commit reports).
   std::uint64_t seen_ = 0, checked_seen_ = 0;

@@ -193,6 +193,14 @@ class store {
     (void)out;
     return false;
   }
+  // True once after the store connected to a server again (since the last
+  // call): that server's history may not be the one the client's cache
+  // came from (a group's new master that lacks a commit the failed one had
+  // and the client read, a server restored from a copy). The runtime then
+  // reads its free space again; its cached pages are revalidated (as
+  // take_invalidations says), and a page number the store hands out that
+  // the cache still knows is forgotten there (object_allocator.hpp).
+  virtual bool take_new_connection() { return false; }
   // Whether this transaction revalidates each cached page at its first
   // touch (read_page_if_changed, whose pages go with the commit's reads), or
   // uses cached pages untracked (the commit is then refused when an
