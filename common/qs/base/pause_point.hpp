@@ -15,7 +15,8 @@
 // transaction), commit.before_store_commit, commit.after_store_commit.
 // The page-file layout's (bdb_env.hpp): page_file.committed (the commit is
 // in the log, the page file not written yet), page_file.half_applied (half
-// of the commit's page writes are in the page file), page_file.in_place (a
+// of a durable commit's page writes are in the page file, on the thread
+// that writes them after the commit returned: background_apply.hpp), page_file.in_place (a
 // bulk transaction handed a new page's record over to be written into the
 // page file, unlogged: slot_writer.hpp),
 // page_file.in_place_synced (the file is synced before such a transaction's
