@@ -1710,16 +1710,16 @@ void bdb_env::committed_pages_end(std::uint64_t first) {
                 " past page " + std::to_string(first) + ": " + std::strerror(e));
 }
 
-void bdb_env::apply_deferred(const char* before) {
+void bdb_env::apply_deferred(const char* before, const char* flushed_point, const char* halfway_point) {
   if (!page_log_ || page_log_->deferred_bytes() == 0) return;
   int flushed = 0;
   const int e = page_log_->apply_committed(
       [&] {
         const int rc = env_->log_flush(nullptr);
-        if (rc == 0) pause_point("page_file.deferred");
+        if (rc == 0 && flushed_point) pause_point(flushed_point);
         return rc;
       },
-      flushed, "page_file.deferred_half_applied");
+      flushed, halfway_point);
   if (flushed != 0)
     fail_writes("database " + dir_ + ": flushing the log before " + before + " failed: " + db_strerror(flushed) +
                 "; the transactions committed without durability since the last flush may or may not be there "
@@ -1731,20 +1731,14 @@ void bdb_env::apply_deferred(const char* before) {
 
 void bdb_env::apply_in_background() noexcept {
   if (broken_.load(std::memory_order_acquire) != not_broken) return;
-  int flushed = 0;
   // The log is on the disk up to the commit that kicked this (and no
   // commit comes until this ends: commit waits); the flush is for the
   // commits before it that did not flush.
-  const int e = page_log_->apply_committed([&] { return env_->log_flush(nullptr); }, flushed, "page_file.half_applied");
-  if (flushed == 0 && e == 0) return;
   try {
-    const std::string what =
-        flushed != 0 ? std::string("flushing the log after a commit failed: ") + db_strerror(flushed)
-                     : "writing committed transactions to " + page_file_->path() + " failed: " + std::strerror(e);
-    break_for_writes(after_failed_write("database " + dir_ + ": " + what +
-                                        "; every commit that returned is in the log, and reopening the database "
-                                        "writes it to the file"));
+    apply_deferred("the next commit", nullptr, "page_file.half_applied");
   } catch (...) {
+    // fail_writes broke the environment; should its message have failed
+    // to be made, it breaks here.
     break_for_writes("database " + dir_ + ": writing committed transactions to the page file failed");
   }
 }

@@ -475,14 +475,16 @@ class bdb_env {
   // A checkpoint, the page file synced before it (the deferred writes
   // written first); Berkeley DB's code.
   int checkpoint(std::uint32_t kbytes);
-  // The page-file layout: flushes the log, then writes the page writes of
-  // the commits that did not flush it (page_log::defer) to the page file;
-  // `before` says what needs it, in the message of a failure
-  // (fail_writes). Nothing when none wait.
-  void apply_deferred(const char* before);
-  // applier_'s work, after a durable commit: writes the deferred page writes
-  // to the page file; a failure breaks the environment (the commits are in
-  // the log: the next open writes them).
+  // The page-file layout: flushes the log, then writes the deferred page
+  // writes (page_log::defer) to the page file; `before` says what needs
+  // it, in the message of a failure (fail_writes). The pause points:
+  // `flushed_point` (none when null) once the log is flushed, and
+  // `halfway_point` halfway through the writes. Nothing when none wait.
+  void apply_deferred(const char* before, const char* flushed_point = "page_file.deferred",
+                      const char* halfway_point = "page_file.deferred_half_applied");
+  // applier_'s work, after a durable commit: apply_deferred; a failure
+  // breaks the environment (the commits are in the log: the next open
+  // writes them), and the calls after it say why.
   void apply_in_background() noexcept;
   // How many bytes of deferred page writes the commits that do not flush
   // the log may leave waiting before one flushes it and writes them.
