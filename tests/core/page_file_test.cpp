@@ -52,6 +52,14 @@ std::uint64_t records_in(const std::string& db) {
   return n;
 }
 
+// Fills `rec` as a record whose head starts with the record magic, its
+// other bytes (seed + offset) mod 256.
+void record_of(std::vector<std::byte>& rec, std::uint64_t seed) {
+  const std::uint32_t magic = qs::detail::record_magic;
+  for (std::size_t i = sizeof magic; i < rec.size(); ++i) rec[i] = static_cast<std::byte>((seed + i) & 0xff);
+  std::memcpy(rec.data(), &magic, sizeof magic);
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -380,12 +388,7 @@ TEST_CASE("page file: a bulk transaction reads back at once the records it wrote
   constexpr std::uint32_t slot = 48 + 8192;
   constexpr std::uint64_t pages = 400;
   std::vector<std::byte> rec(slot), back(slot);
-  auto fill = [&](std::uint64_t page) {
-    std::memset(rec.data(), 0, rec.size());
-    const std::uint32_t magic = qs::detail::record_magic;
-    for (std::size_t i = sizeof magic; i < rec.size(); ++i) rec[i] = static_cast<std::byte>((page * 11 + i) & 0xff);
-    std::memcpy(rec.data(), &magic, sizeof magic);
-  };
+  auto fill = [&](std::uint64_t page) { record_of(rec, page * 11); };
   {
     qs::detail::bdb_env env(db, 16u << 20, false, qs::detail::default_max_locks, true, nullptr, slot);
     DbTxn* t = env.begin(qs::detail::bdb_env::txn_kind::bulk);
@@ -413,13 +416,7 @@ TEST_CASE("page file: a durable commit's writes reach the file on a thread of th
   constexpr std::uint32_t slot = 48 + 8192;
   constexpr std::uint64_t pages = 64;
   std::vector<std::byte> rec(slot), back(slot);
-  auto fill = [&](std::uint64_t page, int round) {
-    std::memset(rec.data(), 0, rec.size());
-    const std::uint32_t magic = qs::detail::record_magic;
-    for (std::size_t i = sizeof magic; i < rec.size(); ++i)
-      rec[i] = static_cast<std::byte>((page * 13 + i + static_cast<std::size_t>(round)) & 0xff);
-    std::memcpy(rec.data(), &magic, sizeof magic);
-  };
+  auto fill = [&](std::uint64_t page, int round) { record_of(rec, page * 13 + static_cast<std::uint64_t>(round)); };
   auto in_file = [&](std::uint64_t page) {
     auto file = qs::detail::page_file::open(db);
     REQUIRE(file);
