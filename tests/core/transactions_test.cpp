@@ -541,6 +541,52 @@ TEST_CASE("a durable transaction into pages.db larger than the pool that adds ma
   CHECK(slab_values(db) == prepended(slabs, {0}));
 }
 
+TEST_CASE("a transient pointer on a page evicted before the commit is refused") {
+  // An eviction checks the pointer words that changed on the page (the
+  // others were checked when they were stored); a page holding one that
+  // may not be stored is looked at again, whole, by the commit.
+  constexpr int slabs = 300;  // a page each, nearly five times the pool
+  test_dir dir;
+  auto db = qs::database::open(dir.path(), small_options(64));
+  prepend_slabs(db, slabs, 0, true);
+  Slab on_stack{nullptr, 0, {}};
+  {
+    qs::transaction tx(db);
+    Slab* victim = db.root<Slab*>("slabs")->next;
+    Slab* rest = victim->next;
+    victim->value = 7;
+    victim->next = &on_stack;
+    auto dirty_the_rest = [&] {
+      for (Slab* s = rest; s; s = s->next) s->value += 1000;
+    };
+    dirty_the_rest();  // the victim's page is evicted, dirty
+    CHECK(db.stats().dirty_evictions > 0);
+    auto refused = [&] {
+      try {
+        tx.commit();
+        FAIL("commit accepted a transient pointer");
+      } catch (const qs::transient_pointer& e) {
+        CHECK_THAT(e.what(), Catch::Contains("qs_test::Slab::next"));
+      }
+      CHECK(slab_values(db) == prepended(slabs, {0}));
+    };
+    SECTION("left there") { refused(); }
+    SECTION("left there, its page written again and evicted again") {
+      victim->fill[10] = 1;  // beside it: this eviction's changed words hold no pointer
+      dirty_the_rest();
+      refused();
+    }
+    SECTION("put right before the commit") {
+      victim->next = rest;
+      tx.commit();
+      std::vector<std::uint64_t> v = prepended(slabs, {0});
+      v[1] = 7;
+      for (std::size_t i = 2; i < v.size(); ++i) v[i] += 1000;
+      CHECK(slab_values(db) == v);
+    }
+  }
+}
+
 TEST_CASE("a transaction larger than the pool that adds many pages and aborts leaves nothing of them") {
   // Its dirty evictions put records on B-tree pages it added; its abort
   // undoes them and frees those pages. The database is as it was, and

@@ -76,7 +76,7 @@ void transaction_engine::commit() {
     }
     for (std::size_t i = 0; i < written.size(); ++i) {
       if (i == written.size() / 2) pause_point("commit.half_written");
-      rt_.pages.write_back(written[i], true);  // checks its pointers first
+      rt_.pages.write_back(written[i], pager::pointer_checking::refuse);
     }
     for (page_desc* d : rt_.log.created()) rt_.pages.store_unbuilt(d);
     rt_.allocator.commit();

@@ -546,7 +546,7 @@ void pager::make_writable_by_objects(page_desc* d) {
   log_.add_written(d);
 }
 
-void pager::write_back(page_desc* d, bool check_pointers) {
+void pager::write_back(page_desc* d, pointer_checking checking) {
   // A prefetched page written before the program touched it (one-time
   // relocation writes back the pages whose pointers it rewrote): the
   // transaction writes what it read, at the version it read.
@@ -599,12 +599,15 @@ void pager::write_back(page_desc* d, bool check_pointers) {
   // commit's check of the page's pointers reads only those words when the
   // page's before-image says what changed.
   bool pointers_changed = whole;
-  if (!whole && check_pointers && d->undo() == undo_kind::page) {
-    pointers_changed = pointers_.check_changed(d, img, ranges);
+  bool storable = true;
+  const bool refuse = checking == pointer_checking::refuse;
+  if (!whole && checking != pointer_checking::none && d->undo() == undo_kind::page) {
+    pointers_changed = pointers_.check_changed(d, img, ranges, refuse, storable);
   } else {
-    if (check_pointers) pointers_.check(d, img, true);
+    if (checking != pointer_checking::none) storable = pointers_.check(d, img, refuse);
     if (!whole) pointers_changed = words_.any_pointer_in(d, img, ranges);
   }
+  if (!storable) log_.add_suspect(d);
   std::optional<std::string> new_mapping;
   if (pointers_changed) new_mapping = frames_.mapping_of(d, img, h.mapping_entries);
   ++h.version;  // clients caching the page see that it changed
@@ -659,14 +662,12 @@ void pager::evict(page_desc* d) {
   const bool write_back_now = writable || log_.relocate_pending(d);
   hide_leaving(d, write_back_now);
   if (write_back_now) {
-    if (writable) {
-      ++stats_.dirty_evictions;
-      if (!pointers_.check(d, image(d), false)) log_.add_suspect(d);
-    }
+    if (writable) ++stats_.dirty_evictions;
     try {
       // One-time relocation writes a page it rewrote back; a page server
-      // may be lost.
-      write_back(d);
+      // may be lost. A pointer word that may not be stored makes the page
+      // a suspect, which the commit looks at again.
+      write_back(d, writable ? pointer_checking::note_suspect : pointer_checking::none);
     } catch (...) {
       access_.show(d, writable);  // still resident: its frame shows its slot again
       throw;
@@ -713,10 +714,11 @@ void pager::forget_evicted() {
 }
 
 void pager::hide_leaving(page_desc* d, bool read_after) {
-  // A frame mapping the store's file holds nothing the file does not:
-  // releasing it (release_slot) unmaps it, with no copy of its bytes
-  // first, unless they are still to be read.
-  if (!read_after && access_.frames().file_mapped(d->frame)) return;
+  // Releasing the frame (release_slot) hides the page in hardware mode, and
+  // unmaps a frame mapping the store's file with no copy of its bytes (it
+  // holds nothing the file does not): hidden first only when its bytes are
+  // still to be read.
+  if (!read_after && (page_access::release_hides || access_.frames().file_mapped(d->frame))) return;
   access_.hide(d);
 }
 

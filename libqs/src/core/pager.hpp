@@ -124,10 +124,15 @@ class pager {
   // Software mode: d becomes writable with its objects saved one by one
   // (nothing is copied now).
   void make_writable_by_objects(page_desc* d);
-  // Writes d's changes (or its whole image) to the store transaction;
-  // with `check_pointers`, the commit's pointer check (pointer_check) first,
-  // which throws when a changed pointer word may not be stored.
-  void write_back(page_desc* d, bool check_pointers = false);
+  // How write_back checks d's pointer words first (pointer_check), where
+  // d's before-image says what changed reading only the changed ones: not
+  // at all; the commit's check, which throws when one may not be stored;
+  // or an eviction's, which makes such a page a suspect that the commit
+  // looks at again (transaction_log::add_suspect).
+  enum class pointer_checking { none, refuse, note_suspect };
+  // Writes d's changes (or its whole image) to the store transaction,
+  // after the check `checking` says.
+  void write_back(page_desc* d, pointer_checking checking = pointer_checking::none);
   // The pages created by the open transaction whose image was never built
   // (pages of a large object nobody touched) get their records.
   void store_unbuilt(page_desc* d);

@@ -21,12 +21,14 @@ bool pointer_check::check(const page_desc* d, const std::byte* img, bool throw_o
   return ok;
 }
 
-bool pointer_check::check_changed(const page_desc* d, const std::byte* img, const std::vector<byte_range>& changed) {
+bool pointer_check::check_changed(const page_desc* d, const std::byte* img, const std::vector<byte_range>& changed,
+                                  bool throw_on_violation, bool& ok) {
   bool any = false;
+  ok = true;
   words_.for_each_in(d, img, changed, [&](std::uint32_t off, bool is_vptr, const type_layout& l, std::uint32_t which) {
     if (is_vptr) return;
     any = true;
-    storable(d, img, off, l, which, true);
+    if (ok) ok = storable(d, img, off, l, which, throw_on_violation);
   });
   return any;
 }

@@ -33,14 +33,15 @@ class pointer_check {
   // Whether every pointer word on d's image `img` may be stored. Throws
   // when one may not and `throw_on_violation` is set.
   bool check(const page_desc* d, const std::byte* img, bool throw_on_violation);
-  // check(d, img, true) for a page whose image differs from its
-  // before-image only in `changed` (sorted, disjoint): a word that is
-  // where it was, as it was, came in with the page, stored by a commit that
-  // checked it, so only the words page_words::for_each_in reports are
-  // checked. Returns whether one of them is a pointer word (not a vptr):
-  // when none is, the page's pointers, and so its mapping object, are what
-  // they were.
-  bool check_changed(const page_desc* d, const std::byte* img, const std::vector<byte_range>& changed);
+  // check(d, img, throw_on_violation) for a page whose image differs from
+  // its before-image only in `changed` (sorted, disjoint): a word that is
+  // where it was, as it was, came in with the page, stored by a commit (or
+  // an eviction) that checked it, so only the words page_words::for_each_in
+  // reports are checked; `ok` says whether they may all be stored. Returns
+  // whether one of them is a pointer word (not a vptr): when none is, the
+  // page's pointers, and so its mapping object, are what they were.
+  bool check_changed(const page_desc* d, const std::byte* img, const std::vector<byte_range>& changed,
+                     bool throw_on_violation, bool& ok);
 
  private:
   // Whether the pointer word at `off` (pointer `which` of layout l) may be

@@ -73,6 +73,9 @@ class hardware_access final : public frame_access {
   // the store's file into its frame (frame_space::map_file): the program
   // faults before it writes.
   static constexpr bool maps_files = true;
+  // frame_space::release takes the frame's access with its memory (a
+  // touch faults after it).
+  static constexpr bool release_hides = true;
   static constexpr bool builds_whole_objects = false;
   static constexpr const char* mode_name = "hardware";
   // 48-byte record headers with a page version and the size of the page's

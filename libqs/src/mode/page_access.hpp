@@ -129,6 +129,10 @@ concept page_access_policy = std::derived_from<A, frame_access> &&
   // Whether a frame may show a stored page by mapping the store's file
   // (frame_space::map_file), read-only until the program's write faults.
   { A::maps_files } -> std::convertible_to<bool>;
+  // Whether releasing a page's frame memory (pager::release_slot) also
+  // hides the page from the program, so that a page leaving the pool is
+  // hidden first only when its bytes are still to be read.
+  { A::release_hides } -> std::convertible_to<bool>;
   // The mode's name, and the format of the databases it creates (its
   // object headers differ from the other mode's).
   { A::mode_name } -> std::convertible_to<const char*>;

@@ -61,6 +61,9 @@ class software_access final : public frame_access {
   // Never mapped from the store's file: the program writes images
   // without faulting first.
   static constexpr bool maps_files = false;
+  // A small page is hidden by forgetting where it is resident, which
+  // releasing its memory does not do.
+  static constexpr bool release_hides = false;
   static constexpr bool builds_whole_objects = true;
   static constexpr const char* mode_name = "software";
   // Object headers carry a tag: software mode's databases have a format of
