@@ -718,8 +718,13 @@ void pager::hide_leaving(page_desc* d, bool read_after) {
   // unmaps a frame mapping the store's file with no copy of its bytes (it
   // holds nothing the file does not): hidden first only when its bytes are
   // still to be read.
-  if (!read_after && (page_access::release_hides || access_.frames().file_mapped(d->frame))) return;
-  access_.hide(d);
+  const bool mapped = access_.frames().file_mapped(d->frame);
+  if (!read_after && (page_access::release_hides || mapped)) return;
+  // A frame mapping the file is read where it is (view()): made read-only,
+  // no thread can change it while it is read, and its bytes are not
+  // copied back into the frame's memory first.
+  if (mapped) access_.set_access(d, false);
+  else access_.hide(d);
 }
 
 void pager::evict_clean(page_desc* d) {
