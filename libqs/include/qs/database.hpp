@@ -261,7 +261,10 @@ struct statistics {
   // mappings the whole process holds (Linux caps them with
   // vm.max_map_count), and how frames are protected: "userfault" (one
   // mapping for any number of resident pages) or "protection" (mprotect,
-  // up to two mappings a resident page).
+  // up to two mappings a resident page). The mappings are counted in
+  // /proc/self/maps, which the kernel writes out whole at each call: a
+  // stats() call costs time that grows with the process's mappings (frames
+  // that map the page file add theirs), so a loop should not poll it.
   std::uint64_t resident_pages = 0;
   // The memory resident pages hold (the kernel counts each page in the
   // process's RSS once per mapping of it: qs maps it twice, so RSS shows
