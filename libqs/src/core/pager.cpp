@@ -747,7 +747,7 @@ void pager::evict_all_clean() {
 
 void pager::discard(page_desc* d) {
   if (d->resident()) {
-    access_.hide(d);
+    hide_leaving(d, false);
     release_slot(d);
   }
   log_.forget(d);
