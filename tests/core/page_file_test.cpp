@@ -481,6 +481,47 @@ TEST_CASE("page file: the pages it reaches grow with each write and reservation,
   CHECK(back == rec);
 }
 
+TEST_CASE("page file: a record's many pieces written at once leave what writing them one by one leaves") {
+  test_dir dir;
+  auto file = qs::detail::page_file::create(dir.path(), 48, 8192);
+  const std::uint32_t slot = file->slot_bytes();
+  std::vector<std::byte> rec(slot), expect(slot), back(slot), src(slot);
+  for (std::uint64_t page : {0u, 7u, 200u}) {
+    for (std::size_t i = 0; i < slot; ++i) rec[i] = static_cast<std::byte>((page * 5 + i) & 0xff);
+    REQUIRE(file->write(page, 0, rec.data(), slot) == 0);
+    for (std::size_t i = 0; i < slot; ++i) src[i] = static_cast<std::byte>((page * 11 + i * 7 + 1) & 0xff);
+    // The head, then ranges of the image far apart and close together,
+    // one overlapping the one before it (the later one wins), and one
+    // written before a range at a lower offset.
+    const std::vector<qs::detail::page_file::piece> pieces = {{0, 48, src.data()},
+                                                              {48 + 8, 8, src.data() + 56},
+                                                              {48 + 24, 16, src.data() + 72},
+                                                              {48 + 4000, 100, src.data()},
+                                                              {48 + 4050, 100, src.data() + 300},
+                                                              {48 + 8184, 8, src.data() + 8},
+                                                              {48 + 1000, 8, src.data() + 16}};
+    expect = rec;
+    for (const auto& p : pieces) std::memcpy(expect.data() + p.offset, p.bytes, p.length);
+    REQUIRE(file->write_pieces(page, pieces) == 0);
+    file->read(page, back.data(), slot);
+    CHECK(back == expect);
+    // Two pieces, and none.
+    const std::vector<qs::detail::page_file::piece> two = {{48, 8, src.data() + 24}, {48 + 512, 16, src.data() + 40}};
+    for (const auto& p : two) std::memcpy(expect.data() + p.offset, p.bytes, p.length);
+    REQUIRE(file->write_pieces(page, two) == 0);
+    REQUIRE(file->write_pieces(page, {}) == 0);
+    file->read(page, back.data(), slot);
+    CHECK(back == expect);
+  }
+  // A piece past the slot is refused, and the record is left as it was.
+  const std::vector<qs::detail::page_file::piece> bad = {
+      {0, 8, src.data()}, {100, 8, src.data()}, {slot - 4, 8, src.data()}};
+  file->read(7, expect.data(), slot);
+  CHECK(file->write_pieces(7, bad) == EFBIG);
+  file->read(7, back.data(), slot);
+  CHECK(back == expect);
+}
+
 TEST_CASE("page file: pages shown by mapping the file are read, written, aborted and evicted as copied ones are") {
   test_dir dir;
   // Runs come from page-order prefetch, whatever the ctest variant says.

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 namespace qs::detail {
 namespace {
@@ -271,6 +272,37 @@ int page_file::write(std::uint64_t page, std::uint32_t offset, const void* p, st
   });
   if (rc == 0 && sync_each_ && ::fdatasync(fd_) != 0) rc = errno;
   return rc;
+}
+
+int page_file::write_pieces(std::uint64_t page, std::span<const piece> pieces) {
+  if (pieces.size() <= 2) {
+    for (const piece& p : pieces)
+      if (int rc = write(page, p.offset, p.bytes, p.length)) return rc;
+    return 0;
+  }
+  std::uint64_t first = slot_bytes(), end = 0;
+  for (const piece& p : pieces) {
+    first = std::min<std::uint64_t>(first, p.offset);
+    end = std::max(end, std::uint64_t{p.offset} + p.length);
+  }
+  if (page >= max_pages_ || end > slot_bytes()) return EFBIG;
+  if (first >= end) return 0;
+  // The record as the file holds it up to the last piece's end, the pieces
+  // laid over it in their order (as writing them one by one would leave
+  // it), written from the first piece's start.
+  thread_local std::unique_ptr<std::byte[]> buf;
+  thread_local std::uint32_t buf_bytes = 0;
+  if (buf_bytes < slot_bytes()) {
+    buf.reset(new std::byte[slot_bytes()]);
+    buf_bytes = slot_bytes();
+  }
+  try {
+    read(page, buf.get(), static_cast<std::uint32_t>(end));
+  } catch (const std::exception&) {
+    return EIO;
+  }
+  for (const piece& p : pieces) std::memcpy(buf.get() + p.offset, p.bytes, p.length);
+  return write(page, static_cast<std::uint32_t>(first), buf.get() + first, static_cast<std::uint32_t>(end - first));
 }
 
 int page_file::reserve(std::uint64_t pages) {

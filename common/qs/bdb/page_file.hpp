@@ -48,6 +48,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 
 namespace qs::detail {
@@ -103,6 +104,21 @@ class page_file {
   // Writes `len` bytes at `offset` of page's record; 0 or the errno of the
   // failure.
   int write(std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len);
+  // A range of a record and its new bytes.
+  struct piece {
+    std::uint32_t offset;
+    std::uint32_t length;
+    const void* bytes;
+  };
+  // Writes `pieces` into page's record, leaving what writing them one by
+  // one in their order would: 0 or the errno of the failure. More than two
+  // go out as one write of the stretch they span, the bytes between them
+  // read from the file first, so that a record changed in many small
+  // places costs a system call, not one a piece. Those bytes are written
+  // back as the file holds them: no other thread writes the record
+  // meanwhile (see Thread-safety), and a write cut short by a crash leaves
+  // them as they were.
+  int write_pieces(std::uint64_t page, std::span<const piece> pieces);
   // Makes sure the blocks of the records of pages below `pages` are allocated
   // (ahead by a few MiB); 0 or the errno of the failure.
   int reserve(std::uint64_t pages);

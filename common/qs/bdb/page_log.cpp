@@ -18,7 +18,7 @@ namespace {
 // offset, length and bytes.
 constexpr std::size_t prefix_bytes = 4 + 4 + sizeof(DB_LSN);
 constexpr std::size_t fixed_bytes = prefix_bytes + 8 + 4 + 4;
-constexpr std::size_t piece_head_bytes = 8;
+constexpr std::size_t piece_head_bytes = page_log::piece_head_bytes;
 
 template <class T>
 T load(const std::byte* p) {
@@ -225,19 +225,23 @@ int page_log::write_out(const pending& p, const char* halfway_point) {
   std::size_t total = 0, done = 0;
   for (const chunk& c : p.chunks) total += c.used;
   bool halfway = false;
+  std::vector<piece> pieces;
   for (const chunk& c : p.chunks) {
     for (const std::byte* rec = c.bytes.get(); rec < c.bytes.get() + c.used;) {
       if (!halfway && 2 * done >= total) {
         halfway = true;
         pause_point(halfway_point);
       }
-      int rc = 0;
+      // A record's pieces, in one write when there are many (write_pieces).
+      std::uint64_t page = 0;
+      pieces.clear();
       const std::size_t size = for_each_piece(
-          rec, [&](std::uint64_t page, std::uint32_t offset, std::uint32_t length, const std::byte* bytes) {
-            rc = file_.write(page, offset, bytes, length);
-            return rc == 0;
+          rec, [&](std::uint64_t of, std::uint32_t offset, std::uint32_t length, const std::byte* bytes) {
+            page = of;
+            pieces.push_back({offset, length, bytes});
+            return true;
           });
-      if (rc != 0) return rc;
+      if (int rc = file_.write_pieces(page, pieces)) return rc;
       rec += size;
       done += size;
     }
@@ -254,12 +258,14 @@ int page_log::redo(page_file& file, const void* rec, std::size_t size, std::stri
   const auto* r = static_cast<const std::byte*>(rec);
   why = walk(r, size, file.slot_bytes(), [](std::uint64_t, std::uint32_t, std::uint32_t, const std::byte*) {});
   if (!why.empty()) return EINVAL;
-  int rc = 0;
+  std::uint64_t page = 0;
+  std::vector<piece> pieces;
   walk(r, size, file.slot_bytes(),
-       [&](std::uint64_t page, std::uint32_t offset, std::uint32_t length, const std::byte* p) {
-         if (rc == 0) rc = file.write(page, offset, p, length);
+       [&](std::uint64_t p, std::uint32_t offset, std::uint32_t length, const std::byte* b) {
+         page = p;
+         pieces.push_back({offset, length, b});
        });
-  return rc;
+  return file.write_pieces(page, pieces);
 }
 
 }  // namespace qs::detail

@@ -61,11 +61,9 @@ class page_log {
   static constexpr std::uint32_t page_write_record = 10000 + 1;
 
   // A range of a slot and its new bytes.
-  struct piece {
-    std::uint32_t offset;
-    std::uint32_t length;
-    const void* bytes;
-  };
+  using piece = page_file::piece;
+  // What a piece adds to its record beside its bytes: its offset and length.
+  static constexpr std::uint32_t piece_head_bytes = 8;
 
   explicit page_log(page_file& file) : file_(file) {}
 
