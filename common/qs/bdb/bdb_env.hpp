@@ -304,6 +304,13 @@ class bdb_env {
 
   // Whether page records are in a page file (see above).
   bool has_page_file() const { return page_file_ != nullptr; }
+  // The run of unchanged bytes between two changed ranges of a record
+  // below which writing the ranges merged costs less than apart: in a page
+  // file a range costs its log record 8 bytes (page_log.hpp), so a run of
+  // one word is worth writing again and anything longer is not; in
+  // pages.db, put_record_pieces weighs Berkeley DB's cost per piece itself
+  // and ranges are merged past runs of up to 64 bytes before it.
+  std::uint32_t range_merge_gap() const { return page_file_ ? page_log::piece_head_bytes + 8 : 64; }
   // Brings the B-tree pages that hold the records of `pages` into the
   // cache, ahead of a writer that is writing them in that order and has
   // started on the first `passed` of them (the pages.db layout; nothing on

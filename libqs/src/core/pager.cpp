@@ -560,7 +560,7 @@ void pager::write_back(page_desc* d, pointer_checking checking) {
   std::vector<byte_range> ranges;
   if (!whole) {
     if (d->undo() == undo_kind::page) {
-      diff_pages(before_image(d), img, page_size_, ranges);
+      diff_pages(before_image(d), img, page_size_, ranges, store_.range_merge_gap());
     } else {
       // Software mode: only the objects written can differ. The image with
       // their before-images in place must be the stored one; if not,
@@ -579,7 +579,7 @@ void pager::write_back(page_desc* d, pointer_checking checking) {
                     "goes through qs::write); the transaction is aborted");
       for (const saved_object& o : *saved) {
         std::size_t first = ranges.size();
-        diff_pages(log_.saved_bytes(o), img + o.offset, o.size, ranges);
+        diff_pages(log_.saved_bytes(o), img + o.offset, o.size, ranges, store_.range_merge_gap());
         for (std::size_t i = first; i < ranges.size(); ++i) ranges[i].offset += o.offset;
       }
     }

@@ -78,6 +78,7 @@ class bdb_store final : public store {
                 const std::string* mapping) override;
   void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
                   std::span<const byte_range> ranges, const std::string* mapping) override;
+  std::uint32_t range_merge_gap() const override { return env_->range_merge_gap(); }
   void delete_page(std::uint64_t page) override;
   page_range allocate_pages(std::uint64_t n) override;
 

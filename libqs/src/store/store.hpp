@@ -93,6 +93,12 @@ class store {
   // Outside the ranges `image` equals the stored image (a store may write those bytes too).
   virtual void patch_page(std::uint64_t page, const record_header& h, const std::byte* image,
                           std::span<const byte_range> ranges, const std::string* mapping) = 0;
+  // The run of unchanged bytes between two changed ranges below which a
+  // patch costs less with the ranges merged (the run written again) than
+  // apart: what one more range costs the store beyond its bytes. A
+  // Berkeley DB partial put logs about a hundred bytes of its own, and the
+  // old bytes beside the new; a page file's log record, 8 bytes a range.
+  virtual std::uint32_t range_merge_gap() const { return 64; }
   // Removes the record and its mapping object.
   virtual void delete_page(std::uint64_t page) = 0;
   // What read_page_if_changed found.
