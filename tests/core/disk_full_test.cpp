@@ -24,16 +24,6 @@ constexpr int slabs = 128;  // per transaction: about 1 MiB
 // begins it; through a pool of 320 pages, the first dirty page evicted.
 constexpr int bulk_slabs = 384;
 
-// The last "committed N" the worker said, or 0.
-long last_committed(const std::string& said) {
-  long last = 0;
-  for (std::size_t at = 0; at < said.size(); at = said.find('\n', at) + 1) {
-    if (said.compare(at, 10, "committed ") == 0) last = std::atol(said.c_str() + at + 10);
-    if (said.find('\n', at) == std::string::npos) break;
-  }
-  return last;
-}
-
 void fill_until_full(small_fs::kind kind, std::uint64_t free_bytes, const std::string& ending, int per_txn = slabs,
                      std::uint64_t fs_bytes = std::uint64_t{64} << 20, std::uint32_t pool = 256,
                      const char* mode = "fill") {

@@ -94,6 +94,33 @@ TEST_CASE("page file: killed once the commit is in the log, before or while its 
   }
 }
 
+TEST_CASE("page file: killed in the checkpoint a durable commit's log makes due, on the thread that writes its pages") {
+  env_var layout("QS_PAGE_FILE", "1");
+  // 100 slabs of two pages a transaction: their records logged (fewer pages
+  // than a bulk transaction adds), about 1.6 MiB of log each, so that every
+  // tenth commit or so makes a checkpoint due. The second is killed after
+  // it synced the page file, before its record is in the log.
+  constexpr int per_txn = 100;
+  test_dir dir;
+  const std::string db = dir.sub("db"), err = dir.sub("worker.err");
+  auto c =
+      spawn_worker({db, "fill", std::to_string(per_txn), "close", "200", "256"}, "page_file.checkpoint_synced:2", err);
+  c.kill9();
+  CHECK(c.wait() == -SIGKILL);
+  REQUIRE(has_page_file(db));
+  const long said = last_committed(read_file(err));
+  INFO("the worker said it committed " << said);
+  REQUIRE(said >= 10);
+  // Every commit that returned, and at most the one under way, whose
+  // commit record may have reached the log when the checkpoint held it.
+  const long held = fill_holds(db, per_txn, dir.sub("check.err"));
+  CHECK(held >= said);
+  CHECK(held <= said + 1);
+  auto again = spawn_worker({db, "fill", std::to_string(per_txn), "close", "2", "256"}, "", err);
+  CHECK(again.wait() == 0);
+  CHECK(fill_holds(db, per_txn, dir.sub("check.err")) == held + 2);
+}
+
 TEST_CASE("page file: kill -9 in commits that write their new pages in place, around the sync before the commit",
           "[bulk]") {
   env_var layout("QS_PAGE_FILE", "1");

@@ -147,6 +147,15 @@ long fill_holds(const std::string& db, int slabs, const std::string& err_path, i
   return st == 0 && at != std::string::npos ? std::atol(said.c_str() + at + 6) : -1;
 }
 
+long last_committed(const std::string& said) {
+  long last = 0;
+  for (std::size_t at = 0; at < said.size(); at = said.find('\n', at) + 1) {
+    if (said.compare(at, 10, "committed ") == 0) last = std::atol(said.c_str() + at + 10);
+    if (said.find('\n', at) == std::string::npos) break;
+  }
+  return last;
+}
+
 void kill_at_chosen_points(int nodes, const std::vector<std::string>& extra, const std::string& mode,
                            const std::vector<std::string>& more_points) {
   struct point {

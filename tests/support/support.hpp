@@ -66,6 +66,8 @@ int commits_said(const std::string& err);
 // holds something else (its standard error goes to `err_path`; `status`,
 // when given, gets its exit status).
 long fill_holds(const std::string& db, int slabs, const std::string& err_path, int* status = nullptr);
+// The last "committed N" a worker said (its standard error), or 0.
+long last_committed(const std::string& said);
 
 // Kills a worker running `mode` (`grow`, or another mode of the same
 // protocol) with SIGKILL, one section each:

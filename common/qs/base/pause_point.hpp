@@ -20,7 +20,10 @@
 // bulk transaction handed a new page's record over to be written into the
 // page file, unlogged: slot_writer.hpp),
 // page_file.in_place_synced (the file is synced before such a transaction's
-// commit record; fresh_slots.hpp). pages.db's:
+// commit record; fresh_slots.hpp), page_file.checkpoint_synced (a
+// checkpoint synced the file and is about to be written to the log: at
+// the close, or, every 16 MiB of log, after a durable commit on the thread
+// that writes its pages). pages.db's:
 // commit.reading_ahead (on the helper that reads a commit's B-tree pages
 // ahead of its writes, after each page; the commit goes on, and waits for
 // the helper before its store commit).

@@ -6,7 +6,8 @@
 
 namespace qs::detail {
 
-background_apply::background_apply(std::function<void()> work) : work_(std::move(work)) {}
+background_apply::background_apply(std::function<void()> work, std::function<void()> after)
+    : work_(std::move(work)), after_(std::move(after)) {}
 
 background_apply::~background_apply() {
   {
@@ -31,16 +32,28 @@ void background_apply::wait() {
   idle_.wait(g, [&] { return !kicked_ && !running_; });
 }
 
+void background_apply::wait_applied() {
+  std::unique_lock<std::mutex> g(mutex_);
+  idle_.wait(g, [&] { return !kicked_ && !applying_; });
+}
+
 void background_apply::run() {
   std::unique_lock<std::mutex> g(mutex_);
   for (;;) {
     wake_.wait(g, [&] { return kicked_ || stop_; });
     if (!kicked_) return;  // stopping, nothing pending
     kicked_ = false;
-    running_ = true;
+    running_ = applying_ = true;
     g.unlock();
     work_();
     g.lock();
+    applying_ = false;
+    if (after_) {
+      idle_.notify_all();
+      g.unlock();
+      after_();
+      g.lock();
+    }
     running_ = false;
     idle_.notify_all();
   }

@@ -844,6 +844,7 @@ void bdb_env::commit(DbTxn* t, bool durable) {
     fail_writes("database " + dir_ + ": a write failed while the commit was written" + berkeley_db_said(said) +
                 "; the transaction may or may not have committed (look after reopening)");
   }
+  bool checkpoint_later = false;
   if (page_log_ && page_log_->wrote(t)) {
     // The commit is in the log: its page writes go to the page file. One
     // that fails leaves them to recovery (the environment breaks, so that
@@ -862,19 +863,17 @@ void bdb_env::commit(DbTxn* t, bool durable) {
       // in commit order, while the program goes on; reads lay them over
       // the file meanwhile.
       page_log_->defer(t);
-      if (!applier_) applier_ = std::make_unique<background_apply>([this] { apply_in_background(); });
+      if (!applier_)
+        applier_ = std::make_unique<background_apply>([this] { apply_in_background(); },
+                                                      [this] { checkpoint_after_commit(); });
       applier_->kick();
+      checkpoint_later = true;
     }
   }
-  // Bounds recovery time and lets old log files be removed. The commit is
-  // in the log already: a checkpoint that fails breaks the environment for
-  // the calls after this one.
-  int rc = checkpoint(16 * 1024);
-  if (rc != 0 && is_write_fault(rc)) {
-    std::string said = take_messages();
-    break_for_writes(after_failed_write("database " + dir_ + ": checkpoint after a commit: " + db_strerror(rc) +
-                                        berkeley_db_said(said)));
-  }
+  // Bounds recovery time and lets old log files be removed; after a
+  // durable commit's page writes, the applier makes it, once they are in
+  // the file (it syncs the file: not on the commit's way).
+  if (!checkpoint_later) checkpoint_after_commit();
   if (unacknowledged) {
     const replication_options& o = repl_->options();
     throw commit_unknown("database " + dir_ + ": the commit stands on the master (" + o.local.text() +
@@ -1743,6 +1742,22 @@ void bdb_env::apply_in_background() noexcept {
   }
 }
 
+void bdb_env::checkpoint_after_commit() noexcept {
+  // The commit is in the log already: a checkpoint that fails breaks the
+  // environment for the calls after this one.
+  if (broken_.load(std::memory_order_acquire) != not_broken) return;
+  try {
+    const int rc = checkpoint(16 * 1024);
+    if (rc != 0 && is_write_fault(rc)) {
+      std::string said = take_messages();
+      break_for_writes(after_failed_write("database " + dir_ + ": checkpoint after a commit: " + db_strerror(rc) +
+                                          berkeley_db_said(said)));
+    }
+  } catch (...) {
+    break_for_writes("database " + dir_ + ": a checkpoint after a commit failed");
+  }
+}
+
 void bdb_env::fail_in_place(int error, std::uint64_t page) const {
   fail_writes("database " + dir_ + ": cannot write page " + std::to_string(page) + " into " + page_file_->path() +
               ": " + std::strerror(error));
@@ -1759,7 +1774,7 @@ bool bdb_env::image_in_file(DbTxn* t, std::uint64_t page, file_image& where) con
   // A durable commit's writes on their way to the file are there in a
   // moment: waited for, the file holds the page again (a page it wrote is
   // often written again, its before-image the file's).
-  if (page_log_->deferred(page) && applier_) applier_->wait();
+  if (page_log_->deferred(page) && applier_) applier_->wait_applied();
   if (page_log_->deferred(page)) return false;
   settle_in_place();
   where.fd = page_file_->fd();
@@ -1781,6 +1796,9 @@ std::uint32_t bdb_env::read_slot(DbTxn* t, std::uint64_t page, void* buf, std::u
 
 int bdb_env::checkpoint(std::uint32_t kbytes) {
   if (!page_file_) return env_->txn_checkpoint(kbytes, 0, 0);
+  // The applier's, after a durable commit, and the close's or a
+  // non-durable commit's: one at a time.
+  std::lock_guard<std::mutex> g(checkpoint_mutex_);
   // Recovery starts at the last checkpoint: every page write logged before
   // it must be on the disk first.
   std::uint64_t at = checkpointed_at_;
@@ -1800,6 +1818,7 @@ int bdb_env::checkpoint(std::uint32_t kbytes) {
                                         " before a checkpoint: " + std::strerror(e)));
     return e;
   }
+  pause_point("page_file.checkpoint_synced");
   int rc = env_->txn_checkpoint(0, 0, 0);
   if (rc == 0) checkpointed_at_ = at;
   return rc;

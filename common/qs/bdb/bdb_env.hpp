@@ -493,6 +493,10 @@ class bdb_env {
   // breaks the environment (the commits are in the log: the next open
   // writes them), and the calls after it say why.
   void apply_in_background() noexcept;
+  // The checkpoint a commit may make due (every 16 MiB of log): after a
+  // durable commit's page writes, on the applier's thread; a failure
+  // breaks the environment.
+  void checkpoint_after_commit() noexcept;
   // How many bytes of deferred page writes the commits that do not flush
   // the log may leave waiting before one flushes it and writes them.
   static constexpr std::size_t deferred_max_bytes = std::size_t{32} << 20;
@@ -512,6 +516,7 @@ class bdb_env {
   // t ends without committing: the page-file layout's writes kept for it
   // are forgotten.
   void forget_writes(DbTxn* t);
+  std::mutex checkpoint_mutex_;        // one checkpoint() at a time (the page-file layout's)
   std::uint64_t checkpointed_at_ = 0;  // log_position() at the last checkpoint (the page-file layout's)
   bool multiversion_;
   std::uint32_t max_locks_;
