@@ -46,7 +46,8 @@ constexpr std::array page_file_writer_pauses{"torture.mid",
                                              "commit.before_store_commit",
                                              "commit.after_store_commit",
                                              "page_file.committed",
-                                             "page_file.half_applied"};
+                                             "page_file.half_applied",
+                                             "page_file.checkpoint_synced"};
 constexpr std::array server_pauses{"server.write.applied", "server.commit.half_applied", "server.commit.before_commit",
                                    "server.commit.after_commit"};
 constexpr int pause_wait_ms = 30000;
