@@ -23,7 +23,7 @@ int run(const std::string& command) { return std::system((command + " >/dev/null
 
 }  // namespace
 
-small_fs::small_fs(kind k, std::uint64_t bytes) : kind_(k) {
+small_fs::small_fs(kind k, std::uint64_t bytes) : kind_(k), bytes_(bytes) {
   root_ = make_temp_dir("qs-smallfs");
   mount_point_ = root_ + "/mnt";
   std::filesystem::create_directory(mount_point_);
@@ -87,6 +87,14 @@ void small_fs::fill_to(std::uint64_t free) {
 void small_fs::make_read_only() {
   if (::mount(nullptr, mount_point_.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) != 0)
     throw std::runtime_error("cannot remount read-only: " + std::string(std::strerror(errno)));
+}
+
+void small_fs::grow(std::uint64_t more) {
+  if (kind_ != kind::tmpfs) throw std::runtime_error("only a tmpfs grows here");
+  const std::string opts = "size=" + std::to_string(bytes_ + more);
+  if (::mount(nullptr, mount_point_.c_str(), nullptr, MS_REMOUNT, opts.c_str()) != 0)
+    throw std::runtime_error("cannot remount the tmpfs larger: " + std::string(std::strerror(errno)));
+  bytes_ += more;
 }
 
 void small_fs::drain() { ::unlink((mount_point_ + "/ballast").c_str()); }

@@ -33,9 +33,12 @@ class small_fs {
   void drain();
   // Mounts it again read-only (a CD, a read-only snapshot).
   void make_read_only();
+  // A tmpfs: mounts it again `more` bytes larger (a disk given room).
+  void grow(std::uint64_t more);
 
  private:
   kind kind_;
+  std::uint64_t bytes_;
   bool usable_ = false;
   std::string why_not_, root_, mount_point_, image_;
 };
