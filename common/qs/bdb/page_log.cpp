@@ -18,7 +18,6 @@ namespace {
 // offset, length and bytes.
 constexpr std::size_t prefix_bytes = 4 + 4 + sizeof(DB_LSN);
 constexpr std::size_t fixed_bytes = prefix_bytes + 8 + 4 + 4;
-constexpr std::size_t piece_head_bytes = page_log::piece_head_bytes;
 
 template <class T>
 T load(const std::byte* p) {
@@ -43,11 +42,23 @@ std::size_t for_each_piece(const std::byte* rec, F&& f) {
   for (std::uint32_t i = 0; i < count; ++i) {
     const auto offset = load<std::uint32_t>(rec + at);
     const auto length = load<std::uint32_t>(rec + at + 4);
-    at += piece_head_bytes;
+    at += page_log::piece_head_bytes;
     if (!f(page, offset, length, rec + at)) return 0;
     at += length;
   }
   return at;
+}
+
+// The page record `rec` writes (one for_each_piece may walk).
+std::uint64_t page_of(const std::byte* rec) { return load<std::uint64_t>(rec + prefix_bytes); }
+
+// Appends the pieces of `rec` (one for_each_piece may walk) to `out`;
+// returns the record's size.
+std::size_t pieces_of(const std::byte* rec, std::vector<page_log::piece>& out) {
+  return for_each_piece(rec, [&](std::uint64_t, std::uint32_t offset, std::uint32_t length, const std::byte* bytes) {
+    out.push_back({offset, length, bytes});
+    return true;
+  });
 }
 
 // Checks record `rec`; calls f(page, offset, length, bytes) for each piece
@@ -65,11 +76,11 @@ std::string walk(const std::byte* rec, std::size_t size, std::uint32_t slot_byte
            " bytes; the page file's are " + std::to_string(slot_bytes);
   std::size_t at = fixed_bytes;
   for (std::uint32_t i = 0; i < count; ++i) {
-    if (size - at < piece_head_bytes)
+    if (size - at < page_log::piece_head_bytes)
       return "piece " + std::to_string(i) + " of page " + std::to_string(page) + " is cut short";
     const auto offset = load<std::uint32_t>(rec + at);
     const auto length = load<std::uint32_t>(rec + at + 4);
-    at += piece_head_bytes;
+    at += page_log::piece_head_bytes;
     if (std::uint64_t{offset} + length > slot_bytes || size - at < length)
       return "piece " + std::to_string(i) + " of page " + std::to_string(page) + " (" + std::to_string(length) +
              " bytes at " + std::to_string(offset) + ") lies outside the slot or the record";
@@ -233,15 +244,9 @@ int page_log::write_out(const pending& p, const char* halfway_point) {
         pause_point(halfway_point);
       }
       // A record's pieces, in one write when there are many (write_pieces).
-      std::uint64_t page = 0;
       pieces.clear();
-      const std::size_t size = for_each_piece(
-          rec, [&](std::uint64_t of, std::uint32_t offset, std::uint32_t length, const std::byte* bytes) {
-            page = of;
-            pieces.push_back({offset, length, bytes});
-            return true;
-          });
-      if (int rc = file_.write_pieces(page, pieces)) return rc;
+      const std::size_t size = pieces_of(rec, pieces);
+      if (int rc = file_.write_pieces(page_of(rec), pieces)) return rc;
       rec += size;
       done += size;
     }
@@ -258,14 +263,10 @@ int page_log::redo(page_file& file, const void* rec, std::size_t size, std::stri
   const auto* r = static_cast<const std::byte*>(rec);
   why = walk(r, size, file.slot_bytes(), [](std::uint64_t, std::uint32_t, std::uint32_t, const std::byte*) {});
   if (!why.empty()) return EINVAL;
-  std::uint64_t page = 0;
+  // Checked: its pieces are walked as this process's own are.
   std::vector<piece> pieces;
-  walk(r, size, file.slot_bytes(),
-       [&](std::uint64_t p, std::uint32_t offset, std::uint32_t length, const std::byte* b) {
-         page = p;
-         pieces.push_back({offset, length, b});
-       });
-  return file.write_pieces(page, pieces);
+  pieces_of(r, pieces);
+  return file.write_pieces(page_of(r), pieces);
 }
 
 }  // namespace qs::detail
