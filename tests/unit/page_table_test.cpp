@@ -5,6 +5,7 @@
 #include "process.hpp"
 
 #include <csignal>
+#include <vector>
 
 using namespace qs::detail;
 
@@ -108,4 +109,34 @@ TEST_CASE("the page table finds pages by number and by frame, and runs by their 
   int n = 0;
   t.for_each([&](page_desc*) { ++n; });
   CHECK(n == 2);
+}
+
+TEST_CASE("the sparse index finds what was set near, far and across chunks, and nothing else") {
+  sparse_index<std::uint64_t> ix;
+  // Numbers in the table of chunks (the first ones, one far into it), past
+  // it (a hash map's), and at the edges of a chunk.
+  const std::vector<std::uint64_t> keys = {0,
+                                           1,
+                                           511,
+                                           512,
+                                           1000,
+                                           1u << 20,
+                                           (1u << 30) - 1,
+                                           std::uint64_t{1} << 30,
+                                           std::uint64_t{1} << 40,
+                                           ~std::uint64_t{0}};
+  for (std::uint64_t k : keys) ix.set(k, k + 7);
+  for (std::uint64_t k : keys) CHECK(ix.find(k) == k + 7);
+  for (std::uint64_t k : {2ull, 513ull, 1001ull, (1ull << 20) + 1, (1ull << 30) + 1, (1ull << 40) + 512, 12345678ull})
+    CHECK(ix.find(k) == 0);
+  // Alternating between chunks finds each (the last chunk is remembered).
+  for (int i = 0; i < 3; ++i)
+    for (std::uint64_t k : keys) CHECK(ix.find(k) == k + 7);
+  ix.set(1000, 0);
+  CHECK(ix.find(1000) == 0);
+  CHECK(ix.find(512) == 519);
+  ix.clear();
+  for (std::uint64_t k : keys) CHECK(ix.find(k) == 0);
+  ix.set(5, 9);
+  CHECK(ix.find(5) == 9);
 }

@@ -44,6 +44,7 @@
 
 #include "core/page_format.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -200,38 +201,59 @@ class page_desc {
 // A sparse map from page or frame numbers to slots (a descriptor, and
 // what the fault path reads beside it), for the lookups of the fault path (a
 // mapping object names hundreds of pages): slots in chunks of 512
-// consecutive numbers, found through a small hash map of chunks with the
-// last chunk remembered. Memory follows the numbers used, never their size.
+// consecutive numbers, found through a table of chunks indexed by chunk
+// number (8 bytes for each 512 numbers below the highest one used, up to
+// 2^30 numbers), past it through a small hash map of chunks, with the last
+// chunk remembered. A chunk stays once made. Memory follows the numbers
+// used, never their size: a page's lookup in a database of millions of
+// pages costs a load from the table, not a hash map's search through
+// nodes scattered over the heap.
 template <class Slot>
 class sparse_index {
  public:
   Slot find(std::uint64_t key) const {
     const std::uint64_t c = key >> chunk_bits;
     if (!last_ || c != last_key_) {
-      auto it = chunks_.find(c);
-      if (it == chunks_.end()) return Slot{};
+      const slots* chunk = chunk_of(c);
+      if (!chunk) return Slot{};
       last_key_ = c;
-      last_ = it->second.get();
+      last_ = chunk;
     }
     return (*last_)[key & chunk_mask];
   }
   void set(std::uint64_t key, Slot d) {
-    auto& chunk = chunks_[key >> chunk_bits];
-    if (!chunk) chunk = std::make_unique<slots>();
-    (*chunk)[key & chunk_mask] = d;
+    const std::uint64_t c = key >> chunk_bits;
+    std::unique_ptr<slots>* chunk;
+    if (c < dense_chunks) {
+      if (c >= table_.size()) table_.resize(std::max<std::size_t>(c + 1, 2 * table_.size()));
+      chunk = &table_[c];
+    } else {
+      chunk = &far_[c];
+    }
+    if (!*chunk) *chunk = std::make_unique<slots>();
+    (**chunk)[key & chunk_mask] = d;
   }
   void clear() {
-    chunks_.clear();
+    table_.clear();
+    far_.clear();
     last_ = nullptr;
   }
 
  private:
   static constexpr unsigned chunk_bits = 9;
   static constexpr std::uint64_t chunk_mask = (std::uint64_t{1} << chunk_bits) - 1;
+  static constexpr std::uint64_t dense_chunks = std::uint64_t{1} << (30 - chunk_bits);
   using slots = std::array<Slot, std::size_t{1} << chunk_bits>;
-  std::unordered_map<std::uint64_t, std::unique_ptr<slots>> chunks_;
+  const slots* chunk_of(std::uint64_t c) const {
+    if (c < table_.size()) return table_[c].get();
+    if (c < dense_chunks) return nullptr;
+    auto it = far_.find(c);
+    return it == far_.end() ? nullptr : it->second.get();
+  }
+  std::vector<std::unique_ptr<slots>> table_;  // chunks below dense_chunks
+  std::unordered_map<std::uint64_t, std::unique_ptr<slots>> far_;
   mutable std::uint64_t last_key_ = 0;
-  mutable slots* last_ = nullptr;
+  mutable const slots* last_ = nullptr;
 };
 
 // What the page index keeps of a page: its descriptor, and the first frame
