@@ -508,6 +508,32 @@ TEST_CASE("page file: the pages it reaches grow with each write and reservation,
   CHECK(back == rec);
 }
 
+TEST_CASE("page file: the records of consecutive pages written as one run read back as written one by one") {
+  test_dir dir;
+  auto file = qs::detail::page_file::create(dir.path(), 48, 8192);
+  const std::uint32_t slot = file->slot_bytes(), per = file->per_group();
+  // A run that starts near a group's end and crosses two group boundaries,
+  // beside pages written one by one before and after it.
+  const std::uint64_t first = per - 3, n = 2 * per + 8;
+  std::vector<std::vector<std::byte>> recs(n + 2, std::vector<std::byte>(slot));
+  for (std::uint64_t i = 0; i < n + 2; ++i)
+    for (std::size_t b = 0; b < slot; ++b) recs[i][b] = static_cast<std::byte>((i * 13 + b * 3 + 1) & 0xff);
+  REQUIRE(file->write(first - 1, 0, recs[0].data(), slot) == 0);
+  std::vector<const std::byte*> run;
+  for (std::uint64_t i = 1; i <= n; ++i) run.push_back(recs[i].data());
+  REQUIRE(file->write_records(first, run) == 0);
+  REQUIRE(file->write(first + n, 0, recs[n + 1].data(), slot) == 0);
+  std::vector<std::byte> back(slot);
+  for (std::uint64_t i = 0; i < n + 2; ++i) {
+    file->read(first - 1 + i, back.data(), slot);
+    CHECK(back == recs[i]);
+  }
+  CHECK(file->slots() >= first + n + 1);
+  // None, and a run past the last page the file can hold.
+  CHECK(file->write_records(7, {}) == 0);
+  CHECK(file->write_records(~std::uint64_t{0} - 1, run) == EFBIG);
+}
+
 TEST_CASE("page file: a record's many pieces written at once leave what writing them one by one leaves") {
   test_dir dir;
   auto file = qs::detail::page_file::create(dir.path(), 48, 8192);

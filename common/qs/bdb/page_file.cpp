@@ -11,9 +11,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <vector>
 
 namespace qs::detail {
 namespace {
@@ -272,6 +274,57 @@ int page_file::write(std::uint64_t page, std::uint32_t offset, const void* p, st
   });
   if (rc == 0 && sync_each_ && ::fdatasync(fd_) != 0) rc = errno;
   return rc;
+}
+
+int page_file::write_records(std::uint64_t first, std::span<const std::byte* const> records) {
+  const std::uint64_t n = records.size();
+  if (n == 0) return 0;
+  if (first >= max_pages_ || n > max_pages_ - first) return EFBIG;
+  std::vector<iovec> iov;
+  // Writes iov at `at`, all of it (a write cut short goes on where it
+  // stopped); 0 or the errno.
+  auto write_all = [&](std::uint64_t at) -> int {
+    std::size_t i = 0;
+    while (i < iov.size()) {
+      const int count = static_cast<int>(std::min<std::size_t>(iov.size() - i, IOV_MAX));
+      const ssize_t w = ::pwritev(fd_, iov.data() + i, count, static_cast<off_t>(at));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return errno;
+      }
+      at += static_cast<std::uint64_t>(w);
+      grown_to(at);
+      for (auto left = static_cast<std::size_t>(w); left > 0;) {
+        if (left >= iov[i].iov_len) {
+          left -= iov[i].iov_len;
+          ++i;
+        } else {
+          iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + left;
+          iov[i].iov_len -= left;
+          left = 0;
+        }
+      }
+    }
+    return 0;
+  };
+  for (std::uint64_t k = 0; k < n;) {
+    // The pages of one group: their heads side by side in its first block,
+    // their images one after the other after it.
+    const std::uint64_t page = first + k, within = page % per_group_;
+    const std::uint64_t run = std::min<std::uint64_t>(n - k, per_group_ - within);
+    for (int part = 0; part < 2; ++part) {
+      iov.clear();
+      for (std::uint64_t i = k; i < k + run; ++i) {
+        auto* rec = const_cast<std::byte*>(records[i]);
+        iov.push_back(part == 0 ? iovec{rec, head_bytes_} : iovec{rec + head_bytes_, image_bytes_});
+      }
+      const std::uint64_t at = group_offset(page) + (part == 0 ? within * head_bytes_ : block + within * image_bytes_);
+      if (const int rc = write_all(at); rc != 0) return rc;
+    }
+    k += run;
+  }
+  if (sync_each_ && ::fdatasync(fd_) != 0) return errno;
+  return 0;
 }
 
 int page_file::write_pieces(std::uint64_t page, std::span<const piece> pieces) {

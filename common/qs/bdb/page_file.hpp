@@ -104,6 +104,12 @@ class page_file {
   // Writes `len` bytes at `offset` of page's record; 0 or the errno of the
   // failure.
   int write(std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len);
+  // Writes the whole records of pages first, first + 1, ... (each
+  // slot_bytes() long, records[i] page first + i's): one write of the
+  // heads and one of the images for the pages of each group, so that the
+  // OS cache takes them as runs of the file, not a page at a time. 0 or
+  // the errno of the failure (some of them may be written then).
+  int write_records(std::uint64_t first, std::span<const std::byte* const> records);
   // A range of a record and its new bytes.
   struct piece {
     std::uint32_t offset;

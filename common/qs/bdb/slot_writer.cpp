@@ -3,6 +3,8 @@
 #include <qs/bdb/slot_writer.hpp>
 
 #include <cstring>
+#include <span>
+#include <vector>
 
 namespace qs::detail {
 
@@ -53,24 +55,47 @@ int slot_writer::settle(std::uint64_t& failed_page) {
 }
 
 void slot_writer::run() {
+  std::vector<item> its;
+  std::vector<const std::byte*> bufs;
   std::unique_lock<std::mutex> g(mutex_);
   for (;;) {
     work_.wait(g, [&] { return count_ != 0 || stop_; });
     if (count_ == 0) return;  // stopping, nothing left
-    const item it = items_[head_];
-    const std::byte* buf = buffers_[head_].get();
-    const bool failed = error_ != 0;
+    // Every record waiting now, in the order they came; the buffers stay
+    // put until count_ shrinks. Records of consecutive pages go out as one
+    // write of their heads and one of their images (page_file's
+    // write_records): the file's cache takes them as runs, whose pages
+    // the reads that follow map at a fault each run rather than a page.
+    const std::size_t taken = count_;
+    its.resize(taken);
+    bufs.resize(taken);
+    for (std::size_t i = 0; i < taken; ++i) {
+      its[i] = items_[(head_ + i) % depth];
+      bufs[i] = buffers_[(head_ + i) % depth].get();
+    }
+    bool failed = error_ != 0;
     g.unlock();
     // After a failure nothing more is written: the environment is broken,
     // and what follows it is no commit's.
-    const int e = failed ? 0 : file_.write(it.page, 0, buf, it.len);
+    int e = 0;
+    std::uint64_t e_page = 0;
+    const std::uint32_t whole = file_.slot_bytes();
+    for (std::size_t i = 0; i < taken && !failed && e == 0;) {
+      std::size_t j = i + 1;
+      if (its[i].len == whole)
+        while (j < taken && its[j].len == whole && its[j].page == its[j - 1].page + 1) ++j;
+      e = j - i > 1 ? file_.write_records(its[i].page, std::span<const std::byte* const>(bufs.data() + i, j - i))
+                    : file_.write(its[i].page, 0, bufs[i], its[i].len);
+      e_page = its[i].page;
+      i = j;
+    }
     g.lock();
     if (e != 0 && error_ == 0) {
       error_ = e;
-      error_page_ = it.page;
+      error_page_ = e_page;
     }
-    head_ = (head_ + 1) % depth;
-    --count_;
+    head_ = (head_ + taken) % depth;
+    count_ -= taken;
     pending_.store(count_, std::memory_order_release);
     room_.notify_all();
   }

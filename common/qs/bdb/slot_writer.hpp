@@ -8,8 +8,11 @@
 // million-node build, which the commit's checks and encoding of the next
 // pages could overlap. write() copies the record into a buffer of a small
 // ring and returns; the writer thread writes the buffers in the order they
-// came. settle() waits until every record handed over is in the file (in
-// the kernel's cache: syncing stays the caller's).
+// came, the records of consecutive pages among those waiting as one run
+// (page_file::write_records: a system call for their heads and one for
+// their images, and runs in the file's cache that later reads map whole).
+// settle() waits until every record handed over is in the file (in the
+// kernel's cache: syncing stays the caller's).
 //
 // Invariants:
 //  * a record handed over is written exactly once, before settle() returns
@@ -53,7 +56,8 @@ class slot_writer {
   // then not written), with its page in `failed_page`.
   int write(std::uint64_t page, const void* rec, std::uint32_t len, std::uint64_t& failed_page);
   // Waits until every record handed over is written; 0 or the errno of the
-  // first write that failed, with its page in `failed_page`.
+  // first write that failed, with its page in `failed_page` (a run's first
+  // page, when it wrote a run of records).
   int settle(std::uint64_t& failed_page);
   // Whether records are waiting or being written (a hint: one load).
   bool busy() const { return pending_.load(std::memory_order_acquire) != 0; }
