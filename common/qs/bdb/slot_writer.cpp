@@ -12,8 +12,8 @@ slot_writer::slot_writer(page_file& file) : file_(file) {}
 
 slot_writer::~slot_writer() {
   {
-    std::unique_lock<std::mutex> g(mutex_);
-    room_.wait(g, [&] { return count_ == 0; });
+    // The writer writes what waits, however little, then ends.
+    std::lock_guard<std::mutex> g(mutex_);
     stop_ = true;
   }
   work_.notify_all();
@@ -42,14 +42,18 @@ int slot_writer::write(std::uint64_t page, const void* rec, std::uint32_t len, s
   items_[at] = {page, len};
   ++count_;
   pending_.store(count_, std::memory_order_release);
+  const bool enough = count_ >= batch;
   g.unlock();
-  work_.notify_one();
+  if (enough) work_.notify_one();
   return 0;
 }
 
 int slot_writer::settle(std::uint64_t& failed_page) {
   std::unique_lock<std::mutex> g(mutex_);
+  ++settling_;
+  work_.notify_one();
   room_.wait(g, [&] { return count_ == 0; });
+  --settling_;
   failed_page = error_page_;
   return error_;
 }
@@ -59,7 +63,9 @@ void slot_writer::run() {
   std::vector<const std::byte*> bufs;
   std::unique_lock<std::mutex> g(mutex_);
   for (;;) {
-    work_.wait(g, [&] { return count_ != 0 || stop_; });
+    // A batch, or whatever waits once someone waits for it (settle) or
+    // the writer stops.
+    work_.wait(g, [&] { return count_ >= batch || ((settling_ != 0 || stop_) && count_ != 0) || stop_; });
     if (count_ == 0) return;  // stopping, nothing left
     // Every record waiting now, in the order they came; the buffers stay
     // put until count_ shrinks. Records of consecutive pages go out as one

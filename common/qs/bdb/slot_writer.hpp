@@ -8,9 +8,9 @@
 // million-node build, which the commit's checks and encoding of the next
 // pages could overlap. write() copies the record into a buffer of a small
 // ring and returns; the writer thread writes the buffers in the order they
-// came, the records of consecutive pages among those waiting as one run
-// (page_file::write_records: a system call for their heads and one for
-// their images, and runs in the file's cache that later reads map whole).
+// came, once `batch` of them wait (or someone settles), the records of
+// consecutive pages among them as one run (page_file::write_records: a
+// system call for their heads and one for their images).
 // settle() waits until every record handed over is in the file (in the
 // kernel's cache: syncing stays the caller's).
 //
@@ -45,6 +45,10 @@ class slot_writer {
  public:
   // Records in flight at most (64 of 8 KiB pages: half a MiB).
   static constexpr std::size_t depth = 64;
+  // Records the writer waits for before it writes, unless settle() or the
+  // destructor asks for what there is: the records of consecutive pages
+  // among them go out as one run.
+  static constexpr std::size_t batch = 16;
 
   explicit slot_writer(page_file& file);
   ~slot_writer();
@@ -81,6 +85,7 @@ class slot_writer {
   int error_ = 0;
   std::uint64_t error_page_ = 0;
   bool stop_ = false;
+  int settling_ = 0;    // threads in settle()
   std::thread thread_;  // started at the first write
 };
 
