@@ -255,22 +255,38 @@ std::uint64_t page_file::slots() const {
   return std::min(max_pages_, (size - header_bytes + group_bytes_ - 1) / group_bytes_ * per_group_);
 }
 
+int page_file::write_all(std::uint64_t at, std::span<iovec> iov) {
+  for (std::size_t i = 0;;) {
+    while (i < iov.size() && iov[i].iov_len == 0) ++i;  // nothing to write there
+    if (i == iov.size()) return 0;
+    const int count = static_cast<int>(std::min<std::size_t>(iov.size() - i, IOV_MAX));
+    const ssize_t w = ::pwritev(fd_, iov.data() + i, count, static_cast<off_t>(at));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    at += static_cast<std::uint64_t>(w);
+    grown_to(at);
+    // A write cut short goes on where it stopped.
+    for (auto left = static_cast<std::size_t>(w); left > 0;) {
+      if (left >= iov[i].iov_len) {
+        left -= iov[i].iov_len;
+        ++i;
+      } else {
+        iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + left;
+        iov[i].iov_len -= left;
+        left = 0;
+      }
+    }
+  }
+}
+
 int page_file::write(std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len) {
   if (page >= max_pages_ || std::uint64_t{offset} + len > slot_bytes()) return EFBIG;
   int rc = 0;
   for_each_stretch(page, offset, len, [&](std::uint64_t at, std::uint32_t from_offset, std::uint32_t n) {
-    const auto* from = static_cast<const char*>(p) + (from_offset - offset);
-    while (rc == 0 && n > 0) {
-      ssize_t w = ::pwrite(fd_, from, n, static_cast<off_t>(at));
-      if (w < 0) {
-        if (errno != EINTR) rc = errno;
-        continue;
-      }
-      from += w;
-      at += static_cast<std::uint64_t>(w);
-      n -= static_cast<std::uint32_t>(w);
-      grown_to(at);
-    }
+    iovec v{const_cast<char*>(static_cast<const char*>(p)) + (from_offset - offset), n};
+    if (rc == 0) rc = write_all(at, {&v, 1});
   });
   if (rc == 0 && sync_each_ && ::fdatasync(fd_) != 0) rc = errno;
   return rc;
@@ -281,32 +297,6 @@ int page_file::write_records(std::uint64_t first, std::span<const std::byte* con
   if (n == 0) return 0;
   if (first >= max_pages_ || n > max_pages_ - first) return EFBIG;
   std::vector<iovec> iov;
-  // Writes iov at `at`, all of it (a write cut short goes on where it
-  // stopped); 0 or the errno.
-  auto write_all = [&](std::uint64_t at) -> int {
-    std::size_t i = 0;
-    while (i < iov.size()) {
-      const int count = static_cast<int>(std::min<std::size_t>(iov.size() - i, IOV_MAX));
-      const ssize_t w = ::pwritev(fd_, iov.data() + i, count, static_cast<off_t>(at));
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return errno;
-      }
-      at += static_cast<std::uint64_t>(w);
-      grown_to(at);
-      for (auto left = static_cast<std::size_t>(w); left > 0;) {
-        if (left >= iov[i].iov_len) {
-          left -= iov[i].iov_len;
-          ++i;
-        } else {
-          iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + left;
-          iov[i].iov_len -= left;
-          left = 0;
-        }
-      }
-    }
-    return 0;
-  };
   for (std::uint64_t k = 0; k < n;) {
     // The pages of one group: their heads side by side in its first block,
     // their images one after the other after it.
@@ -319,7 +309,7 @@ int page_file::write_records(std::uint64_t first, std::span<const std::byte* con
         iov.push_back(part == 0 ? iovec{rec, head_bytes_} : iovec{rec + head_bytes_, image_bytes_});
       }
       const std::uint64_t at = group_offset(page) + (part == 0 ? within * head_bytes_ : block + within * image_bytes_);
-      if (const int rc = write_all(at); rc != 0) return rc;
+      if (const int rc = write_all(at, iov); rc != 0) return rc;
     }
     k += run;
   }

@@ -44,6 +44,8 @@
 // other write touches, beside it.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -106,9 +108,9 @@ class page_file {
   int write(std::uint64_t page, std::uint32_t offset, const void* p, std::uint32_t len);
   // Writes the whole records of pages first, first + 1, ... (each
   // slot_bytes() long, records[i] page first + i's): one write of the
-  // heads and one of the images for the pages of each group, so that the
-  // OS cache takes them as runs of the file, not a page at a time. 0 or
-  // the errno of the failure (some of them may be written then).
+  // heads and one of the images for the pages of each group, where
+  // write() would take two a page. 0 or the errno of the failure (some of
+  // them may be written then).
   int write_records(std::uint64_t first, std::span<const std::byte* const> records);
   // A range of a record and its new bytes.
   struct piece {
@@ -137,6 +139,9 @@ class page_file {
   page_file(std::string path, int fd, std::uint32_t head_bytes, std::uint32_t image_bytes, std::uint64_t size);
   // Notes that the file reaches at least `end` bytes.
   void grown_to(std::uint64_t end);
+  // Writes all of `iov` (its entries may be advanced) at `at`, going on
+  // where a write was cut short; 0 or the errno of the failure.
+  int write_all(std::uint64_t at, std::span<iovec> iov);
   // Where the file's bytes [offset, offset + len) are mapped, mapping more
   // of the file when it has grown; null when they are not (past its end).
   const std::byte* mapped(std::uint64_t offset, std::uint64_t len) const;

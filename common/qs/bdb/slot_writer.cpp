@@ -65,13 +65,12 @@ void slot_writer::run() {
   for (;;) {
     // A batch, or whatever waits once someone waits for it (settle) or
     // the writer stops.
-    work_.wait(g, [&] { return count_ >= batch || ((settling_ != 0 || stop_) && count_ != 0) || stop_; });
+    work_.wait(g, [&] { return count_ >= batch || stop_ || (settling_ != 0 && count_ != 0); });
     if (count_ == 0) return;  // stopping, nothing left
     // Every record waiting now, in the order they came; the buffers stay
     // put until count_ shrinks. Records of consecutive pages go out as one
     // write of their heads and one of their images (page_file's
-    // write_records): the file's cache takes them as runs, whose pages
-    // the reads that follow map at a fault each run rather than a page.
+    // write_records), not two writes a page.
     const std::size_t taken = count_;
     its.resize(taken);
     bufs.resize(taken);
@@ -79,7 +78,7 @@ void slot_writer::run() {
       its[i] = items_[(head_ + i) % depth];
       bufs[i] = buffers_[(head_ + i) % depth].get();
     }
-    bool failed = error_ != 0;
+    const bool failed = error_ != 0;
     g.unlock();
     // After a failure nothing more is written: the environment is broken,
     // and what follows it is no commit's.
