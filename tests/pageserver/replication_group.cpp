@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
@@ -29,7 +30,11 @@ int free_port() {
 void replication_group::add() {
   const int i = static_cast<int>(sites.size());
   sites.push_back(std::make_unique<server_process>(dir + "/site" + std::to_string(i)));
-  repl_ports.push_back(free_port());
+  // Each site its own port: the kernel may hand out a port it gave a
+  // site before, since nothing listens on it until that site starts.
+  int port = free_port();
+  while (std::find(repl_ports.begin(), repl_ports.end(), port) != repl_ports.end()) port = free_port();
+  repl_ports.push_back(port);
   tcp_ports.push_back(0);
 }
 
