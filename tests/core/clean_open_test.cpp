@@ -73,7 +73,7 @@ TEST_CASE("the first write after a clean open takes the clean mark away, and a c
   CHECK(committed_transactions(db, nodes) == 2);
 }
 
-TEST_CASE("kill -9 in a process that opened a cleanly closed database: the next open recovers") {
+TEST_CASE("kill -9 in a process that opened a cleanly closed database: the next open recovers", "[kill]") {
   struct point {
     const char* name;
     int expect;  // transactions committed in all when killed in the second run's first

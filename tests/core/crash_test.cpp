@@ -20,11 +20,11 @@ constexpr const char* dirty_eviction = "evict.dirty_written:60";
 
 }  // namespace
 
-TEST_CASE("kill -9 at chosen points: every committed transaction survives, no partial one does") {
+TEST_CASE("kill -9 at chosen points: every committed transaction survives, no partial one does", "[kill]") {
   kill_at_chosen_points(nodes, {pool}, "grow", {dirty_eviction});
 }
 
-TEST_CASE("kill -9 in transactions that create and delete the same objects, larger than the pool") {
+TEST_CASE("kill -9 in transactions that create and delete the same objects, larger than the pool", "[kill]") {
   kill_at_chosen_points(nodes, {pool}, "churn", {"worker.churned:3", dirty_eviction});
 }
 
@@ -36,7 +36,7 @@ TEST_CASE("a worker run to the end commits everything") {
 }
 
 TEST_CASE("kill -9 at chosen points of commits whose records' B-tree pages are read ahead beside them",
-          "[btree_layout]") {
+          "[btree_layout][kill]") {
   env_var layout("QS_PAGE_FILE", "0");  // pages.db's B-tree leaves
   // Each transaction rewrites every node: the second commit writes about 90
   // stored pages and the third about 180, enough for a helper to read their
@@ -47,7 +47,7 @@ TEST_CASE("kill -9 at chosen points of commits whose records' B-tree pages are r
   kill_at_chosen_points(30000, {"1024"}, "reopen", {"commit.reading_ahead:120"});
 }
 
-TEST_CASE("kill -9 at chosen points of commits written in bulk transactions", "[bulk]") {
+TEST_CASE("kill -9 at chosen points of commits written in bulk transactions", "[bulk][kill]") {
   env_var layout("QS_PAGE_FILE", "0");  // bulk transactions are pages.db's
   // Each transaction rewrites every node and adds 90,000 (265 pages), the
   // pool holding them all: each commit adds 256 pages or more, so it writes
@@ -58,7 +58,8 @@ TEST_CASE("kill -9 at chosen points of commits written in bulk transactions", "[
   kill_at_chosen_points(90000, {"2048"}, "grow");
 }
 
-TEST_CASE("kill -9 at chosen points of transactions larger than the pool written in bulk transactions", "[bulk]") {
+TEST_CASE("kill -9 at chosen points of transactions larger than the pool written in bulk transactions",
+          "[bulk][kill]") {
   // Each transaction adds 900 slabs (a page each) through a pool of 320:
   // its dirty pages are evicted into the store before its commit, and the
   // first of those writes, with 256 pages or more added, begins the bulk

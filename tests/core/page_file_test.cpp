@@ -63,17 +63,19 @@ void record_of(std::vector<std::byte>& rec, std::uint64_t seed) {
 }  // namespace
 
 TEST_CASE(
-    "page file: kill -9 at the runtime's chosen points: every committed transaction survives, no partial one does") {
+    "page file: kill -9 at the runtime's chosen points: every committed transaction survives, no partial one does",
+    "[kill]") {
   env_var layout("QS_PAGE_FILE", "1");
   kill_at_chosen_points(nodes, {pool}, "grow", {dirty_eviction});
 }
 
-TEST_CASE("page file: kill -9 in transactions that create and delete the same objects, larger than the pool") {
+TEST_CASE("page file: kill -9 in transactions that create and delete the same objects, larger than the pool",
+          "[kill]") {
   env_var layout("QS_PAGE_FILE", "1");
   kill_at_chosen_points(nodes, {pool}, "churn", {"worker.churned:3", dirty_eviction});
 }
 
-TEST_CASE("page file: killed once the commit is in the log, before or while its pages reach the page file") {
+TEST_CASE("page file: killed once the commit is in the log, before or while its pages reach the page file", "[kill]") {
   env_var layout("QS_PAGE_FILE", "1");
   for (const char* point : {"page_file.committed:3", "page_file.half_applied:3"}) {
     DYNAMIC_SECTION(point) {
@@ -94,7 +96,8 @@ TEST_CASE("page file: killed once the commit is in the log, before or while its 
   }
 }
 
-TEST_CASE("page file: killed in the checkpoint a durable commit's log makes due, on the thread that writes its pages") {
+TEST_CASE("page file: killed in the checkpoint a durable commit's log makes due, on the thread that writes its pages",
+          "[kill]") {
   env_var layout("QS_PAGE_FILE", "1");
   // 100 slabs of two pages a transaction: their records logged (fewer pages
   // than a bulk transaction adds), about 1.6 MiB of log each, so that every
@@ -122,19 +125,19 @@ TEST_CASE("page file: killed in the checkpoint a durable commit's log makes due,
 }
 
 TEST_CASE("page file: kill -9 in commits that write their new pages in place, around the sync before the commit",
-          "[bulk]") {
+          "[bulk][kill]") {
   env_var layout("QS_PAGE_FILE", "1");
   // The third transaction's in-place writes start at about the 670th.
   kill_at_chosen_points(bulk_nodes, {bulk_pool}, "grow", {"page_file.in_place:800", "page_file.in_place_synced:3"});
 }
 
-TEST_CASE("page file: kill -9 in commits that write in place pages of objects they also deleted", "[bulk]") {
+TEST_CASE("page file: kill -9 in commits that write in place pages of objects they also deleted", "[bulk][kill]") {
   env_var layout("QS_PAGE_FILE", "1");
   kill_at_chosen_points(bulk_nodes, {bulk_pool}, "churn", {"page_file.in_place:800", "page_file.in_place_synced:3"});
 }
 
 TEST_CASE("page file: what a commit killed after its writes in place left is no record once pages are added again",
-          "[bulk]") {
+          "[bulk][kill]") {
   env_var layout("QS_PAGE_FILE", "1");
   test_dir dir;
   const std::string db = dir.sub("db");
@@ -223,7 +226,7 @@ TEST_CASE("page file: commits that do not flush the log are read back before the
   CHECK(sum(db, count) == sum0 + n);
 }
 
-TEST_CASE("page file: killed with commits that did not flush the log, before or while they reach the file") {
+TEST_CASE("page file: killed with commits that did not flush the log, before or while they reach the file", "[kill]") {
   env_var layout("QS_PAGE_FILE", "1");
   struct point {
     const char* name;
