@@ -860,7 +860,8 @@ TEST_CASE("page file: a write fault makes its block's clean pages writable; only
     CHECK(ahead_before > 0);
     CHECK(ahead_after == ahead_before);
   }
-  db = qs::database::open(dir.path() + "-other", opts);  // closes the first
+  test_dir other;
+  db = qs::database::open(other.path(), opts);  // closes the first
   db = qs::database::open(dir.path(), opts);
   db.run([&] { CHECK(sum() == expected); });
 }

@@ -33,7 +33,10 @@ class stderr_capture {
     ::dup2(::fileno(f), 2);
     std::fclose(f);
   }
-  ~stderr_capture() { restore(); }
+  ~stderr_capture() {
+    restore();
+    std::remove(path_.c_str());
+  }
   std::string text() {
     restore();
     std::ifstream in(path_);
