@@ -239,20 +239,17 @@ int cmd_bench(const std::string& size, const std::string& dir, int count, const 
 }
 
 // --pool: PAGES, or BYTES with a unit (K, M, G).
-CLI::Validator pool_size() {
-  return CLI::Validator(
-      [](std::string& v) -> std::string {
-        std::string digits = v;
-        if (!digits.empty() && (digits.back() == 'K' || digits.back() == 'M' || digits.back() == 'G'))
-          digits.pop_back();
-        std::string unit = v.substr(digits.size());
-        std::uint64_t most = unit.empty() ? 0xffffffffu : unit == "K" ? 1u << 30 : unit == "M" ? 1u << 20 : 1u << 10;
-        std::string check = digits;
-        if (!qs::cli::whole(1, most)(check).empty())
-          return "expected PAGES from 1 to 4294967295, or BYTES with a unit up to 1024G (64M, 2G), got '" + v + "'";
-        return {};
-      },
-      "");
+qs::cli::validator pool_size() {
+  return qs::cli::validator([](std::string& v) -> std::string {
+    std::string digits = v;
+    if (!digits.empty() && (digits.back() == 'K' || digits.back() == 'M' || digits.back() == 'G')) digits.pop_back();
+    std::string unit = v.substr(digits.size());
+    std::uint64_t most = unit.empty() ? 0xffffffffu : unit == "K" ? 1u << 30 : unit == "M" ? 1u << 20 : 1u << 10;
+    std::string check = digits;
+    if (!qs::cli::whole(1, most)(check).empty())
+      return "expected PAGES from 1 to 4294967295, or BYTES with a unit up to 1024G (64M, 2G), got '" + v + "'";
+    return {};
+  });
 }
 
 }  // namespace
@@ -262,8 +259,7 @@ int main(int argc, char** argv) {
   std::string size, dir, op, xacts, pool;
   unsigned count = 0;
   const std::string name = std::string("oo7-") + oo7::mode_name;
-  CLI::App app("The OO7 benchmark (OO7-SPEC): database generation and the operations' driver.\n", name);
-  qs::cli::prepare(app);
+  qs::cli::app app("The OO7 benchmark (OO7-SPEC): database generation and the operations' driver.\n", name);
   app.fallthrough();  // options before or after the command
   app.require_subcommand(1);
   app.add_option("--work", o.work, "T1WW's gettimeofday calls per DoNothing, 0 to 1000000 (default 0)")
@@ -274,7 +270,7 @@ int main(int argc, char** argv) {
                  "default qs's")
       ->type_name("PAGES|BYTES")
       ->check(pool_size());
-  app.add_flag_callback(
+  app.add_flag(
       "--no-durable", [&] { o.durable = false; }, "commits without flushing the log");
   app.add_flag("--warm-os", o.warm_os, "keep the OS page cache of the store's files (bench)");
   app.add_flag("--quiet", o.quiet, "print only the machine-readable lines");
@@ -286,10 +282,10 @@ int main(int argc, char** argv) {
                "(the default is continual)");
   app.add_flag("--evolve", o.evolve, "convert a database whose types changed (qs::options::evolve)");
   const char* size_help = "tiny little small medium large, or a config file (OO7-SPEC 2.1)";
-  CLI::App* gen = app.add_subcommand("gen", "generate the database in DIR");
+  qs::cli::command* gen = app.add_subcommand("gen", "generate the database in DIR");
   gen->add_option("SIZE", size, size_help)->type_name("")->required();
   gen->add_option("DIR", dir, "the database directory")->type_name("")->required();
-  CLI::App* bench =
+  qs::cli::command* bench =
       app.add_subcommand("bench", "run OP COUNT times (OO7-SPEC 5.3); the last line is RESULT key=value ...");
   bench->add_option("SIZE", size, size_help)->type_name("")->required();
   bench->add_option("DIR", dir, "the database directory (oo7-mem: ignored)")->type_name("")->required();
@@ -304,8 +300,8 @@ int main(int argc, char** argv) {
       ->type_name("one|many")
       ->required()
       ->check(qs::cli::one_of({"one", "single", "many"}));
-  CLI::App* ops = app.add_subcommand("ops", "list the operations");
-  if (auto status = qs::cli::parse(app, argc, argv)) return *status;
+  qs::cli::command* ops = app.add_subcommand("ops", "list the operations");
+  if (auto status = app.parse(argc, argv)) return *status;
   if (!pool.empty()) {
     std::uint64_t n = std::stoull(pool);
     switch (pool.back()) {

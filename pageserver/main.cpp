@@ -51,29 +51,26 @@ int main(int argc, char** argv) {
   double handshake_s = in_seconds(o.handshake_timeout), idle_s = in_seconds(o.idle_timeout),
          lock_s = in_seconds(o.lock_timeout), txn_s = in_seconds(o.txn_timeout),
          snapshot_s = in_seconds(o.snapshot_max_age), replica_read_s = in_seconds(o.replica_read_max);
-  CLI::App app(
+  qs::cli::app app(
       "Serves the qs database in DIR (a Berkeley DB environment, created when absent and\n"
       "recovered at start) to clients that open qs+unix://PATH or qs://HOST:PORT.\n",
       "qs-pageserver");
-  qs::cli::prepare(app);
   app.add_option("--dir", o.dir, "the database directory")->type_name("DIR")->required();
-  CLI::Option* unix_option =
+  qs::cli::option* unix_option =
       app.add_option("--unix", unix_path, "listen on a Unix socket (mode 0600: the owner's clients only)")
           ->type_name("PATH");
   app.add_option("--tcp", tcp,
                  "listen on TCP; HOST defaults to 127.0.0.1 (loopback). PORT 0\n"
                  "takes a free port (see --ready-file). Needs --secret-file.")
       ->type_name("[HOST:]PORT")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            try {
-              listen_address(v);
-              return {};
-            } catch (const qs::error&) {
-              return "expected [HOST:]PORT with PORT from 0 to 65535, got '" + v + "'";
-            }
-          },
-          ""));
+      ->check(qs::cli::validator([](std::string& v) -> std::string {
+        try {
+          listen_address(v);
+          return {};
+        } catch (const qs::error&) {
+          return "expected [HOST:]PORT with PORT from 0 to 65535, got '" + v + "'";
+        }
+      }));
   app.add_option("--secret-file", secret_file,
                  "the shared secret TCP clients must present (the file's first\n"
                  "line; the file must not be readable by group or others).\n"
@@ -88,15 +85,13 @@ int main(int argc, char** argv) {
   std::string repl, repl_ack = "quorum";
   std::vector<std::string> repl_peers;
   std::uint32_t repl_priority = 100;
-  auto address_check = CLI::Validator(
-      [](std::string& v) -> std::string {
-        try {
-          if (listen_address(v).port != 0) return {};
-        } catch (const qs::error&) {
-        }
-        return "expected [HOST:]PORT with PORT from 1 to 65535, got '" + v + "'";
-      },
-      "");
+  auto address_check = qs::cli::validator([](std::string& v) -> std::string {
+    try {
+      if (listen_address(v).port != 0) return {};
+    } catch (const qs::error&) {
+    }
+    return "expected [HOST:]PORT with PORT from 1 to 65535, got '" + v + "'";
+  });
   app.add_option("--repl", repl,
                  "this site's replication address; HOST defaults to 127.0.0.1.\n"
                  "Sites present the shared secret (--secret-file) to each other,\n"
@@ -115,7 +110,7 @@ int main(int argc, char** argv) {
                  "when the master's commit returns: quorum (default; a commit\n"
                  "survives the loss of any one site of three), all, one, none")
       ->type_name("POLICY")
-      ->check(CLI::IsMember({"quorum", "all", "one", "none"}))
+      ->check(qs::cli::one_of({"quorum", "all", "one", "none"}))
       ->group(replication);
   app.add_option("--repl-priority", repl_priority, "election priority, 0 to 1000000 (default 100); 0: never master")
       ->type_name("N")
@@ -239,25 +234,25 @@ int main(int argc, char** argv) {
       "SIGUSR1 logs the commit counters: commits, conflicts per commit, retries, aborts,\n"
       "and with --repl each site's role and connection. A master that finds another site\n"
       "elected in its place exits with status 3, to be started again as a replica.");
-  app.final_callback([&] {
-    if (o.dir.empty()) throw CLI::ValidationError("--dir", "expected a directory, got ''");
-    if (!unix_option->count() && tcp.empty())
-      throw CLI::ValidationError("give --unix PATH, --tcp [HOST:]PORT, or both");
-    if (repl.empty() && !repl_peers.empty()) throw CLI::ValidationError("--repl-peer needs --repl");
+  app.final_check([&] {
+    if (o.dir.empty()) throw qs::cli::usage_error("--dir", "expected a directory, got ''");
+    if (!unix_option->given() && tcp.empty())
+      throw qs::cli::usage_error("give --unix PATH, --tcp [HOST:]PORT, or both");
+    if (repl.empty() && !repl_peers.empty()) throw qs::cli::usage_error("--repl-peer needs --repl");
     if (!repl.empty() && secret_file.empty())
-      throw CLI::ValidationError("--repl needs --secret-file: the sites of a group present the shared secret");
+      throw qs::cli::usage_error("--repl needs --secret-file: the sites of a group present the shared secret");
     if (!repl.empty()) {
       const qs::wire::tcp_address own = listen_address(repl);
       for (const std::string& p : repl_peers)
         if (const qs::wire::tcp_address peer = listen_address(p); peer.host == own.host && peer.port == own.port)
-          throw CLI::ValidationError("--repl-peer " + p + " is this site's own address (--repl " + repl + ")");
+          throw qs::cli::usage_error("--repl-peer " + p + " is this site's own address (--repl " + repl + ")");
     }
     if (!tcp.empty() && secret_file.empty())
-      throw CLI::ValidationError("--tcp needs --secret-file: TCP clients must present a shared secret");
+      throw qs::cli::usage_error("--tcp needs --secret-file: TCP clients must present a shared secret");
   });
-  if (auto status = qs::cli::parse(app, argc, argv)) return *status;
+  if (auto status = app.parse(argc, argv)) return *status;
   try {
-    if (unix_option->count()) o.unix_path = unix_path;
+    if (unix_option->given()) o.unix_path = unix_path;
     if (!tcp.empty()) o.tcp = listen_address(tcp);
     o.cache_bytes = cache_mb << 20;
     o.buffer_bytes = buffer_mb << 20;

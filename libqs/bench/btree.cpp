@@ -191,11 +191,10 @@ int main(int argc, char** argv) {
   std::size_t cold_n = 20000;
   std::size_t cold_rounds = 3;
   std::string dir;
-  CLI::App app(
+  qs::cli::app app(
       "qs::btree_map in a qs database beside the same tree in memory, std::map and\n"
       "qs::index: N inserts, lookups and an ordered scan of each, hot.\n",
       "qs_btree_bench");
-  qs::cli::prepare(app);
   app.add_option("--keys", n, "distinct int64 keys, 1 to 10000000 (default 1000000)")
       ->type_name("N")
       ->check(qs::cli::whole(1, 10000000));
@@ -211,7 +210,7 @@ int main(int argc, char** argv) {
       ->type_name("N")
       ->check(qs::cli::whole(0, 10000000));
   app.add_option("--dir", dir, "where the database goes (default: a temporary directory, removed)")->type_name("DIR");
-  if (auto status = qs::cli::parse(app, argc, argv)) return *status;
+  if (auto status = app.parse(argc, argv)) return *status;
   bool own_dir = dir.empty();
   if (own_dir) {
     char tmpl[] = "/tmp/qs-btree-bench-XXXXXX";

@@ -453,16 +453,15 @@ double measure_fans(const std::string& dir, int n) {
 int main(int argc, char** argv) {
   int n = 4000;
   std::string dir;
-  CLI::App app(
+  qs::cli::app app(
       "What a fault, a write fault and a dirtied page cost in qs, beside the bare\n"
       "operations they are made of.\n",
       "qs_fault_bench");
-  qs::cli::prepare(app);
   app.add_option("--pages", n, "pages of 8 KiB per pass, 1 to 250000 (default 4000)")
       ->type_name("N")
       ->check(qs::cli::whole(1, 250000));
   app.add_option("--dir", dir, "where the databases go (default: a temporary directory, removed)")->type_name("DIR");
-  if (auto status = qs::cli::parse(app, argc, argv)) return *status;
+  if (auto status = app.parse(argc, argv)) return *status;
   bool own_dir = dir.empty();
   if (own_dir) {
     char tmpl[] = "/tmp/qs-bench-XXXXXX";

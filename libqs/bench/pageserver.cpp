@@ -446,11 +446,10 @@ void print_tally(int clients, const tally& t, double seconds, long flushes) {
 int main(int argc, char** argv) {
   int pages = 2000;
   double seconds = 2.0;
-  CLI::App app(
+  qs::cli::app app(
       "What a page costs through qs-pageserver beside the embedded store and a bare round\n"
       "trip, and the commit throughput of 1, 2, 4 and 8 client processes.\n",
       "qs_pageserver_bench");
-  qs::cli::prepare(app);
   // At most what bench_options()'s 4 GiB reservation holds, with room to spare.
   app.add_option("PAGES", pages, "pages of 8 KiB in the list walked, 1 to 400000 (default 2000)")
       ->type_name("")
@@ -461,7 +460,7 @@ int main(int argc, char** argv) {
   std::string client_url, workload;
   int id = 0;
   double client_seconds = 0;
-  CLI::App* as_client = app.add_subcommand("client", "")->group("");  // its own client processes
+  qs::cli::command* as_client = app.add_subcommand("client", "")->group("");  // its own client processes
   as_client->add_option("URL", client_url)->required();
   as_client->add_option("WORKLOAD", workload)
       ->required()
@@ -470,9 +469,9 @@ int main(int argc, char** argv) {
   as_client->add_option("SECONDS", client_seconds)->required()->check(qs::cli::seconds(3600));
   // The counters of the throughput clients, in a database served elsewhere
   // (scripts/replication).
-  CLI::App* as_counters = app.add_subcommand("counters", "")->group("");
+  qs::cli::command* as_counters = app.add_subcommand("counters", "")->group("");
   as_counters->add_option("URL", client_url)->required();
-  if (auto status = qs::cli::parse(app, argc, argv)) return *status;
+  if (auto status = app.parse(argc, argv)) return *status;
   if (*as_client) return client(client_url, workload, id, client_seconds);
   if (*as_counters) {
     try {

@@ -291,24 +291,23 @@ int update(const std::string& dir, std::uint64_t pool_bytes) {
 int main(int argc, char** argv) {
   std::string dir, how;
   std::uint64_t bytes = 0, pool_bytes = 0, reads = 0;
-  CLI::App app("One phase of the scale benchmark (scripts/scale runs them).\n", "qs-scale");
-  qs::cli::prepare(app);
+  qs::cli::app app("One phase of the scale benchmark (scripts/scale runs them).\n", "qs-scale");
   app.require_subcommand(1);
   const std::uint64_t tib = std::uint64_t{1} << 40;
-  auto pool = [&](CLI::App* phase) {
+  auto pool = [&](qs::cli::command* phase) {
     phase->add_option("POOL_BYTES", pool_bytes, "the qs buffer pool in bytes, 1 to 1099511627776 (1 TiB)")
         ->type_name("")
         ->required()
         ->check(qs::cli::whole(1, tib));
   };
-  CLI::App* create_phase = app.add_subcommand("create", "a database of about BYTES of linked 64-byte items");
+  qs::cli::command* create_phase = app.add_subcommand("create", "a database of about BYTES of linked 64-byte items");
   create_phase->add_option("DIR", dir, "the database directory")->type_name("")->required();
   create_phase->add_option("BYTES", bytes, "the items' bytes, 1 to 1099511627776 (1 TiB)")
       ->type_name("")
       ->required()
       ->check(qs::cli::whole(1, tib));
   pool(create_phase);
-  CLI::App* read_phase = app.add_subcommand("read", "READS random items read in one transaction");
+  qs::cli::command* read_phase = app.add_subcommand("read", "READS random items read in one transaction");
   read_phase->add_option("DIR", dir, "the database directory")->type_name("")->required();
   pool(read_phase);
   read_phase->add_option("READS", reads, "1 to 1000000000")
@@ -319,10 +318,10 @@ int main(int argc, char** argv) {
       ->type_name("cold|warm")
       ->required()
       ->check(qs::cli::one_of({"cold", "warm"}));
-  CLI::App* update_phase = app.add_subcommand("update", "one transaction that dirties twice the pool's pages");
+  qs::cli::command* update_phase = app.add_subcommand("update", "one transaction that dirties twice the pool's pages");
   update_phase->add_option("DIR", dir, "the database directory")->type_name("")->required();
   pool(update_phase);
-  if (auto status = qs::cli::parse(app, argc, argv)) return *status;
+  if (auto status = app.parse(argc, argv)) return *status;
   try {
     if (*create_phase) return create(dir, bytes, pool_bytes);
     if (*read_phase) return read(dir, pool_bytes, reads, how == "cold");

@@ -165,21 +165,20 @@ void parse(const std::string& path, const std::string& section, program_types& o
 int main(int argc, char** argv) {
   std::string db, program;
   bool dry_run = false;
-  CLI::App app(
+  qs::cli::app app(
       "Converts the embedded qs database DB to the types of BINARY, a program built with\n"
       "qs_add_schema, as the program would with qs::options::evolve; prints what it\n"
       "changes. Exit status: 0 converted (or nothing to convert, or a dry run), 2 usage,\n"
       "3 refused or failed (the database is then as it was).\n",
       "qs-evolve");
-  qs::cli::prepare(app);
   app.add_option("DB", db, "the database directory")->type_name("")->required();
   app.add_option("--program", program, "the program whose types the database gets")->type_name("BINARY")->required();
   app.add_flag("--dry-run", dry_run, "print what would change; write nothing");
-  app.final_callback([&] {
-    if (db.empty()) throw CLI::ValidationError("DB", "expected a database directory, got ''");
-    if (program.empty()) throw CLI::ValidationError("--program", "expected a program file, got ''");
+  app.final_check([&] {
+    if (db.empty()) throw qs::cli::usage_error("DB", "expected a database directory, got ''");
+    if (program.empty()) throw qs::cli::usage_error("--program", "expected a program file, got ''");
   });
-  if (auto status = qs::cli::parse(app, argc, argv)) return *status;
+  if (auto status = app.parse(argc, argv)) return *status;
   try {
     program_types types;
     parse(program, schema_section(program), types);

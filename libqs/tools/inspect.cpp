@@ -71,42 +71,41 @@ qs::inspector::progress bar(const char* what, const char* unit = "pages") {
 int main(int argc, char** argv) {
   std::string db, secret_file, address;
   std::uint64_t page = 0;
-  CLI::App app(
+  qs::cli::app app(
       "Looks inside a qs database (a directory, or a page server's qs:// or qs+unix:// URL) without\n"
       "the program that made it; writes nothing. Exit status: 0 done, 1 verify found problems,\n"
       "2 usage, 3 the database could not be read.\n",
       "qs-inspect");
-  qs::cli::prepare(app);
   app.add_option("DB", db, "the database directory or URL")->type_name("")->required();
   app.add_option("--secret-file", secret_file, "the page server's shared secret (qs://), else QS_SECRET")
       ->type_name("FILE");
-  app.require_subcommand(1, 1);
-  CLI::App* stat = app.add_subcommand("stat",
-                                      "format, pages, objects and bytes by type, free space, roots, "
-                                      "indexes, log, schema");
-  CLI::App* roots = app.add_subcommand("roots", "the named roots, their types and cells");
-  CLI::App* schema = app.add_subcommand("schema", "the stored types, their members and earlier layouts");
-  CLI::App* page_cmd = app.add_subcommand("page", "a page: its header, objects, pointer words, mapping object");
+  app.require_subcommand(1);
+  qs::cli::command* stat = app.add_subcommand("stat",
+                                              "format, pages, objects and bytes by type, free space, roots, "
+                                              "indexes, log, schema");
+  qs::cli::command* roots = app.add_subcommand("roots", "the named roots, their types and cells");
+  qs::cli::command* schema = app.add_subcommand("schema", "the stored types, their members and earlier layouts");
+  qs::cli::command* page_cmd = app.add_subcommand("page", "a page: its header, objects, pointer words, mapping object");
   page_cmd->add_option("N", page, "the page number")->check(qs::cli::whole(1, std::uint64_t{1} << 40))->required();
-  CLI::App* object = app.add_subcommand("object", "an object's type and members by name");
+  qs::cli::command* object = app.add_subcommand("object", "an object's type and members by name");
   object->add_option("ADDRESS", address, "0x... (an address at the database's preferred base) or PAGE:OFFSET")
       ->required();
-  CLI::App* verify = app.add_subcommand("verify",
-                                        "checks every page, pointer, mapping object, free-space record, "
-                                        "root and index entry; one line per problem");
-  CLI::App* dump = app.add_subcommand("dump", "the object graph as JSON Lines, on standard output");
+  qs::cli::command* verify = app.add_subcommand("verify",
+                                                "checks every page, pointer, mapping object, free-space record, "
+                                                "root and index entry; one line per problem");
+  qs::cli::command* dump = app.add_subcommand("dump", "the object graph as JSON Lines, on standard output");
   std::string dump_file;
   std::uint32_t load_page_size = 0;
-  CLI::App* load = app.add_subcommand("load", "reads a dump into DB, a new database");
+  qs::cli::command* load = app.add_subcommand("load", "reads a dump into DB, a new database");
   load->add_option("FILE", dump_file, "the dump (- for standard input)")->required();
   load->add_option("--page-size", load_page_size, "the new database's page size (default: the dump's)")
       ->type_name("BYTES")
       ->check(qs::cli::whole(4096, 65536));
   std::string target;
-  CLI::App* backup = app.add_subcommand("backup", "a consistent copy of the database, live or not, into DEST");
+  qs::cli::command* backup = app.add_subcommand("backup", "a consistent copy of the database, live or not, into DEST");
   backup->add_option("DEST", target, "a new directory (through a page server: a name under its --backup-dir)")
       ->required();
-  if (auto status = qs::cli::parse(app, argc, argv)) return *status;
+  if (auto status = app.parse(argc, argv)) return *status;
   try {
     qs::options opts;
     if (!secret_file.empty()) {

@@ -129,8 +129,7 @@ void update_phase(const peers::command& cmd) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("The workload of scripts/peers on Boost.Interprocess's managed_mapped_file.\n", "peer-boost");
-  qs::cli::prepare(app);
+  qs::cli::app app("The workload of scripts/peers on Boost.Interprocess's managed_mapped_file.\n", "peer-boost");
   peers::command cmd = peers::parse(app, argc, argv);
   // boost::interprocess::interprocess_exception among what may escape
   return peers::run_phase(

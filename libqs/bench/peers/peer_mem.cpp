@@ -24,8 +24,7 @@ const auto child = [](const Node* p, int c) -> Node* { return p->kid[c]; };
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("The workload of scripts/peers on plain memory, all phases in one process.\n", "peer-mem");
-  qs::cli::prepare(app);
+  qs::cli::app app("The workload of scripts/peers on plain memory, all phases in one process.\n", "peer-mem");
   peers::command cmd = peers::parse(app, argc, argv, {"all"});
   std::vector<std::uint32_t> order = peers::allocation_order(cmd.n);
   std::vector<std::uint32_t> targets = peers::update_targets(cmd.n);

@@ -169,8 +169,7 @@ void update_phase(const peers::command& cmd) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("The workload of scripts/peers on libpmemobj.\n", "peer-pmemobj");
-  qs::cli::prepare(app);
+  qs::cli::app app("The workload of scripts/peers on libpmemobj.\n", "peer-pmemobj");
   peers::command cmd = peers::parse(app, argc, argv);
   return peers::run_phase(
       cmd, "peer-pmemobj",

@@ -177,8 +177,7 @@ void update_phase(const peers::command& cmd, const qs::options& opts) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("The workload of scripts/peers on qs (hardware mode, an embedded database).\n", "peer-qs");
-  qs::cli::prepare(app);
+  qs::cli::app app("The workload of scripts/peers on qs (hardware mode, an embedded database).\n", "peer-qs");
   qs::options o;
   app.add_option("--pool-pages", o.pool_pages, "the qs buffer pool in pages, 1 to 4294967295 (default qs's)")
       ->type_name("P")

@@ -139,19 +139,18 @@ struct command {
   std::uint32_t n = 0;
 };
 
-inline command parse(CLI::App& app, int argc, char** argv,
+inline command parse(qs::cli::app& app, int argc, char** argv,
                      const std::vector<std::string>& phases = {"build", "open", "traverse", "update"}) {
   command c;
-  app.add_option("PHASE", c.phase, "the phase to run")
-      ->type_name(CLI::detail::join(phases, "|"))
-      ->required()
-      ->check(qs::cli::one_of(phases));
+  std::string names;
+  for (const std::string& p : phases) names += (names.empty() ? "" : "|") + p;
+  app.add_option("PHASE", c.phase, "the phase to run")->type_name(names)->required()->check(qs::cli::one_of(phases));
   app.add_option("PATH", c.path, "where the peer keeps its data (peer-mem: ignored)")->type_name("")->required();
   app.add_option("N", c.n, "the number of nodes, 1 to 100000000")
       ->type_name("")
       ->required()
       ->check(qs::cli::whole(1, 100'000'000));
-  if (auto status = qs::cli::parse(app, argc, argv)) std::exit(*status);
+  if (auto status = app.parse(argc, argv)) std::exit(*status);
   return c;
 }
 
