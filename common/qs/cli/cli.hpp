@@ -7,7 +7,7 @@
 // and exits with 0.
 //
 // CLI11 does the parsing, behind this header: only cli.cpp includes it. A
-// translation unit that includes <CLI/CLI.hpp> spends about 20 s compiling
+// translation unit that includes <CLI/CLI.hpp> spends about 10 s compiling
 // CLI11's inline code at -O2 -g, and some twenty programs read a command
 // line; through this interface they compile it once, in qs_cli. The calls
 // read as CLI11's do (add_option(...)->type_name(...)->check(...)), and
