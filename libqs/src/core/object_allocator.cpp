@@ -39,7 +39,7 @@ void* object_allocator::allocate(const type_descriptor* d, std::size_t bytes, co
                            ") is larger than qs can store (" + std::to_string(std::uint64_t{0xffffffff} - page_size_) +
                            " bytes at most)");
   ensure_loaded();
-  freed_ = {};  // an allocation may merge free blocks
+  forget_freed();  // an allocation may merge free blocks
   std::uint32_t type = schema_.index_of(d);
   std::uint64_t payload = round8(bytes ? bytes : 1);
   std::uint32_t align = std::max<std::uint32_t>(d->align, 8);
@@ -161,16 +161,14 @@ void object_allocator::deallocate(void* p) {
   pages_.make_current(d);
   auto off = static_cast<std::uint32_t>(static_cast<std::byte*>(p) - access_.address(d));
   if (d->hdr.kind == page_kind::small) {
-    // Deletes on a page often come in the order its objects were made: the
-    // walk starts at the last one freed there, when it comes before.
-    const std::uint32_t from = freed_.page == d->page && freed_.header < off ? freed_.header : 0;
-    const heap_free_plan plan = heap_plan_free(pages_.image(d), page_size_, off, from);
+    heap_starts& starts = starts_of(d);
+    const heap_free_plan plan = heap_plan_free(pages_.image(d), page_size_, off, starts);
     if (!plan.found)
       throw error("delete of " + where() + " on page " + std::to_string(d->page) +
                   ", where no persistent object starts");
     if (d->needs_page_before()) pages_.make_writable(d);
     heap_apply_free(pages_.image(d), plan);
-    freed_ = {d->page, plan.header};
+    starts.applied(plan);
     changed(d);
     return;
   }
@@ -190,6 +188,17 @@ void object_allocator::deallocate(void* p) {
     }
     store_.delete_page(page0 + i);
   }
+}
+
+heap_starts& object_allocator::starts_of(page_desc* d) {
+  for (freed_page& f : freed_)
+    if (f.valid && f.page == d->page) return f.starts;
+  freed_page& f = freed_[next_freed_];
+  next_freed_ = (next_freed_ + 1) % freed_.size();
+  f.starts.build(pages_.image(d), page_size_);
+  f.page = d->page;
+  f.valid = true;
+  return f.starts;
 }
 
 void object_allocator::changed(page_desc* d) {
@@ -224,13 +233,13 @@ void object_allocator::commit() {
   for (const auto& [page, e] : changed_) set_room(page, e.frame, e.room);
   changed_.clear();
   last_changed_ = nullptr;
-  freed_ = {};
+  forget_freed();
 }
 
 void object_allocator::abort() {
   changed_.clear();
   last_changed_ = nullptr;
-  freed_ = {};
+  forget_freed();
   current_page_ = 0;
   fresh_after_abort_ = store_.shared();
   free_space_.clear();

@@ -27,6 +27,7 @@
 // Thread-safety: none; the runtime's lock guards it.
 #pragma once
 
+#include "core/page_heap.hpp"
 #include "core/page_table.hpp"
 #include "core/pager.hpp"
 #include "core/relocator.hpp"
@@ -37,6 +38,7 @@
 
 #include <qs/schema.hpp>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -63,7 +65,7 @@ class object_allocator {
   // The page table was emptied: no page is current.
   void forget_current_page() {
     current_page_ = 0;
-    freed_ = {};
+    forget_freed();
   }
 
  private:
@@ -102,12 +104,23 @@ class object_allocator {
   std::set<std::pair<std::uint32_t, std::uint64_t>> by_room_;           // (bytes, page)
   std::map<std::uint64_t, room_entry> changed_;                         // this transaction's, by page
   std::pair<const std::uint64_t, room_entry>* last_changed_ = nullptr;  // changed_'s entry changed last
-  // The header of the object this transaction freed last, and its page:
-  // an object start until the next allocation (page_heap.hpp).
-  struct freed_at {
+  // The block starts of the pages this transaction freed on last
+  // (page_heap.hpp), so that a run of deletes on a page walks it once. A few
+  // pages deep: a delete often takes an object and those it owns, on
+  // several pages (a composite part's atomic parts and connections, its
+  // document and the document's text). Dropped at every allocation, which
+  // may merge free blocks, and at the transaction's end.
+  struct freed_page {
     std::uint64_t page = 0;
-    std::uint32_t header = 0;
-  } freed_;
+    bool valid = false;
+    heap_starts starts;
+  };
+  std::array<freed_page, 8> freed_;
+  std::size_t next_freed_ = 0;  // the entry a page not among them takes
+  heap_starts& starts_of(page_desc* d);
+  void forget_freed() {
+    for (freed_page& f : freed_) f.valid = false;
+  }
 };
 
 }  // namespace qs::detail

@@ -89,8 +89,7 @@ const object_header* heap_object_at(const std::byte* image, std::uint32_t page_s
   return nullptr;
 }
 
-heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, std::uint32_t offset,
-                              std::uint32_t from) {
+heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, std::uint32_t offset) {
   // One walk, up to the object. The tail is the end of the last live object
   // (trailing free blocks go back to it): freeing an object that a live one
   // follows adds its bytes to the free bytes; freeing the last moves the
@@ -99,19 +98,16 @@ heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, s
   auto* ph = reinterpret_cast<const page_header*>(image);
   const std::uint64_t top = ph->top < page_size ? ph->top : page_size;
   const std::uint64_t hs = sizeof(object_header);
-  const bool midway = from > sizeof(page_header);
-  auto again = [&]() -> heap_free_plan { return midway ? heap_plan_free(image, page_size, offset) : heap_free_plan{}; };
-  std::uint64_t off = midway ? from : sizeof(page_header), used_end = off, free_before = 0, free_running = 0;
+  std::uint64_t off = sizeof(page_header), used_end = off, free_before = 0, free_running = 0;
   while (off + hs <= top) {
     auto* h = reinterpret_cast<const object_header*>(image + off);
     const std::uint64_t end = off + hs + h->size;
-    if (end > top || off + hs > offset) return again();
+    if (end > top || off + hs > offset) return {};
     if (off + hs == offset) {
-      if (h->type == free_type) return again();
+      if (h->type == free_type) return {};
       if (end < top)
         return {true, static_cast<std::uint32_t>(off), ph->top,
                 ph->free_bytes + static_cast<std::uint32_t>(hs + h->size)};
-      if (midway) return again();  // the objects before `from` decide the tail
       return {true, static_cast<std::uint32_t>(off), static_cast<std::uint32_t>(used_end),
               static_cast<std::uint32_t>(free_before)};
     }
@@ -123,7 +119,83 @@ heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, s
     }
     off = end;
   }
-  return again();
+  return {};
+}
+
+void heap_starts::build(const std::byte* image, std::uint32_t page_size) {
+  bits_.assign((page_size / 8 + 63) / 64, 0);
+  usable_ = true;
+  auto* ph = reinterpret_cast<const page_header*>(image);
+  const std::uint64_t top = ph->top < page_size ? ph->top : page_size;
+  const std::uint64_t hs = sizeof(object_header);
+  // The walk of heap_plan_free: it ends where a block overruns the top.
+  for (std::uint64_t off = sizeof(page_header); off + hs <= top;) {
+    auto* h = reinterpret_cast<const object_header*>(image + off);
+    const std::uint64_t end = off + hs + h->size;
+    if (end > top) break;
+    if (off % 8 != 0) {
+      usable_ = false;
+      return;
+    }
+    bits_[off / 8 / 64] |= std::uint64_t{1} << (off / 8 % 64);
+    off = end;
+  }
+}
+
+std::uint32_t heap_starts::before(std::uint32_t header) const {
+  std::uint64_t i = header / 8;
+  if (i == 0) return 0;
+  --i;  // the last bit that may be set
+  for (std::uint64_t w = i / 64 + 1; w-- > 0;) {
+    if (w >= bits_.size()) {
+      i = w * 64 - 1;
+      continue;
+    }
+    const unsigned keep = static_cast<unsigned>(i - w * 64);  // bits [0, keep] of word w
+    const std::uint64_t word = keep == 63 ? bits_[w] : bits_[w] & ((std::uint64_t{2} << keep) - 1);
+    if (word) return static_cast<std::uint32_t>(8 * (w * 64 + 63 - static_cast<std::uint64_t>(__builtin_clzll(word))));
+    i = w * 64 - 1;
+  }
+  return 0;
+}
+
+void heap_starts::applied(const heap_free_plan& plan) {
+  // Clears every start at or after the new top.
+  const std::uint64_t first = (std::uint64_t{plan.top} + 7) / 8;
+  for (std::uint64_t w = first / 64; w < bits_.size(); ++w) {
+    if (w == first / 64 && first % 64 != 0) bits_[w] &= (std::uint64_t{1} << (first % 64)) - 1;
+    else bits_[w] = 0;
+  }
+}
+
+heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, std::uint32_t offset,
+                              const heap_starts& starts) {
+  if (!starts.usable()) return heap_plan_free(image, page_size, offset);
+  auto* ph = reinterpret_cast<const page_header*>(image);
+  const std::uint64_t top = ph->top < page_size ? ph->top : page_size;
+  const std::uint64_t hs = sizeof(object_header);
+  if (offset < sizeof(page_header) + hs || offset > top) return {};
+  const auto at = static_cast<std::uint32_t>(offset - hs);
+  if (!starts.starts_at(at)) return {};
+  auto* h = reinterpret_cast<const object_header*>(image + at);
+  if (h->type == free_type) return {};
+  const std::uint64_t end = std::uint64_t{at} + hs + h->size;
+  if (end > top) return heap_plan_free(image, page_size, offset);  // changed since the walk: walk again
+  if (end < top) return {true, at, ph->top, ph->free_bytes + static_cast<std::uint32_t>(hs + h->size)};
+  // The page's last object: the tail goes back over the free blocks before
+  // it, to the end of the last live object (or the page's first block).
+  std::uint64_t tail = at;
+  std::uint32_t free_bytes = ph->free_bytes;
+  for (std::uint32_t b = starts.before(at); b != 0; b = starts.before(b)) {
+    auto* bh = reinterpret_cast<const object_header*>(image + b);
+    if (bh->type != free_type) break;
+    const std::uint64_t size = hs + bh->size;
+    // A header that does not count its free blocks right: the walk decides.
+    if (b + size != tail || size > free_bytes) return heap_plan_free(image, page_size, offset);
+    free_bytes -= static_cast<std::uint32_t>(size);
+    tail = b;
+  }
+  return {true, at, static_cast<std::uint32_t>(tail), free_bytes};
 }
 
 void heap_apply_free(std::byte* image, const heap_free_plan& plan) {

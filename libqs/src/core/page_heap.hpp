@@ -14,6 +14,7 @@
 #include "core/page_format.hpp"
 
 #include <cstdint>
+#include <vector>
 
 namespace qs::detail {
 
@@ -35,25 +36,58 @@ std::uint32_t heap_allocate(std::byte* image, std::uint32_t page_size, std::uint
 bool heap_free(std::byte* image, std::uint32_t page_size, std::uint32_t offset);
 
 // heap_free in two steps, so that a caller can check the offset and then
-// take the page's before-image before anything changes, with one walk of
-// the page: heap_plan_free reads the page and says what freeing the object
-// at `offset` leaves (`found` false, and nothing to apply, when no live
-// object starts there); heap_apply_free writes it, on the same image.
+// take the page's before-image before anything changes: heap_plan_free
+// reads the page and says what freeing the object at `offset` leaves
+// (`found` false, and nothing to apply, when no live object starts there);
+// heap_apply_free writes it, on the same image.
 struct heap_free_plan {
   bool found = false;
   std::uint32_t header = 0;      // the object's header offset
   std::uint32_t top = 0;         // the page header's top after the free
   std::uint32_t free_bytes = 0;  // and its free bytes
 };
-// `from`, when not 0, is the header offset of an object (live or freed) that
-// starts at or before the one to free, known from an earlier walk: the walk
-// starts there rather than at the page's start. Frees keep every object's
-// start (only an allocation merges free blocks), so a delete's header stays
-// an object start until the page next allocates. When the walk from `from`
-// finds nothing, or finds the page's last object (whose plan needs the
-// objects before `from`), it walks again from the page's start.
+// Walks the page from its start up to the object.
+heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, std::uint32_t offset);
+
+// Where the blocks of one page (live objects and free blocks) start, read
+// by one walk, so that a run of frees on the page need not walk it again: a
+// delete's offset is checked against the starts, and only the free of the
+// page's last object looks at the blocks before it (back to the last live
+// one). A free keeps every start but moves the tail back over the trailing
+// free blocks (applied()); an allocation may merge free blocks. So the
+// owner drops it at the page's next allocation and wherever the image may
+// be replaced (a transaction's end).
+//
+// Invariant: after build(image) and applied() for every free applied to
+// the image since, heap_plan_free(image, ..., starts) plans what the walk
+// from the page's start plans, on every page whose header counts its free
+// blocks right (page_check.hpp's pages); a page where that does not hold is
+// walked. A page with a block at an offset that is not a multiple of 8 (no
+// allocation of qs's makes one) is never indexed: usable() is false and
+// every free on it walks.
+//
+// Thread-safety: none of its own; the owner's.
+class heap_starts {
+ public:
+  void build(const std::byte* image, std::uint32_t page_size);
+  bool usable() const { return usable_; }
+  bool starts_at(std::uint32_t header) const {
+    const std::uint32_t i = header / 8;
+    return header % 8 == 0 && i / 64 < bits_.size() && (bits_[i / 64] >> (i % 64) & 1) != 0;
+  }
+  // The last start before `header`, or 0 when there is none (no block
+  // starts at 0: the page header is there).
+  std::uint32_t before(std::uint32_t header) const;
+  // heap_apply_free(image, plan) was done: the starts at or after the
+  // plan's top are the tail's now.
+  void applied(const heap_free_plan& plan);
+
+ private:
+  std::vector<std::uint64_t> bits_;  // bit i: a block starts at 8 * i
+  bool usable_ = false;
+};
 heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, std::uint32_t offset,
-                              std::uint32_t from = 0);
+                              const heap_starts& starts);
 void heap_apply_free(std::byte* image, const heap_free_plan& plan);
 
 // The object whose payload starts at `offset`, or nullptr.
