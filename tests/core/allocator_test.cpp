@@ -157,9 +157,10 @@ TEST_CASE("a delete where no object starts fails its transaction naming the page
 }
 
 TEST_CASE("a delete inside an object is refused after frees and an allocation reshaped its page") {
-  // Deletes walk their page from the last object freed there; an allocation
-  // that merges free blocks must end that, or a walk could start inside the
-  // new object and take its bytes for headers.
+  // A run of deletes on a page checks them against the page's block starts,
+  // read at its second free; an allocation that merges free blocks must drop
+  // them, or a start inside the new object would be taken for an object's,
+  // and its bytes for a header.
   test_dir dir;
   auto db = qs::database::open(dir.path(), small_options());
   Node* x[4];
@@ -173,7 +174,7 @@ TEST_CASE("a delete inside an object is refused after frees and an allocation re
   REQUIRE(at(2) - at(1) == step);
   qs::transaction tx(db);
   delete x[0];
-  delete x[1];  // the walk may now start at x[1]'s header
+  delete x[1];  // the page's starts are read now: x[1]'s header is one
   // Five words fill the two freed blocks exactly, from x[0]'s payload on.
   auto* words = qs::allocator<std::uint64_t>().allocate(5);
   REQUIRE(reinterpret_cast<std::byte*>(words) == at(0));
@@ -182,8 +183,12 @@ TEST_CASE("a delete inside an object is refused after frees and an allocation re
   // inside x[2].
   words[2] = std::uint64_t{24} << 32 | 1;
   x[2]->value = std::int64_t{8} << 32 | 1;
-  qs::detail::release(at(2) + 8);
-  CHECK_THROWS_WITH(tx.commit(), Catch::Contains("where no persistent object starts"));
+  const auto refused = [&](std::byte* p) {
+    qs::detail::release(p);
+    CHECK_THROWS_WITH(tx.commit(), Catch::Contains("where no persistent object starts"));
+  };
+  SECTION("where x[1] was") { refused(at(1)); }
+  SECTION("inside x[2]") { refused(at(2) + 8); }
   db.run([&] { CHECK(db.root<Node*>("x3") == x[2]); });
 }
 

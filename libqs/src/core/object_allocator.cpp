@@ -191,13 +191,25 @@ void object_allocator::deallocate(void* p) {
 }
 
 heap_starts& object_allocator::starts_of(page_desc* d) {
-  for (freed_page& f : freed_)
-    if (f.valid && f.page == d->page) return f.starts;
-  freed_page& f = freed_[next_freed_];
-  next_freed_ = (next_freed_ + 1) % freed_.size();
-  f.starts.build(pages_.image(d), page_size_);
-  f.page = d->page;
-  f.valid = true;
+  if (last_freed_ && last_freed_page_ == d->page && last_freed_->built) return last_freed_->starts;
+  auto it = freed_.find(d->page);
+  if (it == freed_.end()) {
+    if (freed_.size() >= freed_pages_max) drop_freed();
+    it = freed_.try_emplace(d->page).first;
+  }
+  freed_page& f = it->second;
+  if (f.generation != freed_generation_) {
+    // The first free on the page in this generation: a walk up to its object.
+    f.generation = freed_generation_;
+    f.built = false;
+    f.starts.forget();
+  } else if (!f.built) {
+    // The second: worth a walk of the whole page.
+    f.starts.build(pages_.image(d), page_size_);
+    f.built = true;
+  }
+  last_freed_ = &f;
+  last_freed_page_ = d->page;
   return f.starts;
 }
 
@@ -233,13 +245,13 @@ void object_allocator::commit() {
   for (const auto& [page, e] : changed_) set_room(page, e.frame, e.room);
   changed_.clear();
   last_changed_ = nullptr;
-  forget_freed();
+  drop_freed();
 }
 
 void object_allocator::abort() {
   changed_.clear();
   last_changed_ = nullptr;
-  forget_freed();
+  drop_freed();
   current_page_ = 0;
   fresh_after_abort_ = store_.shared();
   free_space_.clear();

@@ -38,11 +38,11 @@
 
 #include <qs/schema.hpp>
 
-#include <array>
 #include <cstdint>
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 namespace qs::detail {
 
@@ -104,22 +104,31 @@ class object_allocator {
   std::set<std::pair<std::uint32_t, std::uint64_t>> by_room_;           // (bytes, page)
   std::map<std::uint64_t, room_entry> changed_;                         // this transaction's, by page
   std::pair<const std::uint64_t, room_entry>* last_changed_ = nullptr;  // changed_'s entry changed last
-  // The block starts of the pages this transaction freed on last
-  // (page_heap.hpp), so that a run of deletes on a page walks it once. A few
-  // pages deep: a delete often takes an object and those it owns, on
-  // several pages (a composite part's atomic parts and connections, its
-  // document and the document's text). Dropped at every allocation, which
-  // may merge free blocks, and at the transaction's end.
+  // The block starts of the pages this transaction freed on (page_heap.hpp),
+  // so that the deletes on a page walk it about once, in whatever order they
+  // come: read at a page's second free (the first walks as far as its
+  // object: deletes scattered over many pages may free one object on each).
+  // Dropped at every allocation, which may merge free blocks (a new
+  // generation: the entries of older ones are stale), and at the
+  // transaction's end. At most freed_pages_max pages: about 200 bytes each.
   struct freed_page {
-    std::uint64_t page = 0;
-    bool valid = false;
+    std::uint64_t generation = 0;
+    bool built = false;  // starts read from the page
     heap_starts starts;
   };
-  std::array<freed_page, 8> freed_;
-  std::size_t next_freed_ = 0;  // the entry a page not among them takes
+  static constexpr std::size_t freed_pages_max = 16384;
+  std::unordered_map<std::uint64_t, freed_page> freed_;  // by page
+  std::uint64_t freed_generation_ = 1;
+  std::uint64_t last_freed_page_ = 0;  // the last free's page
+  freed_page* last_freed_ = nullptr;   // and its entry, when current
   heap_starts& starts_of(page_desc* d);
   void forget_freed() {
-    for (freed_page& f : freed_) f.valid = false;
+    ++freed_generation_;
+    last_freed_ = nullptr;
+  }
+  void drop_freed() {
+    forget_freed();
+    freed_.clear();
   }
 };
 

@@ -160,6 +160,7 @@ std::uint32_t heap_starts::before(std::uint32_t header) const {
 }
 
 void heap_starts::applied(const heap_free_plan& plan) {
+  if (!usable_) return;
   // Clears every start at or after the new top.
   const std::uint64_t first = (std::uint64_t{plan.top} + 7) / 8;
   for (std::uint64_t w = first / 64; w < bits_.size(); ++w) {

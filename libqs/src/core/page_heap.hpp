@@ -70,6 +70,8 @@ heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, s
 class heap_starts {
  public:
   void build(const std::byte* image, std::uint32_t page_size);
+  // Knows no page: usable() is false until the next build().
+  void forget() { usable_ = false; }
   bool usable() const { return usable_; }
   bool starts_at(std::uint32_t header) const {
     const std::uint32_t i = header / 8;
@@ -79,7 +81,7 @@ class heap_starts {
   // starts at 0: the page header is there).
   std::uint32_t before(std::uint32_t header) const;
   // heap_apply_free(image, plan) was done: the starts at or after the
-  // plan's top are the tail's now.
+  // plan's top are the tail's now. Nothing when not usable().
   void applied(const heap_free_plan& plan);
 
  private:
