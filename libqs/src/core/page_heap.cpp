@@ -125,21 +125,12 @@ heap_free_plan heap_plan_free(const std::byte* image, std::uint32_t page_size, s
 void heap_starts::build(const std::byte* image, std::uint32_t page_size) {
   bits_.assign((page_size / 8 + 63) / 64, 0);
   usable_ = true;
-  auto* ph = reinterpret_cast<const page_header*>(image);
-  const std::uint64_t top = ph->top < page_size ? ph->top : page_size;
-  const std::uint64_t hs = sizeof(object_header);
-  // The walk of heap_plan_free: it ends where a block overruns the top.
-  for (std::uint64_t off = sizeof(page_header); off + hs <= top;) {
-    auto* h = reinterpret_cast<const object_header*>(image + off);
-    const std::uint64_t end = off + hs + h->size;
-    if (end > top) break;
-    if (off % 8 != 0) {
-      usable_ = false;
-      return;
-    }
-    bits_[off / 8 / 64] |= std::uint64_t{1} << (off / 8 % 64);
-    off = end;
-  }
+  // heap_plan_free's walk: it ends where a block overruns the top.
+  heap_for_each_block(image, page_size, [&](std::uint32_t payload, const object_header&) {
+    const std::uint32_t off = payload - static_cast<std::uint32_t>(sizeof(object_header));
+    if (off % 8 != 0) usable_ = false;
+    if (usable_) bits_[off / 8 / 64] |= std::uint64_t{1} << (off / 8 % 64);
+  });
 }
 
 std::uint32_t heap_starts::before(std::uint32_t header) const {
