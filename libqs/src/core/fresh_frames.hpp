@@ -64,9 +64,13 @@ class fresh_frames {
   // Gives bytes [offset, offset + bytes) of `m` their memory (populate), on
   // the helper thread when there is one. `m` outlives this object.
   void give_memory(const zeroed_memory& m, std::size_t offset, std::size_t bytes);
-  // Stops populating ahead, once the helper is idle, and returns the frames
-  // asked for and not taken since, [first, second): the caller releases
-  // those that hold no page.
+  // Stops populating ahead, and waits for a populate under way, which may
+  // cover frames the program has reached since it began; returns the
+  // frames asked for and not taken, [first, second): the caller releases
+  // those that hold no page, and releases any other frame's memory only
+  // after drop() returned. (A populate that ran late behind the program,
+  // after a page it reached had left the pool, leaves that frame memory
+  // until its page comes back or the database closes.)
   std::pair<std::uint64_t, std::uint64_t> drop();
 
  private:

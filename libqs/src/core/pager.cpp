@@ -734,11 +734,14 @@ void pager::evict_clean(page_desc* d) {
 }
 
 void pager::evict_all_clean() {
+  // The helper stops first: a populate of frames the program has since
+  // reached, still under way, would give memory back to frames released
+  // below.
+  const auto [first, end] = fresh_.drop();
   table_.for_each([&](page_desc* d) {
     if (d->resident()) evict_clean(d);
   });
   // The frames populated for new pages to come give their memory back too.
-  const auto [first, end] = fresh_.drop();
   for (std::uint64_t f = first; f < end; ++f) {
     const page_desc* d = table_.by_frame(f);
     if (!d || !d->resident()) access_.frames().release(f);
