@@ -32,6 +32,8 @@
 //
 // Not a test: it prints numbers and asserts only that every form found
 // every key.
+#include "bench_dir.hpp"
+
 #include <qs/btree.hpp>
 #include <qs/qs.hpp>
 
@@ -211,12 +213,8 @@ int main(int argc, char** argv) {
       ->check(qs::cli::whole(0, 10000000));
   app.add_option("--dir", dir, "where the database goes (default: a temporary directory, removed)")->type_name("DIR");
   if (auto status = app.parse(argc, argv)) return *status;
-  bool own_dir = dir.empty();
-  if (own_dir) {
-    char tmpl[] = "/tmp/qs-btree-bench-XXXXXX";
-    if (!mkdtemp(tmpl)) fail("mkdtemp failed");
-    dir = tmpl;
-  }
+  const qs::bench::bench_dir work(dir, "qs_btree_bench");
+  dir = work.path();
 
   std::vector<std::int64_t> keys(n);
   std::iota(keys.begin(), keys.end(), std::int64_t{0});
@@ -367,7 +365,6 @@ int main(int argc, char** argv) {
       tx.commit();
     }
   }
-  if (own_dir) std::filesystem::remove_all(dir);
 
   const result& floor = results[0];
   std::printf("qs_btree_bench: %zu int64 keys in random order, hot; ns per operation (ratio to the in-memory tree)\n",

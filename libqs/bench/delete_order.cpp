@@ -5,6 +5,8 @@
 // loop alone timed (the commit after it is not). A delete checks that an
 // object starts where it is told to (core/page_heap.hpp): these orders take
 // different paths through that check.
+#include "bench_dir.hpp"
+
 #include <qs/qs.hpp>
 
 #include <qs/cli/cli.hpp>
@@ -87,15 +89,8 @@ int main(int argc, char** argv) {
       ->check(qs::cli::whole(1, 10000000));
   app.add_option("--dir", dir, "where the databases go (default: a temporary directory, removed)")->type_name("DIR");
   if (auto status = app.parse(argc, argv)) return *status;
-  const bool own_dir = dir.empty();
-  if (own_dir) {
-    char tmpl[] = "/tmp/qs-delete-bench-XXXXXX";
-    if (!mkdtemp(tmpl)) {
-      std::fprintf(stderr, "qs_delete_bench: mkdtemp failed\n");
-      return 1;
-    }
-    dir = tmpl;
-  }
+  const qs::bench::bench_dir work(dir, "qs_delete_bench");
+  dir = work.path();
   std::printf("%zu objects of %zu bytes, deleted in one transaction (ns per delete)\n", n, sizeof(Cell));
   std::printf("%-10s %10s %10s %8s\n", "order", "qs", "memory", "qs/mem");
   try {
@@ -108,5 +103,4 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "qs_delete_bench: %s\n", e.what());
     return 1;
   }
-  if (own_dir) std::filesystem::remove_all(dir);
 }

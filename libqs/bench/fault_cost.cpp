@@ -30,6 +30,8 @@
 // Berkeley DB get of an 8 KiB record and a 40-byte partial put into one, with 64 KiB B-tree pages: a page stored as one
 // record, as qs stored it before it kept records in 1 KiB pieces (a partial put into a piece compares and logs 1 KiB,
 // not 8, which is why qs's commit can come in under this floor).
+#include "bench_dir.hpp"
+
 #include <qs/qs.hpp>
 
 #include <qs/cli/cli.hpp>
@@ -462,11 +464,8 @@ int main(int argc, char** argv) {
       ->check(qs::cli::whole(1, 250000));
   app.add_option("--dir", dir, "where the databases go (default: a temporary directory, removed)")->type_name("DIR");
   if (auto status = app.parse(argc, argv)) return *status;
-  bool own_dir = dir.empty();
-  if (own_dir) {
-    char tmpl[] = "/tmp/qs-bench-XXXXXX";
-    dir = mkdtemp(tmpl);
-  }
+  const qs::bench::bench_dir work(dir, "qs_fault_bench");
+  dir = work.path();
   qs::register_type<Slab>(slab_desc);
   qs::register_type<Fan>(fan_desc);
   qs::register_type<Fans>(fans_desc);
@@ -486,7 +485,6 @@ int main(int argc, char** argv) {
   double unmapped_fault = measure_clean_open(dir + "/qs", slabs, false);
   qs_costs qp = measure_qs(dir + "/qs-prefetch", n, qs::options{}.prefetch_pages);
   double fan_fault = measure_fans(dir + "/qs-fans", n);
-  if (own_dir) std::filesystem::remove_all(dir);
 
   std::printf("qs fault costs, %d pages of %u bytes, one run\n\n", n, page_size);
   std::printf("floor                                   ns/op\n");
