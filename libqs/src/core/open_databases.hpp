@@ -7,7 +7,11 @@
 // start of its destruction; each entry's memory ranges are its page_access's.
 //
 // Thread-safety: every function is safe to call from any thread (one
-// process-wide mutex).
+// process-wide mutex). database_of takes no lock when the address is in the
+// database the calling thread found last and no database has been opened or
+// closed since (a generation count): a delete, run after run, pays no
+// process-wide lock. A database must not be closed while another thread
+// frees its objects, with the cache as without it.
 #pragma once
 
 #include "mode/page_access.hpp"
