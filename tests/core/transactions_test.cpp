@@ -408,6 +408,14 @@ TEST_CASE("deletes taking turns between two open databases each free their own d
     tx.commit();
     return n;
   };
+  // Deletes the list's first object, inside db's open transaction; returns
+  // the new first one.
+  auto pop = [](qs::database& db) {
+    Node*& head = db.root<Node*>("head");
+    Node* next = head->next;
+    delete head;
+    return head = next;
+  };
   std::optional<qs::database> a(qs::database::open(dir.sub("a"), small_options()));
   auto b = qs::database::open(dir.sub("b"), small_options());
   make(*a, 0);
@@ -417,33 +425,19 @@ TEST_CASE("deletes taking turns between two open databases each free their own d
     // database, not the one the delete before it found.
     qs::transaction ta(*a);
     qs::transaction tb(b);
-    Node*& ha = a->root<Node*>("head");
-    Node*& hb = b.root<Node*>("head");
     for (int i = 0; i < 50; ++i) {
-      Node* na = ha->next;
-      delete ha;
-      ha = na;
-      Node* nb = hb->next;
-      delete hb;
-      hb = nb;
+      pop(*a);
+      pop(b);
     }
     tb.commit();
     ta.commit();
   }
   CHECK(count(*a) == 50);
   CHECK(count(b) == 50);
-  {
-    qs::transaction ta(*a);  // a delete in a is the last one before it closes
-    Node*& ha = a->root<Node*>("head");
-    Node* na = ha->next;
-    delete ha;
-    ha = na;
-    ta.commit();
-  }
   const void* in_a;
   {
-    qs::transaction ta(*a);
-    in_a = a->root<Node*>("head");
+    qs::transaction ta(*a);  // a delete in a is the last one before it closes
+    in_a = pop(*a);
     ta.commit();
   }
   a.reset();
@@ -457,12 +451,7 @@ TEST_CASE("deletes taking turns between two open databases each free their own d
   make(c, 2000);
   {
     qs::transaction tc(c);
-    Node*& hc = c.root<Node*>("head");
-    for (int i = 0; i < 30; ++i) {
-      Node* nc = hc->next;
-      delete hc;
-      hc = nc;
-    }
+    for (int i = 0; i < 30; ++i) pop(c);
     tc.commit();
   }
   CHECK(count(c) == 70);
