@@ -64,34 +64,65 @@ bool read_around::read_around_miss(std::uint64_t key) {
   return true;
 }
 
+std::optional<bool> read_around::cached(int fd, std::uint64_t offset, std::size_t len) {
+  // cachestat(2)'s arguments and answer (linux/mman.h from Linux 6.5; the
+  // call's number is 451 on every architecture).
+  struct range {
+    std::uint64_t off, len;
+  };
+  struct answer {
+    std::uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+  };
+  constexpr long cachestat_call = 451;
+  static const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  range r{offset, len};
+  answer a{};
+  if (::syscall(cachestat_call, fd, &r, &a, 0) != 0) {
+    if (errno == ENOSYS || errno == EPERM || errno == EOPNOTSUPP) {
+      probe_.store(probe::nowait, std::memory_order_relaxed);
+      return std::nullopt;
+    }
+    return true;  // a bad descriptor, say: the pread says what is wrong
+  }
+  const std::uint64_t pages = (offset + len - 1) / page - offset / page + 1;
+  return a.nr_cache >= pages;
+}
+
 long read_around::pread(int fd, void* buf, std::size_t len, std::int64_t offset) {
   reads_.fetch_add(1, std::memory_order_relaxed);
-  if (len == 0 || offset < 0 || !nowait_.load(std::memory_order_relaxed)) return ::pread(fd, buf, len, offset);
+  if (len == 0 || offset < 0 || probe_.load(std::memory_order_relaxed) == probe::none)
+    return ::pread(fd, buf, len, offset);
   const auto mask = ~(static_cast<std::uint64_t>(window_) - 1);
   const auto from = static_cast<std::uint64_t>(offset);
   const bool recent = touch_recent(block_key(fd, from & mask));
-  iovec v{buf, len};
-  ssize_t got = ::preadv2(fd, &v, 1, offset, RWF_NOWAIT);
-  if (got == static_cast<ssize_t>(len) || got == 0) return got;  // all of it, or the end of the file
-  if (got < 0 && errno == EOPNOTSUPP) {
-    // A kernel that cannot tell whether the page cache holds the bytes:
-    // every read would look like a miss. Reads are preads from now on.
-    nowait_.store(false, std::memory_order_relaxed);
-    return ::pread(fd, buf, len, offset);
+  std::optional<bool> in;
+  if (probe_.load(std::memory_order_relaxed) == probe::cachestat) in = cached(fd, from, len);
+  if (in == true) return ::pread(fd, buf, len, offset);
+  std::size_t got = 0;
+  if (!in) {
+    iovec v{buf, len};
+    const ssize_t r = ::preadv2(fd, &v, 1, offset, RWF_NOWAIT);
+    if (r == static_cast<ssize_t>(len) || r == 0) return r;  // all of it, or the end of the file
+    if (r < 0 && errno == EOPNOTSUPP) {
+      // A kernel that cannot tell whether the page cache holds the bytes:
+      // every read would look like a miss. Reads are preads from now on.
+      probe_.store(probe::none, std::memory_order_relaxed);
+      return ::pread(fd, buf, len, offset);
+    }
+    if (r < 0 && errno != EAGAIN) return r;
+    if (r > 0) got = static_cast<std::size_t>(r);
   }
-  if (got < 0 && errno != EAGAIN) return got;
-  if (got < 0) got = 0;
   // Part or none of it is in the page cache. Unless its block was read
   // around a moment ago (that read may still be under way), the block
   // around the rest comes in as the kernel would bring it to a mapped
   // file's fault.
-  const std::uint64_t first = (from + static_cast<std::uint64_t>(got)) & mask;
+  const std::uint64_t first = (from + got) & mask;
   const std::uint64_t last = (from + len + window_ - 1) & mask;
   if (!(recent && first == (from & mask)) && read_around_miss(block_key(fd, first))) {
     started_.fetch_add(1, std::memory_order_relaxed);
     (void)::readahead(fd, static_cast<off64_t>(first), static_cast<size_t>(last - first));
   }
-  std::size_t done = static_cast<std::size_t>(got);
+  std::size_t done = got;
   while (done < len) {
     const ssize_t r = ::pread(fd, static_cast<char*>(buf) + done, len - done, offset + static_cast<off_t>(done));
     if (r < 0) {

@@ -10,13 +10,21 @@
 // read-around a cold traversal through it made 1,370 disk requests where
 // the embedded store's mapped files made 125 for the same 100 MB.
 //
-// read_around::pread first asks for the bytes only if the page cache holds
-// them (preadv2 with RWF_NOWAIT); when it does not, it starts the read of
-// the aligned block of `window` bytes around them (readahead(2), which does
-// not wait for the disk), then reads them. A read from the cache thus costs
-// one system call, as a pread does (on a kernel that refuses RWF_NOWAIT,
-// every read is a plain pread). It changes when bytes come in, not
-// which: what Berkeley DB reads stays the caller's to check.
+// read_around::pread first asks the kernel whether the page cache holds
+// the bytes (cachestat(2), Linux 6.5 on, which starts no read); when it
+// does not, it starts the read of the aligned block of `window` bytes
+// around them (readahead(2), which does not wait for the disk), then reads
+// them. A read from the cache thus costs one system call more than a pread.
+// A read that runs past the end of the file counts as a miss (cachestat
+// finds no page there); Berkeley DB reads whole pages inside its files.
+//
+// preadv2 with RWF_NOWAIT is no such test: on a miss the kernel starts the
+// read itself, and where the device answers before the kernel looks again
+// (a paravirtualized disk served from its host's cache), the read
+// succeeds, and the block around it is never read. It is the fallback on
+// a kernel without cachestat only; on a kernel that refuses both, every
+// read is a plain pread. It changes when bytes come in, not which: what
+// Berkeley DB reads stays the caller's to check.
 //
 // It stops when what it brings is not used, as the kernel's read-around
 // does: of the 16 blocks read around last, one that no later read landed
@@ -42,6 +50,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace qs::detail {
@@ -83,11 +92,17 @@ class read_around {
 
   const std::size_t window_;
   recent_block recent_[recent_blocks];
-  std::mutex miss_mutex_;           // read_around_miss
-  unsigned next_recent_ = 0;        // under miss_mutex_
-  int waste_ = 0;                   // net unused blocks, under miss_mutex_
-  std::uint64_t misses_ = 0;        // under miss_mutex_
-  std::atomic<bool> nowait_{true};  // false once preadv2 refused RWF_NOWAIT
+  std::mutex miss_mutex_;     // read_around_miss
+  unsigned next_recent_ = 0;  // under miss_mutex_
+  int waste_ = 0;             // net unused blocks, under miss_mutex_
+  std::uint64_t misses_ = 0;  // under miss_mutex_
+  // How a miss is told: cachestat, else preadv2's RWF_NOWAIT, else not
+  // at all; each falls to the next once the kernel refuses it.
+  enum class probe : int { cachestat, nowait, none };
+  // Whether the page cache holds [offset, offset + len) of fd; nullopt
+  // once the kernel refuses cachestat.
+  std::optional<bool> cached(int fd, std::uint64_t offset, std::size_t len);
+  std::atomic<probe> probe_{probe::cachestat};
   std::atomic<std::uint64_t> reads_{0};
   std::atomic<std::uint64_t> started_{0};
   std::atomic<std::uint64_t> unused_{0};
