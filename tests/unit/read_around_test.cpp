@@ -183,8 +183,8 @@ int refused(bool nowait_too, Reads reads) {
 }
 
 TEST_CASE(
-    "read_around: where the kernel has no cachestat, RWF_NOWAIT tells the misses; where it refuses both, every "
-    "read is a plain pread") {
+    "read_around: where the kernel has no cachestat the bytes still come; where it refuses RWF_NOWAIT too, no "
+    "block is read around") {
   cold_file file;
   if (!file.ready) return;
   const int fd = file.fd;

@@ -90,13 +90,13 @@ std::optional<bool> read_around::cached(int fd, std::uint64_t offset, std::size_
 
 long read_around::pread(int fd, void* buf, std::size_t len, std::int64_t offset) {
   reads_.fetch_add(1, std::memory_order_relaxed);
-  if (len == 0 || offset < 0 || probe_.load(std::memory_order_relaxed) == probe::none)
-    return ::pread(fd, buf, len, offset);
+  const probe how = probe_.load(std::memory_order_relaxed);
+  if (len == 0 || offset < 0 || how == probe::none) return ::pread(fd, buf, len, offset);
   const auto mask = ~(static_cast<std::uint64_t>(window_) - 1);
   const auto from = static_cast<std::uint64_t>(offset);
   const bool recent = touch_recent(block_key(fd, from & mask));
   std::optional<bool> in;
-  if (probe_.load(std::memory_order_relaxed) == probe::cachestat) in = cached(fd, from, len);
+  if (how == probe::cachestat) in = cached(fd, from, len);
   if (in == true) return ::pread(fd, buf, len, offset);
   std::size_t got = 0;
   if (!in) {

@@ -98,7 +98,7 @@ class read_around {
   std::uint64_t misses_ = 0;  // under miss_mutex_
   // How a miss is told: cachestat, else preadv2's RWF_NOWAIT, else not
   // at all; each falls to the next once the kernel refuses it.
-  enum class probe : int { cachestat, nowait, none };
+  enum class probe { cachestat, nowait, none };
   // Whether the page cache holds [offset, offset + len) of fd; nullopt
   // once the kernel refuses cachestat.
   std::optional<bool> cached(int fd, std::uint64_t offset, std::size_t len);
