@@ -17,7 +17,7 @@ namespace {
 // what a runtime bug inside on_fault would do.
 struct reentrant final : fault_target {
   volatile char* page;
-  void on_fault(void*, bool) override { (void)page[1]; }
+  void on_fault(void*, bool, const void*) override { (void)page[1]; }
 };
 
 }  // namespace

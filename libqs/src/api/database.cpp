@@ -68,6 +68,11 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
     if (v != "0" && v != "1") throw invalid_argument("QS_MAP_PAGE_FILE must be 0 or 1, not '" + v + "'");
     opts.map_page_file = v == "1";
   }
+  if (const char* p = std::getenv("QS_WRITABLE_ON_ARRIVAL"); p && *p) {
+    const std::string v = p;
+    if (v != "0" && v != "1") throw invalid_argument("QS_WRITABLE_ON_ARRIVAL must be 0 or 1, not '" + v + "'");
+    opts.writable_on_arrival = v == "1";
+  }
   if (auto v = number_from_env("QS_SERVER_WAIT_SPIN_US", "microseconds", 100000)) opts.server_wait_spin_us = *v;
   if (opts.server_wait_spin_us > 100000)
     throw invalid_argument("database " + path + ": server_wait_spin_us is at most 100000 (100 ms), not " +

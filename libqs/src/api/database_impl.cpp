@@ -148,14 +148,14 @@ bool database_impl::in_transaction() const {
   });
 }
 
-void database_impl::on_fault(void* address, bool write) {
+void database_impl::on_fault(void* address, bool write, const void* code) {
   if (lock_scope::held())
     invalid_persistent_pointer(address, "the qs runtime touched a protected frame while holding its lock");
   auto t0 = std::chrono::steady_clock::now();
   named([&] {
     lock_scope g(*this);
     try {
-      serve_fault(address, write);
+      serve_fault(address, write, code);
     } catch (...) {
       // Whatever catches the error, the transaction can only abort now
       // (qs/error.hpp: errors raised in faults).
@@ -167,7 +167,7 @@ void database_impl::on_fault(void* address, bool write) {
   });
 }
 
-void database_impl::serve_fault(void* address, bool write) {
+void database_impl::serve_fault(void* address, bool write, const void* code) {
   rt_.access.check_fault(address);
   rt_.pages.forget_evicted();
   const std::uint64_t frame = rt_.access.frames().frame_of(address);
@@ -192,8 +192,9 @@ void database_impl::serve_fault(void* address, bool write) {
   if (pager::needs_current(d)) {
     if (d->prefetched_by == prefetch_source::none) ++rt_.stats.read_faults;
     try {
-      rt_.pages.make_current(d, static_cast<std::uint32_t>(static_cast<std::byte*>(address) -
-                                                           rt_.access.frames().frame_address(d->frame)));
+      rt_.pages.make_current(
+          d, static_cast<std::uint32_t>(static_cast<std::byte*>(address) - rt_.access.frames().frame_address(d->frame)),
+          !write && rt_.pages.expects_write(d, code));
     } catch (const corrupt_page&) {
       // A home frame past every page the database has: no pointer the
       // database holds leads there, so the program made this address.
@@ -204,8 +205,7 @@ void database_impl::serve_fault(void* address, bool write) {
   }
   if (write && d->state() != page_state::writable) {
     ++rt_.stats.write_faults;
-    rt_.pages.make_writable(d);
-    rt_.pages.make_writable_around(d);
+    rt_.pages.write_fault(d);
   }
   d->referenced = true;
 }

@@ -59,7 +59,7 @@ class database_impl final : public fault_target {
   ~database_impl();
 
   // fault_target
-  void on_fault(void* address, bool write) override QS_EXCLUDES(mutex_);
+  void on_fault(void* address, bool write, const void* code) override QS_EXCLUDES(mutex_);
 
   void begin() QS_EXCLUDES(mutex_);
   // The calling thread works in the open transaction (begun by another
@@ -121,8 +121,9 @@ class database_impl final : public fault_target {
   // Runs f; a qs::error it throws names this database.
   template <class F>
   decltype(auto) named(F&& f) const;
-  // The fault itself; on_fault fails the transaction with what it throws.
-  void serve_fault(void* address, bool write) QS_REQUIRES(mutex_);
+  // The fault itself, taken by the instruction at `code`; on_fault fails
+  // the transaction with what it throws.
+  void serve_fault(void* address, bool write, const void* code) QS_REQUIRES(mutex_);
   // Whether `page` is past every page the database has allocated.
   bool beyond_last_page(std::uint64_t page) QS_REQUIRES(mutex_);
 

@@ -24,6 +24,7 @@ runtime::runtime(store& s, std::unique_ptr<frame_space> frames, std::uint32_t pa
                                           : s.shared()                                     ? prefetch_order::both
                                                        : prefetch_order::page_order);
   pages.set_map_files(opts.map_page_file);
+  pages.set_writable_on_arrival(opts.writable_on_arrival);
   schema.set_evolving(opts.evolve);
   schema.load();
   // Invalidations that crossed a commit through a page server: the pager

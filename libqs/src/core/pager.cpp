@@ -77,7 +77,7 @@ void pager::release_slot(page_desc* d) {
   d->evicted();
 }
 
-void pager::page_in(page_desc* d) {
+void pager::page_in(page_desc* d, bool writable) {
   std::uint32_t slot = take_slot(d);
   if (d->origin() == page_origin::unbuilt) {
     // A page created in this transaction that has never been built: built
@@ -126,13 +126,28 @@ void pager::page_in(page_desc* d) {
   ++stats_.pages_fetched;
   count_refetch(d);
   d->loaded(slot);
-  show_stored(d, img, prefetch_source::none, true);
+  // A page whose image was rewritten as it came in is written back whole
+  // when writable, changed or not: it comes read-only.
+  if (!writable || d->rewritten()) {
+    show_stored(d, img, prefetch_source::none, true);
+  } else if (show_stored(d, img, prefetch_source::none)) {
+    writable_when_mapped_ = d;
+  } else {
+    // Its before-image is the image just read: shown writable, the write
+    // to come takes no fault.
+    take_page_before(d, img);
+    d->made_writable(undo_kind::page);
+    log_.add_written(d);
+    show(d, true, img);
+    ++stats_.writable_on_arrival;
+  }
 }
 
-void pager::make_current(page_desc* d, std::uint32_t touched) {
+void pager::make_current(page_desc* d, std::uint32_t touched, bool writable) {
   if (d->state() == page_state::absent) {
+    writable_when_mapped_ = nullptr;
     try {
-      page_in(d);
+      page_in(d, writable);
       if (prefetch_ && d->origin() == page_origin::stored) {
         auto t0 = std::chrono::steady_clock::now();
         // Guesses take free slots only: read no more than there are.
@@ -147,6 +162,11 @@ void pager::make_current(page_desc* d, std::uint32_t touched) {
       throw;
     }
     show_mapped();
+    // One that came mapping the store's file is made writable there.
+    if (writable_when_mapped_ == d && d->state() == page_state::readable) {
+      make_writable(d);
+      ++stats_.writable_on_arrival;
+    }
   } else if (d->state() == page_state::stale) {
     revalidate(d);
   } else if (d->prefetched_by != prefetch_source::none) {
@@ -473,19 +493,23 @@ void pager::fix_vptrs(page_desc* d, std::byte* img) {
   });
 }
 
+void pager::take_page_before(page_desc* d, const std::byte* current, bool may_borrow) {
+  if (const std::byte* stored = may_borrow ? stored_image(d) : nullptr) {
+    pool_.borrow_before(d->slot(), stored);
+    ++stats_.before_images_in_file;
+    return;
+  }
+  before_images::range ahead;
+  std::byte* before = pool_.take_before(d->slot(), ahead);
+  std::memcpy(before, current, page_size_);
+  if (ahead.bytes) fresh_.give_memory(pool_.before_image_memory(), ahead.offset, ahead.bytes);
+  log_.put_back_saved(d, before);
+}
+
 void pager::make_writable(page_desc* d) {
   if (d->prefetched_by != prefetch_source::none) first_use(d);
   bool was_writable = d->state() == page_state::writable;  // software mode: objects saved
-  if (const std::byte* stored = was_writable ? nullptr : stored_image(d)) {
-    pool_.borrow_before(d->slot(), stored);
-    ++stats_.before_images_in_file;
-  } else {
-    before_images::range ahead;
-    std::byte* before = pool_.take_before(d->slot(), ahead);
-    std::memcpy(before, image(d), page_size_);
-    if (ahead.bytes) fresh_.give_memory(pool_.before_image_memory(), ahead.offset, ahead.bytes);
-    log_.put_back_saved(d, before);
-  }
+  take_page_before(d, image(d), !was_writable);
   if (was_writable) {
     d->took_page_before();
     return;
@@ -493,6 +517,17 @@ void pager::make_writable(page_desc* d) {
   d->made_writable(undo_kind::page);
   access_.set_access(d, true);
   log_.add_written(d);
+}
+
+void pager::write_fault(page_desc* d) {
+  if (d->state() == page_state::readable) predict_writes_.written(d->page);
+  make_writable(d);
+  make_writable_around(d);
+}
+
+bool pager::expects_write(const page_desc* d, const void* code) {
+  return writable_on_arrival_ && d->state() == page_state::absent && d->origin() == page_origin::stored &&
+         predict_writes_.arriving(d->page, code);
 }
 
 void pager::make_writable_around(const page_desc* d) {
@@ -829,6 +864,7 @@ std::string pager::invalidated_in_transaction() {
 
 void pager::committed() {
   ++transaction_;
+  predict_writes_.end();
   refetches_now_ = 0;
   evicted_now_.clear();
   for (std::uint64_t page : frames_.take_unread()) to_forget_.push_back(page);
@@ -847,6 +883,7 @@ void pager::release_before_images(std::size_t written) {
 
 void pager::aborted() {
   ++transaction_;
+  predict_writes_.end();
   refetches_now_ = 0;
   evicted_now_.clear();
   for (std::uint64_t page : frames_.take_unread()) to_forget_.push_back(page);

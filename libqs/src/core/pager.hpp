@@ -34,6 +34,7 @@
 #include "core/pointer_check.hpp"
 #include "core/relocator.hpp"
 #include "core/transaction_log.hpp"
+#include "core/write_predictor.hpp"
 #include "mode/page_access.hpp"
 #include "store/store.hpp"
 
@@ -57,14 +58,20 @@ class pager {
   const std::byte* before_image(const page_desc* d) const { return pool_.before(d->slot()); }
   std::uint32_t page_size() const { return page_size_; }
 
-  // Brings d in: builds a new page's image, or reads its record.
-  void page_in(page_desc* d);
+  // Brings d in: builds a new page's image, or reads its record. With
+  // `writable`, a stored page comes writable (make_current).
+  void page_in(page_desc* d, bool writable = false);
   // Brings d's image up to date for the open transaction: faults it in when
   // absent (and prefetches), revalidates it with the store when stale,
   // shows it when it was prefetched and this is its first touch.
   // `touched`: where in the page the program touched it, when known (a
   // fault's offset), to prefetch along the pointers near it first.
-  void make_current(page_desc* d, std::uint32_t touched = 0);
+  // `writable`: an absent stored page comes writable (expects_write said
+  // so), unless its image was rewritten as it came in (a writable one is
+  // written back whole, changed or not): shown writable with the image
+  // just read as its before-image, or, mapping the store's file, made
+  // writable once mapped. Counted in statistics::writable_on_arrival.
+  void make_current(page_desc* d, std::uint32_t touched = 0, bool writable = false);
   // Whether make_current has work to do for d before the program may read it.
   static bool needs_current(const page_desc* d) {
     return d->state() == page_state::absent || d->state() == page_state::stale ||
@@ -108,9 +115,20 @@ class pager {
   // Whether stored pages may be shown by mapping the store's file
   // (options::map_page_file; show_stored).
   void set_map_files(bool on) { map_files_ = on; }
+  // Whether expects_write may say yes (options::writable_on_arrival).
+  void set_writable_on_arrival(bool on) { writable_on_arrival_ = on; }
   // Takes d's before-image (taking in the objects saved on it so far) and
   // makes it writable.
   void make_writable(page_desc* d);
+  // A write fault on d, readable or absent until the fault (hardware mode):
+  // made writable, its neighbours with it (make_writable_around), and the
+  // write counted for write_predictor.
+  void write_fault(page_desc* d);
+  // A read fault at instruction `code` is about to bring d in (hardware
+  // mode): whether it is to come writable (make_current), because the pages
+  // read in there have mostly been written since (write_predictor), so
+  // that the write to come takes no second fault.
+  bool expects_write(const page_desc* d, const void* code);
   // After a write fault made d writable: the resident read-only pages of
   // d's block of write_ahead_pages pages whose before-image is their image
   // in the store's file (stored_image: nothing to copy) become writable
@@ -229,6 +247,10 @@ class pager {
   // page's image when the page is known and absent; false when no pool slot
   // is free.
   bool take_in(staged_page& s, std::byte* img, prefetch_source source);
+  // Takes d's page before-image: its image in the store's file, borrowed,
+  // when `may_borrow` and there is one (stored_image); else a copy of
+  // `current`, with the objects saved on d so far put back in it.
+  void take_page_before(page_desc* d, const std::byte* current, bool may_borrow = true);
   // page_access::show, timed; with `image`, page_access::fill_and_show.
   void show(page_desc* d, bool writable, const std::byte* image = nullptr);
   // Shows a stored page just taken in, read-only, `img` its checked image;
@@ -276,6 +298,11 @@ class pager {
     std::uint32_t pause = 0;
   };
   write_gauge writing_;
+  write_predictor predict_writes_;
+  bool writable_on_arrival_ = true;
+  // The faulted page that is to be made writable once show_mapped mapped it
+  // (make_current).
+  page_desc* writable_when_mapped_ = nullptr;
   static constexpr std::uint32_t write_sample = 256;
   static constexpr std::uint32_t write_pause = 4096;
   std::vector<page_desc*> ahead_;  // make_writable_around's pages

@@ -115,7 +115,7 @@ void handler(int sig, siginfo_t* info, void* ctx) {
   bool write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
   in_fault = true;
   try {
-    t->on_fault(addr, write);
+    t->on_fault(addr, write, reinterpret_cast<const void*>(uc->uc_mcontext.gregs[REG_RIP]));
   } catch (...) {
     in_fault = false;
     // The exception leaves through the faulting instruction, not through
@@ -219,7 +219,7 @@ namespace {
 struct probe final : fault_target {
   void* page;
   std::size_t bytes;
-  void on_fault(void*, bool) override { ::mprotect(page, bytes, PROT_READ | PROT_WRITE); }
+  void on_fault(void*, bool, const void*) override { ::mprotect(page, bytes, PROT_READ | PROT_WRITE); }
 };
 
 }  // namespace

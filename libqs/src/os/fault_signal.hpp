@@ -8,10 +8,11 @@
 // One process-wide handler serves every open database. Each database
 // registers the address range of its reservation with a fault_target; a fault
 // inside a registered range is handed to that target with the faulting
-// address and whether it was a write (bit 1 of the x86-64 page-fault error
-// code). A fault anywhere else goes to the handler that was installed before
-// qs's (or, if that was the default action, is reported with a backtrace and
-// then kills the process with SIGSEGV as usual).
+// address, whether it was a write (bit 1 of the x86-64 page-fault error
+// code) and the address of the instruction that faulted. A fault anywhere
+// else goes to the handler that was installed before qs's (or, if that was
+// the default action, is reported with a backtrace and then kills the
+// process with SIGSEGV as usual).
 //
 // A target may throw from on_fault: the exception leaves the handler and
 // unwinds through the faulting instruction (the program is compiled with
@@ -40,7 +41,7 @@ namespace qs::detail {
 
 class fault_target {
  public:
-  virtual void on_fault(void* address, bool write) = 0;
+  virtual void on_fault(void* address, bool write, const void* code) = 0;
 
  protected:
   ~fault_target() = default;
