@@ -20,6 +20,11 @@
 //                  page built and shown (the commit is not timed)
 //   write fault    first write in a transaction to a resident page: SIGSEGV,
 //                  before-image copy, mprotect
+//   read, then write  a page read in by a fault, then written at once, as an
+//                  update traversal does (the database opened again, files
+//                  in the OS cache): two faults, or one where pages come
+//                  writable as they are read in (options::writable_on_arrival;
+//                  the floor is the clean open's read fault)
 //   commit/page    commit of N pages with 8 changed bytes each: diff,
 //                  checksum, partial put, mprotect (non-durable commit, so
 //                  that the disk's flush time does not hide the CPU cost)
@@ -412,6 +417,37 @@ double measure_clean_open(const std::string& dir, const std::vector<const void*>
   return ns;
 }
 
+// A read, then a write, of each page at `addresses` in the database
+// opened again after its clean close, files in the OS cache, prefetch off,
+// pages coming writable as they are read in or not
+// (options::writable_on_arrival): ns per page, and the share of the pages
+// that came writable.
+std::pair<double, double> measure_read_then_write(const std::string& dir, const std::vector<const void*>& addresses,
+                                                  bool on) {
+  qs::options o;
+  o.writable_on_arrival = on;
+  o.durable = false;
+  o.pool_pages = static_cast<std::uint32_t>(addresses.size() + 64);
+  o.prefetch_pages = 0;
+  o.reservation_bytes = std::uint64_t{1} << 32;
+  auto db = qs::database::open(dir, o);
+  qs::transaction tx(db);
+  std::uint64_t sum = 0;
+  const auto s0 = db.stats();
+  auto t0 = clock_type::now();
+  for (const void* a : addresses) {
+    auto* s = static_cast<Slab*>(const_cast<void*>(a));
+    sum += *static_cast<volatile std::uint64_t*>(&s->words[0]);
+    s->words[1] += 1;
+  }
+  const double n = static_cast<double>(addresses.size());
+  const double ns = ns_since(t0) / n;
+  const double share = static_cast<double>(db.stats().writable_on_arrival - s0.writable_on_arrival) / n;
+  tx.commit();
+  if (sum == 42) std::puts("");
+  return {ns, share};
+}
+
 // The first touch of 256 pages of 384 pointers each to n Slabs on other
 // pages, in a database opened afresh (the pages they name are seen for the
 // first time), prefetch off: ns per page.
@@ -483,6 +519,8 @@ int main(int argc, char** argv) {
   qs_costs q = measure_qs(dir + "/qs", n, 0, &slabs);
   double mapped_fault = measure_clean_open(dir + "/qs", slabs, true);
   double unmapped_fault = measure_clean_open(dir + "/qs", slabs, false);
+  const auto [then_write_off, share_off] = measure_read_then_write(dir + "/qs", slabs, false);
+  const auto [then_write_on, share_on] = measure_read_then_write(dir + "/qs", slabs, true);
   qs_costs qp = measure_qs(dir + "/qs-prefetch", n, qs::options{}.prefetch_pages);
   double fan_fault = measure_fans(dir + "/qs-fans", n);
 
@@ -518,6 +556,11 @@ int main(int argc, char** argv) {
               fan_fault, read_floor, fan_fault / read_floor);
   std::printf("  write fault (resident page)        %8.0f %7.0f %7.2f   floor: SIGSEGV+mprotect, memcpy\n",
               q.write_fault, write_floor, q.write_fault / write_floor);
+  std::printf(
+      "  read, then write, two faults       %8.0f %7.0f %7.2f   clean open, writable_on_arrival false (%.0f%%)\n",
+      then_write_off, mapped_fault, then_write_off / mapped_fault, 100 * share_off);
+  std::printf("  read, then write, writable at once %8.0f %7.0f %7.2f   the same, true: %.0f%% came writable\n",
+              then_write_on, mapped_fault, then_write_on / mapped_fault, 100 * share_on);
   double commit_floor = crc + bdb.partial_put + protect;
   std::printf("  commit per dirtied page            %8.0f %7.0f %7.2f   floor: CRC-32C, partial put, mprotect\n",
               q.commit_per_page, commit_floor, q.commit_per_page / commit_floor);
