@@ -396,16 +396,23 @@ qs_costs measure_qs(const std::string& dir, int n, std::uint32_t prefetch,
   return c;
 }
 
+// The options of a database opened again to touch `pages` pages: a pool
+// that holds them, prefetch off.
+qs::options reopen_options(std::size_t pages) {
+  qs::options o;
+  o.pool_pages = static_cast<std::uint32_t>(pages + 64);
+  o.prefetch_pages = 0;
+  o.reservation_bytes = std::uint64_t{1} << 32;
+  return o;
+}
+
 // The first touch of the pages at `addresses` (the Slabs measure_qs made, at
 // their home frames) in the database opened again after its clean close,
 // its files in the OS cache: Berkeley DB reads them mapped, or through its
 // cache (options::map_store_files). Prefetch off: ns per page.
 double measure_clean_open(const std::string& dir, const std::vector<const void*>& addresses, bool mapped) {
-  qs::options o;
+  qs::options o = reopen_options(addresses.size());
   o.map_store_files = mapped;
-  o.pool_pages = static_cast<std::uint32_t>(addresses.size() + 64);
-  o.prefetch_pages = 0;
-  o.reservation_bytes = std::uint64_t{1} << 32;
   auto db = qs::database::open(dir, o);
   qs::transaction tx(db);
   std::uint64_t sum = 0;
@@ -424,12 +431,9 @@ double measure_clean_open(const std::string& dir, const std::vector<const void*>
 // that came writable.
 std::pair<double, double> measure_read_then_write(const std::string& dir, const std::vector<const void*>& addresses,
                                                   bool on) {
-  qs::options o;
+  qs::options o = reopen_options(addresses.size());
   o.writable_on_arrival = on;
   o.durable = false;
-  o.pool_pages = static_cast<std::uint32_t>(addresses.size() + 64);
-  o.prefetch_pages = 0;
-  o.reservation_bytes = std::uint64_t{1} << 32;
   auto db = qs::database::open(dir, o);
   qs::transaction tx(db);
   std::uint64_t sum = 0;
