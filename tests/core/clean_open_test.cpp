@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 
 using namespace qs_test;
 
@@ -175,6 +176,66 @@ TEST_CASE("until the first write, page records are read from the mapped files; a
   std::tie(mapped, read) = mapped_and_read(env);
   CHECK(mapped == 0);
   CHECK(read > 0);
+}
+
+TEST_CASE(
+    "the environment a first write needs, opened ahead on another thread, writes nothing and holds what is "
+    "committed through it") {
+  test_dir dir;
+  std::string db = dir.sub("db");
+  constexpr std::uint64_t pages = 8;
+  write_records(db, pages);
+  REQUIRE(has_clean_mark(db));
+  const auto before = files_of(db);
+  std::vector<std::byte> record(record_bytes, std::byte{0x5a});
+  // The records in `db`: the first `pages` as write_records left them, and
+  // page pages + 1 as the section put it, when it did.
+  auto check_records = [&](bool added) {
+    qs::detail::bdb_env env(db, 16u << 20);
+    CHECK(records_read_right(env, pages) == pages);
+    std::vector<std::byte> back(record_bytes);
+    CHECK(env.read_record(nullptr, pages + 1, back.data(), record_bytes) == (added ? record_bytes : 0));
+    if (added) CHECK(back == record);
+  };
+  SECTION("taken by the first write") {
+    {
+      qs::detail::bdb_env env(db, 16u << 20);
+      std::thread([&] { env.prepare_to_write(); }).join();
+      // Open beside the read-only one, and nothing written: the mark stays.
+      CHECK(files_of(db) == before);
+      CHECK(records_read_right(env, pages) == pages);
+      env.about_to_write();
+      CHECK(env.prepared_taken() == 1);
+      CHECK_FALSE(has_clean_mark(db));
+      DbTxn* t = env.begin();
+      env.put_record(t, pages + 1, record.data(), record_bytes);
+      env.commit(t, true);
+    }
+    CHECK(has_clean_mark(db));
+    check_records(true);
+  }
+  SECTION("left unused") {
+    {
+      qs::detail::bdb_env env(db, 16u << 20);
+      std::thread([&] { env.prepare_to_write(); }).join();
+      CHECK(records_read_right(env, pages) == pages);
+    }
+    // Its close appends its transaction ids' record to the log; the data
+    // files and the mark are as they were, and the next open recovers nothing.
+    CHECK(has_clean_mark(db));
+    auto after = files_of(db);
+    for (const char* f : {"pages.db", "meta.db"}) CHECK(after.at(f) == before.at(f));
+    check_records(false);
+    {
+      qs::detail::bdb_env env(db, 16u << 20);
+      env.about_to_write();
+      CHECK(env.prepared_taken() == 0);
+      DbTxn* t = env.begin();
+      env.put_record(t, pages + 1, record.data(), record_bytes);
+      env.commit(t, true);
+    }
+    check_records(true);
+  }
 }
 
 TEST_CASE("a data file of 4 GiB or more is read through the cache and never mapped") {

@@ -350,60 +350,19 @@ bdb_env::bdb_env(const std::string& dir, std::uint64_t cache_bytes, bool multive
 
 void bdb_env::open_environment(bool recover) {
   const bool transactional = wrote_.load(std::memory_order_relaxed);
-  env_ = std::make_unique<DbEnv>(DB_CXX_NO_EXCEPTIONS);
-  env_->set_app_private(this);
-  env_->set_errcall(&bdb_env::collect);
-  // Reads alone go through a small cache (setting a cache up costs about
-  // 45 us per MiB, paid again when the first write reopens the environment).
-  const std::uint64_t cache = transactional ? cache_bytes_ : std::min<std::uint64_t>(cache_bytes_, 16u << 20);
-  check(env_->set_cachesize(static_cast<std::uint32_t>(cache >> 30),
-                            static_cast<std::uint32_t>(cache & ((1u << 30) - 1)), 1),
-        "set_cachesize");
-  std::uint32_t flags = DB_CREATE | DB_INIT_MPOOL | DB_THREAD | DB_PRIVATE;
-  if (repl_) {
-    repl_->configure(*env_, &bdb_env::on_event, &bdb_env::on_message);
-    flags |= DB_INIT_REP;
-  }
-  if (transactional) {
-    check(env_->set_lk_max_locks(max_locks_), "set_lk_max_locks");
-    check(env_->set_lk_max_objects(max_locks_), "set_lk_max_objects");
-    check(env_->set_lk_max_lockers(20000), "set_lk_max_lockers");
-    // The lock tables start small and grow up to those limits: setting them
-    // up whole costs milliseconds at every open.
-    check(env_->set_memory_init(DB_MEM_LOCK, 2000), "set_memory_init");
-    check(env_->set_memory_init(DB_MEM_LOCKOBJECT, 2000), "set_memory_init");
-    check(env_->set_memory_init(DB_MEM_LOCKER, 200), "set_memory_init");
-    check(env_->set_lk_tablesize(4096), "set_lk_tablesize");
-    // Log files of 8 MiB: recovery zero-fills the rest of the current one,
-    // so a small database does not carry a large log.
-    check(env_->set_lg_bsize(2u << 20), "set_lg_bsize");
-    check(env_->set_lg_max(8u << 20), "set_lg_max");
-    check(env_->set_lk_detect(DB_LOCK_DEFAULT), "set_lk_detect");
-    // A replica's internal init opens the files it receives, which an
-    // environment's DB_MULTIVERSION refuses: a replicated site opens each
-    // database multiversion instead (open_flags).
-    if (multiversion_ && !repl_) check(env_->set_flags(DB_MULTIVERSION, 1), "set_flags DB_MULTIVERSION");
-    flags |= DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | (recover ? DB_RECOVER : 0);
-  } else if (map_files_) {
-    // Read-only files under 4 GiB are mapped (the header): Berkeley DB maps
-    // a file smaller than this size, and computes a mapped page's offset in
-    // 32 bits.
-    check(env_->set_mp_mmapsize(max_mapped_file_bytes), "set_mp_mmapsize");
+  std::unique_ptr<DbEnv> prepared;
+  if (transactional && !recover) prepared = take_prepared();
+  if (prepared) {
+    env_ = std::move(prepared);
+    prepared_taken_.fetch_add(1, std::memory_order_relaxed);
   } else {
-    check(env_->set_flags(DB_NOMMAP, 1), "set_flags DB_NOMMAP");
+    std::uint32_t flags = 0;
+    env_ = configured_environment(transactional, recover, flags);
+    if (page_file_) page_file_->sync_each_write(recover);
+    const int opened = env_->open(dir_.c_str(), flags, 0600);
+    if (page_file_) page_file_->sync_each_write(false);
+    check(opened, "open environment");
   }
-  if (page_file_) {
-    // Recovery replays page writes into the file; Berkeley DB checkpoints
-    // when it is done, with no hook before: each write is synced.
-    check(env_->set_app_dispatch([](DbEnv* e, Dbt* record, DbLsn* lsn, db_recops op) {
-      return dispatch(e, record, lsn, static_cast<int>(op));
-    }),
-          "set_app_dispatch");
-    page_file_->sync_each_write(recover);
-  }
-  const int opened = env_->open(dir_.c_str(), flags, 0600);
-  if (page_file_) page_file_->sync_each_write(false);
-  check(opened, "open environment");
   if (transactional) {
     // A replicated site keeps its log files until replication::archive
     // removes them: removing them at once would make every replica that
@@ -412,6 +371,90 @@ void bdb_env::open_environment(bool recover) {
     check(env_->get_lg_max(&log_file_max_), "get_lg_max");
     if (page_file_) checkpointed_at_ = log_position();
   }
+}
+
+std::unique_ptr<DbEnv> bdb_env::configured_environment(bool transactional, bool recover, std::uint32_t& flags) {
+  auto env = std::make_unique<DbEnv>(DB_CXX_NO_EXCEPTIONS);
+  env->set_app_private(this);
+  env->set_errcall(&bdb_env::collect);
+  // Reads alone go through a small cache (setting a cache up costs about
+  // 45 us per MiB, paid again when the first write reopens the environment).
+  const std::uint64_t cache = transactional ? cache_bytes_ : std::min<std::uint64_t>(cache_bytes_, 16u << 20);
+  check(env->set_cachesize(static_cast<std::uint32_t>(cache >> 30),
+                           static_cast<std::uint32_t>(cache & ((1u << 30) - 1)), 1),
+        "set_cachesize");
+  flags = DB_CREATE | DB_INIT_MPOOL | DB_THREAD | DB_PRIVATE;
+  if (repl_) {
+    repl_->configure(*env, &bdb_env::on_event, &bdb_env::on_message);
+    flags |= DB_INIT_REP;
+  }
+  if (transactional) {
+    check(env->set_lk_max_locks(max_locks_), "set_lk_max_locks");
+    check(env->set_lk_max_objects(max_locks_), "set_lk_max_objects");
+    check(env->set_lk_max_lockers(20000), "set_lk_max_lockers");
+    // The lock tables start small and grow up to those limits: setting them
+    // up whole costs milliseconds at every open.
+    check(env->set_memory_init(DB_MEM_LOCK, 2000), "set_memory_init");
+    check(env->set_memory_init(DB_MEM_LOCKOBJECT, 2000), "set_memory_init");
+    check(env->set_memory_init(DB_MEM_LOCKER, 200), "set_memory_init");
+    check(env->set_lk_tablesize(4096), "set_lk_tablesize");
+    // Log files of 8 MiB: recovery zero-fills the rest of the current one,
+    // so a small database does not carry a large log.
+    check(env->set_lg_bsize(2u << 20), "set_lg_bsize");
+    check(env->set_lg_max(8u << 20), "set_lg_max");
+    check(env->set_lk_detect(DB_LOCK_DEFAULT), "set_lk_detect");
+    // A replica's internal init opens the files it receives, which an
+    // environment's DB_MULTIVERSION refuses: a replicated site opens each
+    // database multiversion instead (open_flags).
+    if (multiversion_ && !repl_) check(env->set_flags(DB_MULTIVERSION, 1), "set_flags DB_MULTIVERSION");
+    flags |= DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | (recover ? DB_RECOVER : 0);
+  } else if (map_files_) {
+    // Read-only files under 4 GiB are mapped (the header): Berkeley DB maps
+    // a file smaller than this size, and computes a mapped page's offset in
+    // 32 bits.
+    check(env->set_mp_mmapsize(max_mapped_file_bytes), "set_mp_mmapsize");
+  } else {
+    check(env->set_flags(DB_NOMMAP, 1), "set_flags DB_NOMMAP");
+  }
+  if (page_file_) {
+    // Recovery replays page writes into the file; Berkeley DB checkpoints
+    // when it is done, with no hook before: each write is synced.
+    check(env->set_app_dispatch([](DbEnv* e, Dbt* record, DbLsn* lsn, db_recops op) {
+      return dispatch(e, record, lsn, static_cast<int>(op));
+    }),
+          "set_app_dispatch");
+  }
+  return env;
+}
+
+void bdb_env::prepare_to_write() {
+  if (repl_ || wrote_.load(std::memory_order_acquire)) return;
+  {
+    std::lock_guard<std::mutex> g(prepared_mutex_);
+    if (prepared_ || prepare_started_) return;
+    prepare_started_ = true;
+  }
+  // Opening reads the log's last file to find its end, and sets the cache
+  // and the lock tables up: all of it reads, and nothing reaches the files
+  // until a transaction writes (about_to_write removes the mark first).
+  std::unique_ptr<DbEnv> env;
+  try {
+    std::uint32_t flags = 0;
+    env = configured_environment(true, false, flags);
+    if (env->open(dir_.c_str(), flags, 0600) != 0) env.reset();
+  } catch (const std::exception&) {
+    env.reset();
+  }
+  // about_to_write() opens its own, and says why it cannot.
+  if (!env) take_messages();
+  std::lock_guard<std::mutex> g(prepared_mutex_);
+  prepared_ = std::move(env);
+}
+
+std::unique_ptr<DbEnv> bdb_env::take_prepared() {
+  std::lock_guard<std::mutex> g(prepared_mutex_);
+  prepare_started_ = false;
+  return std::move(prepared_);
 }
 
 void bdb_env::close_handles() {
@@ -544,8 +587,9 @@ bool bdb_env::take_written(DbTxn* t) {
 }
 
 bdb_env::~bdb_env() {
-  applier_.reset();   // what a durable commit left to write, written
-  if (!env_) return;  // reopening for writing failed; the handles are closed
+  take_prepared().reset();  // unused: what its close writes is its transaction ids' record
+  applier_.reset();         // what a durable commit left to write, written
+  if (!env_) return;        // reopening for writing failed; the handles are closed
   if (broken_.load(std::memory_order_acquire) != not_broken) {
     // A write failed: nothing more may reach the files (Berkeley DB, told
     // to panic, writes nothing); no mark, so the next open recovers.

@@ -47,7 +47,9 @@
 // open removes it (durably) before anything reaches the files. A process
 // killed at any point therefore leaves either the mark and consistent files,
 // or no mark, and then the next open recovers. An open that writes nothing
-// changes no file. Log files are 8 MiB and removed once checkpointed.
+// changes no file. Log files are 8 MiB and removed once checkpointed. The
+// transactional environment the first write needs may be opened ahead, on
+// another thread (prepare_to_write): opening it writes nothing.
 //
 // Until its first write the environment is not transactional, and Berkeley
 // DB maps its data files read-only (set_mp_mmapsize; unless told not to)
@@ -282,6 +284,20 @@ class bdb_env {
   // before sharing the environment. Throws qs::store_error when the mark
   // cannot be removed.
   void about_to_write();
+  // Opens, ahead of about_to_write() and beside the program, the
+  // transactional environment it will need, which about_to_write() then
+  // takes instead of opening its own: Berkeley DB reads the log's last file
+  // through to find its end, and sets the cache and lock tables up
+  // (milliseconds). Nothing of it reaches the files until about_to_write()
+  // has removed the mark; one left unused is closed with the environment,
+  // which then appends the record of its transaction ids to the log (no
+  // data changes). Nothing for a replicated site, or once transactional;
+  // a failure is left for about_to_write() to meet and report. Meant for
+  // a helper thread, while the environment is still read-only.
+  void prepare_to_write();
+  // How many times about_to_write() took the environment prepare_to_write()
+  // had opened (0 or 1).
+  std::uint32_t prepared_taken() const { return prepared_taken_.load(std::memory_order_relaxed); }
   // Whether transactions exist yet: false from a clean open to the first
   // about_to_write(); reads then take no transaction (nullptr).
   bool transactional() const { return wrote_.load(std::memory_order_acquire); }
@@ -424,6 +440,10 @@ class bdb_env {
   // Opens env_: transactional (with recovery when `recover`) once anything
   // was written, else with its cache only.
   void open_environment(bool recover);
+  // A DbEnv set up as open_environment opens it; `flags` gets its open flags.
+  std::unique_ptr<DbEnv> configured_environment(bool transactional, bool recover, std::uint32_t& flags);
+  // The environment prepare_to_write() opened, or null.
+  std::unique_ptr<DbEnv> take_prepared();
   // Closes every handle and the environment, on failure or to reopen them.
   void close_handles();
   // The clean-close mark's file.
@@ -522,6 +542,10 @@ class bdb_env {
   std::uint32_t max_locks_;
   bool map_files_;
   std::unique_ptr<DbEnv> env_;
+  std::mutex prepared_mutex_;  // guards the two below (prepare_to_write)
+  std::unique_ptr<DbEnv> prepared_;
+  bool prepare_started_ = false;
+  std::atomic<std::uint32_t> prepared_taken_{0};
   std::unique_ptr<Db> pages_;
   std::unique_ptr<Db> meta_;
   std::unique_ptr<Db> gate_;  // gate.db, on a replicated site (hold_replica_gate)

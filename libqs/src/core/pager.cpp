@@ -101,7 +101,7 @@ void pager::page_in(page_desc* d, bool writable) {
     }
     d->built(slot);
     show(d, true);
-    log_.add_written(d);
+    add_written(d);
     return;
   }
   // A stored page's image is made in a buffer, and its frame's memory
@@ -137,7 +137,7 @@ void pager::page_in(page_desc* d, bool writable) {
     // to come takes no fault.
     take_page_before(d, img);
     d->made_writable(undo_kind::page);
-    log_.add_written(d);
+    add_written(d);
     show(d, true, img);
     ++stats_.writable_on_arrival;
   }
@@ -506,6 +506,11 @@ void pager::take_page_before(page_desc* d, const std::byte* current, bool may_bo
   log_.put_back_saved(d, before);
 }
 
+void pager::add_written(page_desc* d) {
+  if (log_.written().empty()) store_.writes_coming();
+  log_.add_written(d);
+}
+
 void pager::make_writable(page_desc* d) {
   if (d->prefetched_by != prefetch_source::none) first_use(d);
   bool was_writable = d->state() == page_state::writable;  // software mode: objects saved
@@ -516,7 +521,7 @@ void pager::make_writable(page_desc* d) {
   }
   d->made_writable(undo_kind::page);
   access_.set_access(d, true);
-  log_.add_written(d);
+  add_written(d);
 }
 
 void pager::write_fault(page_desc* d) {
@@ -554,7 +559,7 @@ void pager::make_writable_around(const page_desc* d) {
       pool_.borrow_before(n->slot(), stored);
       ++stats_.before_images_in_file;
       n->made_writable(undo_kind::page);
-      log_.add_written(n);
+      add_written(n);
       ahead_.push_back(n);
     }
     if (ahead_.empty()) return;
@@ -578,7 +583,7 @@ const std::byte* pager::stored_image(const page_desc* d) {
 void pager::make_writable_by_objects(page_desc* d) {
   if (d->prefetched_by != prefetch_source::none) first_use(d);
   d->made_writable(d->whole_page_logged() ? undo_kind::none : undo_kind::objects);
-  log_.add_written(d);
+  add_written(d);
 }
 
 void pager::write_back(page_desc* d, pointer_checking checking) {

@@ -198,6 +198,9 @@ class pager {
   std::uint32_t pool_pages() const { return pool_.size(); }
 
  private:
+  // d goes on the transaction's written list; the transaction's first
+  // tells the store that writes are coming (store::writes_coming).
+  void add_written(page_desc* d);
   // Where d's stored image can serve as its before-image (its store's
   // read-only mapping of the page file), or nullptr: the before-image is
   // then a copy.

@@ -128,8 +128,16 @@ void bdb_store::begin() {
   deferred_.clear();
 }
 
+void bdb_store::writes_coming() {
+  if (prepare_asked_ || env_->transactional()) return;
+  prepare_asked_ = true;
+  bdb_env* env = env_.get();
+  readers_.start_task([env](const std::atomic<bool>&) { env->prepare_to_write(); });
+}
+
 DbTxn* bdb_store::write_txn() {
   if (!env_->transactional()) {
+    readers_.stop_task();  // a prepare_to_write() under way finishes first
     env_->about_to_write();
     log_offset_ = env_->log_position();  // log_position() went on from 0
     reopened_ = true;
@@ -466,6 +474,7 @@ std::uint32_t bdb_store::open_index(const std::string& name, bool unique) {
 std::function<void()> bdb_store::backup(const std::string& target, backup_progress progress) {
   // The environment becomes transactional here, where the runtime's lock
   // keeps the store's own calls out; the copy then shares it with them.
+  readers_.stop_task();
   env_->about_to_write();
   bdb_env* env = env_.get();
   return [env, target, progress] { env->backup(target, progress); };

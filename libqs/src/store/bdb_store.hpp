@@ -61,6 +61,9 @@ class bdb_store final : public store {
 
   void set_page_size(std::uint32_t page_size) override;
   void begin() override;
+  // On a cleanly opened database, a helper opens the transactional
+  // environment (bdb_env::prepare_to_write) while the program goes on.
+  void writes_coming() override;
   void committing(const std::vector<std::uint64_t>& stored, std::size_t pages) override;
   void commit(bool durable) override;
   void abort() override;
@@ -187,6 +190,7 @@ class bdb_store final : public store {
   // The open transaction's writes reopened the environment for writing:
   // its cache holds none of the B-tree pages they will change.
   bool reopened_ = false;
+  bool prepare_asked_ = false;  // writes_coming() handed the helper its task
   // The open transaction has written (writing()); until then txn_, if
   // any, holds only its reads' locks.
   bool wrote_ = false;

@@ -64,6 +64,11 @@ class store {
   virtual void set_page_size(std::uint32_t page_size) = 0;
 
   virtual void begin() = 0;
+  // The open transaction has begun writing the program's pages: a store
+  // whose first write needs preparing may start on it now, beside the
+  // program, rather than at the commit. A hint: nothing depends on it, and
+  // it writes nothing.
+  virtual void writes_coming() {}
   // The runtime is about to write back the open transaction's pages for
   // its commit (put_page, patch_page, delete_page, then commit(durable)):
   // `pages` of them, `stored` (pages with a record already) among them in
