@@ -289,13 +289,15 @@ class pager {
   // or not: a mapped page made writable becomes the process's own copy
   // when first written (the kernel copies only its 4 KiB halves written),
   // and a write fault makes its block writable in one call per run
-  // (make_writable_around), so that the mapping splits once per block.
+  // (make_writable_around). The block is page order's prefetch block
+  // (options::prefetch_pages' default), which a fault maps as one run: made
+  // writable whole, the mapping does not split.
   bool map_files_ = true;
   // Pages made writable ahead (make_writable_around) and the pages written
   // back unchanged since the last sample: when more than half of
   // write_sample were unchanged, the next write_pause write faults make
   // nothing writable ahead.
-  static constexpr std::uint64_t write_ahead_pages = 16;
+  static constexpr std::uint64_t write_ahead_pages = 32;
   struct write_gauge {
     std::uint32_t ahead = 0, unchanged = 0;
     std::uint32_t pause = 0;
