@@ -74,9 +74,12 @@ void transaction_engine::commit() {
         if (!d->is_new()) stored.push_back(d->page);
       rt_.storage.committing(stored, written.size());
     }
-    for (std::size_t i = 0; i < written.size(); ++i) {
-      if (i == written.size() / 2) pause_point("commit.half_written");
-      rt_.pages.write_back(written[i], pager::pointer_checking::refuse);
+    {
+      relocator::home_form_memo memo(rt_.relocate);
+      for (std::size_t i = 0; i < written.size(); ++i) {
+        if (i == written.size() / 2) pause_point("commit.half_written");
+        rt_.pages.write_back(written[i], pager::pointer_checking::refuse);
+      }
     }
     for (page_desc* d : rt_.log.created()) rt_.pages.store_unbuilt(d);
     rt_.allocator.commit();

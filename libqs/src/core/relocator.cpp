@@ -237,6 +237,7 @@ std::optional<std::string> relocator::mapping_of(const page_desc* d, const std::
     const auto* p = reinterpret_cast<const std::byte*>(v);
     if (!fs.contains(p)) return;  // null (or refused by the pointer check)
     const std::uint64_t f = fs.frame_of(p);
+    if (remember_ && at_base && remembered(f)) return;  // home-form, seen before
     page_desc* t = table_.by_frame(f);
     // A page the pointer reached without reading it (copied from another
     // pointer): its record says whether it is a large object's, which is
@@ -251,7 +252,10 @@ std::optional<std::string> relocator::mapping_of(const page_desc* d, const std::
         !known_small(t->page))
       learn_run(t);
     page_desc* h = table_.run_head(t);
-    if (at_base && h->run_pages() == 1 && h->frame < home_ && h->frame + 1 == h->page) return;  // home-form
+    if (at_base && h->run_pages() == 1 && h->frame < home_ && h->frame + 1 == h->page) {  // home-form
+      if (remember_) remember_home_form(h->frame);
+      return;
+    }
     b.add(reinterpret_cast<std::uint64_t>(run_address(h)), h->page, h->run_pages());
   });
   mapping m = b.finish();
@@ -259,6 +263,19 @@ std::optional<std::string> relocator::mapping_of(const page_desc* d, const std::
   entries = static_cast<std::uint32_t>(m.size());
   if (bytes == d->mapping) return std::nullopt;
   return bytes;
+}
+
+void relocator::remember_home_form(std::uint64_t frame) {
+  const std::uint64_t w = frame / 64;
+  if (w >= home_form_.size()) home_form_.resize(w + 1, 0);
+  if (home_form_[w] == 0) home_form_words_.push_back(static_cast<std::uint32_t>(w));
+  home_form_[w] |= std::uint64_t{1} << (frame % 64);
+}
+
+void relocator::forget_home_form() {
+  for (std::uint32_t w : home_form_words_) home_form_[w] = 0;
+  home_form_words_.clear();
+  remember_ = false;
 }
 
 }  // namespace qs::detail

@@ -117,6 +117,22 @@ class relocator {
   // The mapping object of d's image `img` as its pointers are now, with its
   // number of entries; nullopt when it is d's stored one (d->mapping).
   std::optional<std::string> mapping_of(const page_desc* d, const std::byte* img, std::uint32_t& entries);
+  // While one lives, mapping_of remembers the frames it found holding a
+  // small page at home, and takes a later pointer into one at the cost of a
+  // bit: the pages a commit writes point many times to few pages, each of
+  // whose entries is a cache miss to read. Only for a stretch in which no
+  // entry is dropped, moved or widened but by mapping_of itself (a commit's
+  // write-back of its pages); the bits are cleared when it ends.
+  class home_form_memo {
+   public:
+    explicit home_form_memo(relocator& r) : r_(r) { r_.remember_ = true; }
+    ~home_form_memo() { r_.forget_home_form(); }
+    home_form_memo(const home_form_memo&) = delete;
+    home_form_memo& operator=(const home_form_memo&) = delete;
+
+   private:
+    relocator& r_;
+  };
   // Page `page` is a small page (its entry is dropped: mapping_of then need
   // not read its record to know). A bit a page number, kept for good.
   void note_small(std::uint64_t page) {
@@ -170,6 +186,16 @@ class relocator {
   std::unique_ptr<std::byte[]> scratch_;  // learn_run's record
   std::vector<std::uint64_t> unread_;     // take_unread
   std::vector<std::uint64_t> small_;      // note_small: bit p, page p is small
+  // home_form_memo: whether it lives; bit f, frame f holds a small page at
+  // home; the words of home_form_ with a bit set.
+  bool remember_ = false;
+  std::vector<std::uint64_t> home_form_;
+  std::vector<std::uint32_t> home_form_words_;
+  bool remembered(std::uint64_t frame) const {
+    return frame / 64 < home_form_.size() && (home_form_[frame / 64] >> (frame % 64) & 1) != 0;
+  }
+  void remember_home_form(std::uint64_t frame);
+  void forget_home_form();
 };
 
 }  // namespace qs::detail
