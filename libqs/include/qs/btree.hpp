@@ -17,7 +17,9 @@
 // clear. Differences: an iterator's value is a pair of references
 // (`first` a const key reference, or a std::string_view for string keys;
 // `second` the value), so `auto& [k, v] = *it` is spelled `auto [k, v] = *it`;
-// and every insert or erase invalidates every iterator.
+// every insert or erase invalidates every iterator; and a multimap keeps
+// equal keys in the order of their values, not in insertion order, so that
+// erase_value(k, v) finds its entry in one descent however many share k.
 //
 // Keys (qs/btree_keys.hpp): trivially copyable types ordered by Compare,
 // strings (std::string, or qs::inline_string<N> to choose how many bytes stay
@@ -71,6 +73,7 @@
 #include <qs/error.hpp>
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -306,7 +309,9 @@ class basic_btree {
   std::pair<const_iterator, const_iterator> equal_range(arg k) const { return {lower_bound(k), upper_bound(k)}; }
 
   // Inserts (k, v). A map refuses a key it has (the bool is false and the
-  // iterator names the entry); a multimap puts it after the equal keys.
+  // iterator names the entry); a multimap puts it among the equal keys in
+  // the order of their values, after those with an equal value (see
+  // value_before).
   std::pair<iterator, bool> insert(arg k, const V& v) { return insert_impl(k, v); }
   std::pair<iterator, bool> insert(const std::pair<key_type, V>& kv) { return insert_impl(arg(kv.first), kv.second); }
   template <class A, class B>
@@ -352,8 +357,30 @@ class basic_btree {
     for (auto it = find(k); it != end() && !traits::after(Compare{}, key_at(it), k); ++n) it = erase(it);
     return n;
   }
-  // Removes the first entry (k, v); false when there is none.
+  // Removes an entry (k, v): in a multimap, found by one descent where its
+  // equal keys are in the order of their values (see value_before), else
+  // the first along them; false when there is none.
   bool erase_value(arg k, const V& v) {
+    if constexpr (by_value) {
+      path p;
+      slot at = descend_entry<false>(k, v, &p);
+      link<leaf> l = at.l;
+      unsigned i = at.i;
+      if (l && i >= Nodes::get(l)->count) {  // after a leaf's last entry: the next leaf's first
+        i = 0;
+        if (!next_leaf(p, l)) l = {};
+      }
+      if (l) {
+        const leaf* lf = static_cast<const leaf*>(visit(l, 0));
+        if (i < lf->count) {
+          const unsigned s = slot_of(lf, i);
+          if (!traits::after(Compare{}, lf->keys[s], k) && lf->vals[s] == v) {
+            erase_at(p, l, i);
+            return true;
+          }
+        }
+      }
+    }
     for (auto it = lower_bound(k); it != end(); ++it) {
       if (traits::after(Compare{}, key_at(it), k)) return false;
       if (value_at(it) == v) {
@@ -562,6 +589,82 @@ class basic_btree {
     return before;
   }
 
+  // A multimap's equal keys are kept in the order of their values, so that
+  // one descent finds or places an entry (k, v): value_before is V's
+  // operator< where it has one (a pointer's address), else the order of its
+  // bytes. It orders where entries go, and no lookup trusts it: a value
+  // changed through an iterator, a pointer rewritten when its page moved,
+  // or a tree whose equal keys an earlier qs kept in insertion order leave
+  // it unordered, and erase_value then looks along the equal keys. A
+  // multiset's empty values are all equal: its equal keys stay in insertion
+  // order.
+  static constexpr bool by_value = Multi && !std::is_empty_v<V>;
+  static bool value_before(const V& a, const V& b) {
+    if constexpr (requires(const V& x, const V& y) {
+                    { x < y } -> std::convertible_to<bool>;
+                  }) {
+      return std::less<V>{}(a, b);
+    } else {
+      return std::memcmp(&a, &b, sizeof(V)) < 0;
+    }
+  }
+  // Whether the entry (ek, ev) comes before (k, v) (at or before, Upper).
+  template <bool Upper>
+  static bool entry_before(const stored& ek, const V& ev, arg k, const V& v) {
+    Compare c{};
+    if (traits::before(c, ek, k)) return true;
+    if (traits::after(c, ek, k)) return false;
+    return Upper ? !value_before(v, ev) : value_before(ev, v);
+  }
+  // The first entry under node `at` of level `level`: its leaf and slot.
+  static std::pair<const leaf*, unsigned> first_entry(link<btree_head> at, unsigned level) {
+    for (; level > 0; --level) at = static_cast<const inner*>(visit(at, level))->kids[0];
+    const leaf* lf = static_cast<const leaf*>(visit(at, 0));
+    if (lf->count == 0) corrupt("the leaf at " + where(lf) + " under an inner node is empty");
+    return {lf, slot_of(lf, 0)};
+  }
+  // The leaf and slot where the first entry >= (k, v) (> (k, v) when Upper)
+  // is, or would go; the inner nodes on the way into *p. Where separators
+  // equal k, the children after them begin with entries of key k, and the
+  // one to take is found by their first entries.
+  template <bool Upper>
+  slot descend_entry(arg k, const V& v, path* p) const {
+    if (!header_) return {{}, 0};
+    const meta* m = Nodes::get(header_);
+    if (!m->root) return {{}, 0};
+    if (m->height == 0 || m->height > max_height) corrupt("the tree's height " + std::to_string(m->height));
+    link<btree_head> at = m->root;
+    unsigned level = m->height - 1;
+    if (p) p->depth = 0;
+    while (level > 0) {
+      const inner* n = static_cast<const inner*>(visit(at, level));
+      auto key = [n](unsigned j) -> const stored& { return n->keys[j]; };
+      // The last of children i .. last whose first entry comes before
+      // (last: the child after the separators equal to k).
+      unsigned i = search<false>(n->count, key, k), last = i;
+      if (i < n->count && !traits::after(Compare{}, n->keys[i], k)) last = search<true>(n->count, key, k);
+      while (i < last) {
+        const unsigned mid = i + (last - i + 1) / 2;
+        auto [lf, s] = first_entry(n->kids[mid], level - 1);
+        if (entry_before<Upper>(lf->keys[s], lf->vals[s], k, v)) i = mid;
+        else last = mid - 1;
+      }
+      if (p) p->s[p->depth++] = {at, i};
+      at = n->kids[i];
+      --level;
+    }
+    const leaf* lf = static_cast<const leaf*>(visit(at, 0));
+    unsigned lo = search_leaf<false>(lf, k), hi = lo;
+    if (lo < lf->count && !traits::after(Compare{}, leaf_key(lf, lo), k)) hi = search_leaf<true>(lf, k);
+    while (lo < hi) {
+      const unsigned mid = (lo + hi) / 2;
+      const unsigned s = slot_of(lf, mid);
+      if (entry_before<Upper>(lf->keys[s], lf->vals[s], k, v)) lo = mid + 1;
+      else hi = mid;
+    }
+    return {Nodes::template cast<leaf>(at), lo};
+  }
+
   // The path to the leaf of `it` (which must be in the tree).
   link<leaf> locate(const const_iterator& it, path& p) const {
     if (!it.l_) throw invalid_argument("qs::btree_map: erase of end()");
@@ -607,7 +710,9 @@ class basic_btree {
       m->height = 1;
     }
     path p;
-    slot at = Multi ? descend<true>(k, &p) : descend<false>(k, &p);
+    slot at;
+    if constexpr (by_value) at = descend_entry<true>(k, v, &p);
+    else at = Multi ? descend<true>(k, &p) : descend<false>(k, &p);
     if constexpr (!Multi) {
       iterator it = make_iter<iterator>(at);
       if (it.l_ && !traits::after(Compare{}, leaf_key(Nodes::get(it.l_), it.i_), k)) return {it, false};
@@ -1144,7 +1249,8 @@ class basic_btree_set {
 // An ordered map with unique keys (std::map's interface, see above).
 template <class K, class V, class Compare = std::less<K>, class Nodes = in_database<>>
 using btree_map = detail::basic_btree<K, V, Compare, Nodes, false>;
-// An ordered map whose keys may repeat, in insertion order among equals.
+// An ordered map whose keys may repeat, in the order of their values among
+// equals (erase_value finds an entry by one descent).
 template <class K, class V, class Compare = std::less<K>, class Nodes = in_database<>>
 using btree_multimap = detail::basic_btree<K, V, Compare, Nodes, true>;
 // An ordered set of unique keys (std::set's interface, see above).
