@@ -653,16 +653,30 @@ class basic_btree {
       at = n->kids[i];
       --level;
     }
-    const leaf* lf = static_cast<const leaf*>(visit(at, 0));
-    unsigned lo = search_leaf<false>(lf, k), hi = lo;
-    if (lo < lf->count && !traits::after(Compare{}, leaf_key(lf, lo), k)) hi = search_leaf<true>(lf, k);
-    while (lo < hi) {
-      const unsigned mid = (lo + hi) / 2;
-      const unsigned s = slot_of(lf, mid);
-      if (entry_before<Upper>(lf->keys[s], lf->vals[s], k, v)) lo = mid + 1;
-      else hi = mid;
+    return {Nodes::template cast<leaf>(at), search_leaf_entry<Upper>(static_cast<const leaf*>(visit(at, 0)), k, v)};
+  }
+  // The place in a leaf of the first entry >= (k, v) (> (k, v) when
+  // Upper): in the first segment whose last entry is, as search_leaf.
+  template <bool Upper>
+  static unsigned search_leaf_entry(const leaf* lf, arg k, const V& v) {
+    unsigned before = 0;
+    for (unsigned s = 0; s < segs; ++s) {
+      const unsigned f = lf->fill[s];
+      if (f == 0) continue;
+      const stored* keys = lf->keys + s * seg_cap;
+      const V* vals = lf->vals + s * seg_cap;
+      if (!entry_before<Upper>(keys[f - 1], vals[f - 1], k, v)) {
+        unsigned lo = 0, hi = f - 1;
+        while (lo < hi) {
+          const unsigned mid = (lo + hi) / 2;
+          if (entry_before<Upper>(keys[mid], vals[mid], k, v)) lo = mid + 1;
+          else hi = mid;
+        }
+        return before + lo;
+      }
+      before += f;
     }
-    return {Nodes::template cast<leaf>(at), lo};
+    return before;
   }
 
   // The path to the leaf of `it` (which must be in the tree).
