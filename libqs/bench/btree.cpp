@@ -30,6 +30,14 @@
 // database of its own: the time, the commits' share of it, and the store's
 // log bytes per key.
 //
+// Then postings: a multimap from each of 1,000 keys to 1,000 values (a
+// word's occurrences, --postings keys of as many values), loaded in random
+// order, of which 20,000 random entries (key, value) are removed, hot:
+// erase_value in qs::btree_multimap, in a qs database and in memory, beside
+// the walk along the key's entries that finds the value (what erase_value
+// did while equal keys stayed in insertion order; std::multimap's only
+// way).
+//
 // Not a test: it prints numbers and asserts only that every form found
 // every key.
 #include "bench_dir.hpp"
@@ -66,6 +74,8 @@ struct Item {
 using tree = qs::btree_map<std::int64_t, std::int64_t>;
 using string_tree = qs::btree_map<std::string, std::int64_t>;
 using memory_tree = qs::btree_map<std::int64_t, std::int64_t, std::less<std::int64_t>, qs::in_memory<>>;
+using postings = qs::btree_multimap<std::int64_t, std::int64_t>;
+using memory_postings = qs::btree_multimap<std::int64_t, std::int64_t, std::less<std::int64_t>, qs::in_memory<>>;
 
 }  // namespace btree_bench
 
@@ -185,6 +195,27 @@ load_result durable_load(const char* name, const std::string& path, const std::v
   return r;
 }
 
+// Removes each of `gone` from m, by erase_value or by a walk along its
+// key; ns per removal.
+template <class Multi>
+double erase_by_value(Multi& m, const std::vector<std::pair<std::int64_t, std::int64_t>>& gone) {
+  auto t0 = clock_type::now();
+  for (const auto& [k, v] : gone)
+    if (!m.erase_value(k, v)) fail("erase_value missed an entry");
+  return ns_since(t0) / static_cast<double>(gone.size());
+}
+template <class Multi>
+double erase_by_walk(Multi& m, const std::vector<std::pair<std::int64_t, std::int64_t>>& gone) {
+  auto t0 = clock_type::now();
+  for (const auto& [k, v] : gone) {
+    auto it = m.lower_bound(k);
+    while (it != m.end() && (*it).first == k && (*it).second != v) ++it;
+    if (it == m.end() || (*it).first != k) fail("the walk missed an entry");
+    m.erase(it);
+  }
+  return ns_since(t0) / static_cast<double>(gone.size());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -210,6 +241,11 @@ int main(int argc, char** argv) {
   app.add_option("--load-keys", load_n, "string keys of the durable load, 0 to 10000000 (default 1000000)")
       ->type_name("N")
       ->check(qs::cli::whole(0, 10000000));
+  std::size_t postings_n = 1000;
+  app.add_option("--postings", postings_n,
+                 "keys of the postings phase, each with as many values, 0 to 3000 (default 1000)")
+      ->type_name("N")
+      ->check(qs::cli::whole(0, 3000));
   app.add_option("--dir", dir, "where the database goes (default: a temporary directory, removed)")->type_name("DIR");
   if (auto status = app.parse(argc, argv)) return *status;
   const qs::bench::bench_dir work(dir, "qs_btree_bench");
@@ -365,6 +401,68 @@ int main(int argc, char** argv) {
     }
   }
 
+  struct erase_row {
+    const char* name;
+    double ns;
+    double load_ns = 0;  // per insert of the tree's load, where timed
+  };
+  std::vector<erase_row> erases;
+  std::size_t gone_n = 0;
+  if (postings_n > 0) {
+    const auto pn = static_cast<std::int64_t>(postings_n);
+    std::vector<std::pair<std::int64_t, std::int64_t>> entries;
+    entries.reserve(postings_n * postings_n);
+    for (std::int64_t k = 0; k < pn; ++k)
+      for (std::int64_t v = 0; v < pn; ++v) entries.push_back({k, v});
+    std::shuffle(entries.begin(), entries.end(), rng);
+    // The entries removed: a sample apart from the load's order (the first
+    // loaded would be the first of their key where equal keys keep
+    // insertion order).
+    std::vector<std::pair<std::int64_t, std::int64_t>> gone = entries;
+    std::shuffle(gone.begin(), gone.end(), rng);
+    gone.resize(std::min<std::size_t>(20000, gone.size()));
+    gone_n = gone.size();
+    auto db = qs::database::open(dir + "/postings", bench_options());
+    double qs_load_ns = 0;
+    {
+      qs::transaction tx(db);
+      for (const char* name : {"by_value", "by_walk"}) {
+        postings& m = db.root<postings>(name);
+        auto t0 = clock_type::now();
+        for (const auto& [k, v] : entries) m.insert(k, v);
+        if (qs_load_ns == 0) qs_load_ns = ns_since(t0) / static_cast<double>(entries.size());
+      }
+      tx.commit();
+    }
+    qs::transaction tx(db);
+    std::int64_t warm = 0;
+    for (const char* name : {"by_value", "by_walk"}) {  // every page resident
+      const postings& m = db.root<postings>(name);
+      for (auto it = m.begin(); it != m.end(); ++it) warm += (*it).second;
+    }
+    if (warm != pn * pn * (pn - 1)) fail("a postings tree lost an entry");
+    erases.push_back(
+        {"qs::btree_multimap in qs, erase_value", erase_by_value(db.root<postings>("by_value"), gone), qs_load_ns});
+    erases.push_back({"the same, a walk along the key", erase_by_walk(db.root<postings>("by_walk"), gone)});
+    tx.commit();
+    {
+      memory_postings a, b;
+      auto t0 = clock_type::now();
+      for (const auto& [k, v] : entries) a.insert(k, v);
+      const double load_ns = ns_since(t0) / static_cast<double>(entries.size());
+      for (const auto& [k, v] : entries) b.insert(k, v);
+      erases.push_back({"in memory, erase_value", erase_by_value(a, gone), load_ns});
+      erases.push_back({"in memory, a walk along the key", erase_by_walk(b, gone)});
+    }
+    {
+      std::multimap<std::int64_t, std::int64_t> m;
+      auto t0 = clock_type::now();
+      for (const auto& [k, v] : entries) m.emplace(k, v);
+      const double load_ns = ns_since(t0) / static_cast<double>(entries.size());
+      erases.push_back({"std::multimap, a walk along the key", erase_by_walk(m, gone), load_ns});
+    }
+  }
+
   const result& floor = results[0];
   std::printf("qs_btree_bench: %zu int64 keys in random order, hot; ns per operation (ratio to the in-memory tree)\n",
               n);
@@ -402,6 +500,19 @@ int main(int argc, char** argv) {
       std::printf("%-26s %10.2f %10.2f %10.2f %14.1f\n", l.name, l.seconds,
                   l.seconds * 1e6 / static_cast<double>(load_n), l.commit_seconds, l.log_per_key);
   }
+  if (!erases.empty()) {
+    std::printf(
+        "qs_btree_bench: postings, %zu keys of %zu values each (loaded in random order), %zu random entries "
+        "removed, hot; ns per removal (ratio to erase_value in memory), and per insert of the load\n",
+        postings_n, postings_n, gone_n);
+    std::printf("%-40s %16s %10s\n", "", "removal", "load");
+    for (const erase_row& e : erases) {
+      char removal[32], load[32] = "-";
+      std::snprintf(removal, sizeof removal, "%.0f (%.2f)", e.ns, e.ns / erases[2].ns);
+      if (e.load_ns > 0) std::snprintf(load, sizeof load, "%.0f", e.load_ns);
+      std::printf("%-40s %16s %10s\n", e.name, removal, load);
+    }
+  }
   std::printf("BTREE keys=%zu", n);
   const char* tags[] = {"mem_tree", "std_map", "qs_tree", "qs_index"};
   for (std::size_t i = 0; i < results.size(); ++i)
@@ -416,6 +527,8 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < loads.size(); ++i)
     std::printf(" %s_s=%.3f %s_commit_s=%.3f %s_log_per_key=%.1f", load_tags[i], loads[i].seconds, load_tags[i],
                 loads[i].commit_seconds, load_tags[i], loads[i].log_per_key);
+  const char* erase_tags[] = {"qs_erase_value", "qs_walk", "mem_erase_value", "mem_walk", "std_walk"};
+  for (std::size_t i = 0; i < erases.size(); ++i) std::printf(" postings_%s_ns=%.0f", erase_tags[i], erases[i].ns);
   std::printf("\n");
   return 0;
 }
