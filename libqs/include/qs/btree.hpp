@@ -548,10 +548,11 @@ class basic_btree {
     return lo;
   }
 
-  // The leaf and slot where the first key >= k (> k when Upper) is, or would
-  // go; the inner nodes on the way into *p.
-  template <bool Upper>
-  slot descend(arg k, path* p) const {
+  // From the root down: child choose(node, level) of each inner node (the
+  // nodes and children taken into *p), then the slot place(leaf) in the
+  // leaf reached.
+  template <class Choose, class Place>
+  slot descend_with(path* p, Choose choose, Place place) const {
     if (!header_) return {{}, 0};
     const meta* m = Nodes::get(header_);
     if (!m->root) return {{}, 0};
@@ -561,14 +562,25 @@ class basic_btree {
     if (p) p->depth = 0;
     while (level > 0) {
       const inner* n = static_cast<const inner*>(visit(at, level));
-      unsigned i = search<Upper>(
-          n->count, [n](unsigned j) -> const stored& { return n->keys[j]; }, k);
+      const unsigned i = choose(n, level);
       if (p) p->s[p->depth++] = {at, i};
       at = n->kids[i];
       --level;
     }
-    const leaf* lf = static_cast<const leaf*>(visit(at, 0));
-    return {Nodes::template cast<leaf>(at), search_leaf<Upper>(lf, k)};
+    return {Nodes::template cast<leaf>(at), place(static_cast<const leaf*>(visit(at, 0)))};
+  }
+
+  // The leaf and slot where the first key >= k (> k when Upper) is, or would
+  // go; the inner nodes on the way into *p.
+  template <bool Upper>
+  slot descend(arg k, path* p) const {
+    return descend_with(
+        p,
+        [&k](const inner* n, unsigned) {
+          return search<Upper>(
+              n->count, [n](unsigned j) -> const stored& { return n->keys[j]; }, k);
+        },
+        [&k](const leaf* lf) { return search_leaf<Upper>(lf, k); });
   }
 
   // The place in a leaf (an entry index in key order) of the first key >= k
@@ -629,31 +641,23 @@ class basic_btree {
   // one to take is found by their first entries.
   template <bool Upper>
   slot descend_entry(arg k, const V& v, path* p) const {
-    if (!header_) return {{}, 0};
-    const meta* m = Nodes::get(header_);
-    if (!m->root) return {{}, 0};
-    if (m->height == 0 || m->height > max_height) corrupt("the tree's height " + std::to_string(m->height));
-    link<btree_head> at = m->root;
-    unsigned level = m->height - 1;
-    if (p) p->depth = 0;
-    while (level > 0) {
-      const inner* n = static_cast<const inner*>(visit(at, level));
-      auto key = [n](unsigned j) -> const stored& { return n->keys[j]; };
-      // The last of children i .. last whose first entry comes before
-      // (last: the child after the separators equal to k).
-      unsigned i = search<false>(n->count, key, k), last = i;
-      if (i < n->count && !traits::after(Compare{}, n->keys[i], k)) last = search<true>(n->count, key, k);
-      while (i < last) {
-        const unsigned mid = i + (last - i + 1) / 2;
-        auto [lf, s] = first_entry(n->kids[mid], level - 1);
-        if (entry_before<Upper>(lf->keys[s], lf->vals[s], k, v)) i = mid;
-        else last = mid - 1;
-      }
-      if (p) p->s[p->depth++] = {at, i};
-      at = n->kids[i];
-      --level;
-    }
-    return {Nodes::template cast<leaf>(at), search_leaf_entry<Upper>(static_cast<const leaf*>(visit(at, 0)), k, v)};
+    return descend_with(
+        p,
+        [&k, &v](const inner* n, unsigned level) {
+          auto key = [n](unsigned j) -> const stored& { return n->keys[j]; };
+          // The last of children i .. last whose first entry comes before
+          // (last: the child after the separators equal to k).
+          unsigned i = search<false>(n->count, key, k), last = i;
+          if (i < n->count && !traits::after(Compare{}, n->keys[i], k)) last = search<true>(n->count, key, k);
+          while (i < last) {
+            const unsigned mid = i + (last - i + 1) / 2;
+            auto [lf, s] = first_entry(n->kids[mid], level - 1);
+            if (entry_before<Upper>(lf->keys[s], lf->vals[s], k, v)) i = mid;
+            else last = mid - 1;
+          }
+          return i;
+        },
+        [&k, &v](const leaf* lf) { return search_leaf_entry<Upper>(lf, k, v); });
   }
   // The place in a leaf of the first entry >= (k, v) (> (k, v) when
   // Upper): in the first segment whose last entry is, as search_leaf.
