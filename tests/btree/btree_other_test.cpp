@@ -162,31 +162,18 @@ std::int64_t check_crashed(const std::string& path) {
   }
   if (db.has_root("map")) {
     const crash_map& map = db.root<crash_map>("map");
-    map.check();
     std::map<std::int64_t, std::int64_t> expect;
     for (std::int64_t c = 1; c <= count; ++c)
       for (std::int64_t i = 0; i < crash_keys; ++i)
         if (i % 3 != 0 || c + 2 > count) expect.emplace(crash_key(i, c), c);
-    REQUIRE(map.size() == expect.size());
-    auto e = expect.begin();
-    for (auto [k, v] : map) {
-      BT_EXPECT(k == e->first && v == e->second,
-                "(" << k << ", " << v << "), expected (" << e->first << ", " << e->second << ")");
-      ++e;
-    }
+    same_entries(map, expect);
   }
   if (db.has_root("strings")) {
     const crash_strings& strings = db.root<crash_strings>("strings");
-    strings.check();
     std::multimap<std::string, std::int64_t> expect;
     for (std::int64_t c = 1; c <= count; ++c)
       for (std::int64_t i = 0; i < crash_keys / 8; ++i) expect.emplace(crash_string(i, c), c);
-    REQUIRE(strings.size() == expect.size());
-    auto e = expect.begin();
-    for (auto [k, v] : strings) {
-      BT_EXPECT(k == e->first && v == e->second, "(" << k << ", " << v << "), expected " << e->first);
-      ++e;
-    }
+    same_entries(strings, expect);
   }
   tx.commit();
   return count;

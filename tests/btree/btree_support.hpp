@@ -1,6 +1,7 @@
 // btree_support.hpp: what the qs::btree_map tests share: database options
-// by page size, and failing a test without Catch's cost per assertion in
-// loops of hundreds of thousands of operations.
+// by page size, failing a test without Catch's cost per assertion in
+// loops of hundreds of thousands of operations, and a tree's entries
+// walked against an ordered model.
 #pragma once
 
 #include "btree_types.hpp"
@@ -24,6 +25,21 @@ inline qs::options tree_options(std::uint32_t page_size, std::uint32_t pool_page
   qs::options o = qs_test::small_options(pool_pages);
   o.page_size = page_size;
   return o;
+}
+
+// Checks the tree (check()) and walks it against `model`, an ordered
+// container of (key, value) pairs (a std::map, or a std::set of pairs):
+// the same entries in the same order.
+template <class Tree, class Model>
+void same_entries(const Tree& t, const Model& model) {
+  t.check();
+  REQUIRE(t.size() == model.size());
+  auto e = model.begin();
+  for (auto [k, v] : t) {
+    BT_EXPECT(k == e->first && v == e->second,
+              "(" << k << ", " << v << "), expected (" << e->first << ", " << e->second << ")");
+    ++e;
+  }
 }
 
 // The key spaces of the tests, from an index j.

@@ -18,18 +18,6 @@ namespace {
 
 using entry = std::pair<std::int64_t, std::int64_t>;
 
-// Walks the tree against the model, in order.
-void same_entries(const i64_multi_512& t, const std::set<entry>& model) {
-  t.check();
-  REQUIRE(t.size() == model.size());
-  auto m = model.begin();
-  for (auto [k, v] : t) {
-    BT_EXPECT(k == m->first && v == m->second,
-              "(" << k << ", " << v << "), expected (" << m->first << ", " << m->second << ")");
-    ++m;
-  }
-}
-
 }  // namespace
 
 TEST_CASE("btree: a multimap keeps equal keys in the order of their values", "[btree][multimap]") {
