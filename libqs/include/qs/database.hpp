@@ -159,8 +159,9 @@ struct options {
   // they are first written). false copies every page into its frame. The environment variable
   // QS_MAP_PAGE_FILE=0 (or 1) sets it for every open.
   bool map_page_file = true;
-  // Hardware mode: a page a read fault brings in comes writable, its
-  // before-image the image just read, where the pages read in by that
+  // Hardware mode: a page a read fault brings in comes writable (and so
+  // does a watched prefetched page at its first touch: every prefetched
+  // page through qs-pageserver), its before-image the image just read, where the pages read in by that
   // instruction have mostly been written since (an update traversal), so
   // that the write that follows takes no second fault
   // (statistics::writable_on_arrival). A page made writable and left
@@ -224,9 +225,10 @@ struct statistics {
   // Of those, pages made writable with a neighbour that took a write
   // fault (hardware mode, the same pages), so that writes to them take none.
   std::uint64_t writable_ahead = 0;
-  // Pages a read fault brought in and made writable at once, because the
-  // program had been writing most pages it read in (hardware mode), so that
-  // its write takes no second fault. Not counted in write_faults.
+  // Pages a read fault brought in, or a first touch of a watched
+  // prefetched page showed, writable at once, because the program had been
+  // writing most pages it read in (hardware mode), so that its write takes
+  // no second fault. Not counted in write_faults.
   std::uint64_t writable_on_arrival = 0;
   std::uint64_t pages_fetched = 0;  // page records read from the store
   // Of those, read ahead of use (options::prefetch_pages), never faulted on.

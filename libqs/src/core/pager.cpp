@@ -170,17 +170,25 @@ void pager::make_current(page_desc* d, std::uint32_t touched, bool writable) {
   } else if (d->state() == page_state::stale) {
     revalidate(d);
   } else if (d->prefetched_by != prefetch_source::none) {
-    first_use(d);
+    first_use(d, writable && !d->rewritten());
   }
 }
 
-void pager::first_use(page_desc* d) {
+void pager::first_use(page_desc* d, bool writable) {
   count_outcome(d->prefetched_by, true);
   d->prefetched_by = prefetch_source::none;
   ++stats_.prefetched_used;
   // Read by the transaction now: a shared store checks it at the commit.
   store_.note_read(d->page, d->hdr.version);
-  show(d, false);
+  if (writable) {
+    // As a page a read fault brings in writable (page_in): the image it
+    // came with is its before-image, and the write to come takes no fault.
+    take_page_before(d, image(d));
+    d->made_writable(undo_kind::page);
+    add_written(d);
+    ++stats_.writable_on_arrival;
+  }
+  show(d, writable);
 }
 
 void pager::left_unused(page_desc* d) {
@@ -531,7 +539,10 @@ void pager::write_fault(page_desc* d) {
 }
 
 bool pager::expects_write(const page_desc* d, const void* code) {
-  return writable_on_arrival_ && d->state() == page_state::absent && d->origin() == page_origin::stored &&
+  // A watched prefetched page is readable, hidden until this first touch.
+  const bool arriving = d->state() == page_state::absent ||
+                        (d->state() == page_state::readable && d->prefetched_by != prefetch_source::none);
+  return writable_on_arrival_ && arriving && d->origin() == page_origin::stored &&
          predict_writes_.arriving(d->page, code);
 }
 

@@ -70,7 +70,9 @@ class pager {
   // so), unless its image was rewritten as it came in (a writable one is
   // written back whole, changed or not): shown writable with the image
   // just read as its before-image, or, mapping the store's file, made
-  // writable once mapped. Counted in statistics::writable_on_arrival.
+  // writable once mapped. A watched prefetched page is shown writable at
+  // its first touch the same way. Counted in
+  // statistics::writable_on_arrival.
   void make_current(page_desc* d, std::uint32_t touched = 0, bool writable = false);
   // Whether make_current has work to do for d before the program may read it.
   static bool needs_current(const page_desc* d) {
@@ -124,10 +126,11 @@ class pager {
   // made writable, its neighbours with it (make_writable_around), and the
   // write counted for write_predictor.
   void write_fault(page_desc* d);
-  // A read fault at instruction `code` is about to bring d in (hardware
-  // mode): whether it is to come writable (make_current), because the pages
-  // read in there have mostly been written since (write_predictor), so
-  // that the write to come takes no second fault.
+  // A read fault at instruction `code` is about to bring d in, or to show a
+  // watched prefetched page at its first touch (hardware mode): whether it
+  // is to come writable (make_current), because the pages read in there
+  // have mostly been written since (write_predictor), so that the write to
+  // come takes no second fault.
   bool expects_write(const page_desc* d, const void* code);
   // After a write fault made d writable: the resident read-only pages of
   // d's block of write_ahead_pages pages whose before-image is their image
@@ -215,8 +218,10 @@ class pager {
   // A slot goes back to the pool and the memory of the frame whose image it
   // held to the kernel: the two always go together.
   void free_slot(std::uint32_t slot, std::uint64_t frame);
-  // A prefetched page's first touch: shown, counted used.
-  void first_use(page_desc* d);
+  // A prefetched page's first touch: shown, counted used. `writable`: shown
+  // writable, its before-image the image it came with (expects_write said
+  // so), counted in statistics::writable_on_arrival.
+  void first_use(page_desc* d, bool writable = false);
   // A prefetched page leaves the pool, or goes stale, before its first touch.
   void left_unused(page_desc* d);
   // How a prefetch source's guesses fare (set_prefetch): its window, the

@@ -10,8 +10,9 @@
 // reads pages it never writes (OO7's connections), from other places in
 // its code: what tells the two apart is the instruction that took the read
 // fault. The pager asks arriving() for each page a read fault brings in,
-// with that instruction's address; the answer says whether to make the
-// page writable now.
+// and for each watched prefetched page at its first touch, with that
+// instruction's address; the answer says whether to make the page writable
+// now.
 //
 // Each instruction (hashed into one of `sites` entries; two that share an
 // entry share its guess) learns for itself. A page left read-only is
