@@ -129,8 +129,9 @@ bool write_skew_keeps_invariant(const std::string& isolation) {
   if (isolation == "serializable") CHECK(sa + sb == 3);
   // With prefetch on, the other counter's page came ahead of its use (the
   // next pointer of the table): a prefetched page, once used, is one the
-  // transaction read.
-  if (const char* p = std::getenv("QS_PREFETCH"); !p || std::string(p) != "0")
+  // serializable transaction read. (Under snapshot isolation reads are not
+  // checked, and prefetched pages are shown unwatched, uncounted.)
+  if (const char* p = std::getenv("QS_PREFETCH"); isolation == "serializable" && (!p || std::string(p) != "0"))
     CHECK((a.out() + b.out()).find("used=0\n") == std::string::npos);
   return sum >= 0;
 }

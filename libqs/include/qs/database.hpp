@@ -196,7 +196,11 @@ struct options {
   // --replica-read-max, 2 s; a transaction that reads longer fails with
   // qs::store_error naming the option). Its faults raise no conflict.
   bool read_replica = false;
-  // qs-pageserver: what a commit checks (see qs::isolation).
+  // qs-pageserver: what a commit checks (see qs::isolation). Under
+  // snapshot, a prefetched page is shown as it comes, as embedded; under
+  // serializable, it stays hidden until its first touch (a fault), which
+  // makes it part of what the transaction read. The environment variable
+  // QS_ISOLATION=serializable (or snapshot) sets it for every open.
   isolation isolation_level = isolation::serializable;
   // Schema evolution (qs/evolve.hpp): when the database stores a type whose
   // layout differs from the program's, convert its objects when the
@@ -235,8 +239,10 @@ struct statistics {
   std::uint64_t pages_prefetched = 0;
   // Of those, watched: hidden until the program's first touch, which
   // counts them used (prefetched_used; the others left the pool unused, or
-  // are still waiting). Through a page server every prefetched page is
-  // watched; embedded, one in 8 is (a first touch costs a fault's signal),
+  // are still waiting). In a page server's serializable transactions every
+  // prefetched page is watched (it becomes part of what the transaction
+  // read at that touch); elsewhere one in 8 is (a first touch costs a
+  // fault's signal),
   // and prefetched_used / prefetch_watched is the share of guesses used.
   std::uint64_t prefetch_watched = 0;
   std::uint64_t prefetched_used = 0;

@@ -74,6 +74,12 @@ std::unique_ptr<detail::database_impl> open_impl(const std::string& path, const 
     opts.writable_on_arrival = v == "1";
   }
   if (auto v = number_from_env("QS_SERVER_WAIT_SPIN_US", "microseconds", 100000)) opts.server_wait_spin_us = *v;
+  if (const char* p = std::getenv("QS_ISOLATION"); p && *p) {
+    const std::string v = p;
+    if (v == "serializable") opts.isolation_level = isolation::serializable;
+    else if (v == "snapshot") opts.isolation_level = isolation::snapshot;
+    else throw invalid_argument("QS_ISOLATION must be serializable or snapshot, not '" + v + "'");
+  }
   if (opts.server_wait_spin_us > 100000)
     throw invalid_argument("database " + path + ": server_wait_spin_us is at most 100000 (100 ms), not " +
                            std::to_string(opts.server_wait_spin_us));

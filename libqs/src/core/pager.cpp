@@ -335,13 +335,14 @@ bool pager::take_in(staged_page& s, std::byte* img, prefetch_source source) {
   ++stats_.pages_prefetched;
   count_refetch(p);
   p->loaded(slot);
-  // Watched: hidden until its first touch, which counts it used. A shared
-  // store's transaction must know exactly which pages it read, so every
-  // page is watched there; embedded, one in watch_every is (a first touch
-  // costs a fault's signal), and the rest are shown now.
+  // Watched: hidden until its first touch, which counts it used. A
+  // transaction whose commit checks its reads (store::checks_reads) must
+  // know exactly which pages it read, so every page is watched there;
+  // elsewhere one in watch_every is (a first touch costs a fault's signal),
+  // and the rest are shown now.
   // A page to be mapped with its neighbours is not watched where it would
   // split their run: the watch moves to the run's end (show_mapped).
-  const bool watch = store_.shared() || ++prefetched_since_watch_ >= watch_every;
+  const bool watch = store_.checks_reads() || ++prefetched_since_watch_ >= watch_every;
   if (watch && !show_stored(p, img, source)) {
     prefetched_since_watch_ = 0;
     watch_now(p, img, source);

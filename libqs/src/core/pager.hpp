@@ -86,9 +86,11 @@ class pager {
   // pool evicts. Some are watched: their frames stay hidden until the
   // first touch, which shows them with no store read (a fault, in hardware
   // mode) and counts them used (statistics::prefetch_watched,
-  // prefetched_used). On a shared store every prefetched page is watched,
-  // and becomes part of what the transaction read only at that touch;
-  // embedded, one in watch_every is. Each source's window adapts to what
+  // prefetched_used). Where the commit checks what the transaction read
+  // (store::checks_reads: a page server's serializable transactions) every
+  // prefetched page is watched, and becomes part of what the transaction
+  // read only at that touch; elsewhere (embedded, snapshot isolation, a
+  // read replica) one in watch_every is. Each source's window adapts to what
   // its watched pages show: it halves while fewer than half of them are
   // used before they leave the pool (evicted, or stale), and doubles, up
   // to `pages`, while three quarters are; at 0 it reads one page every

@@ -136,6 +136,7 @@ class remote_store final : public store {
       std::span<const std::uint64_t> pages, const std::function<std::byte*(std::uint64_t page)>& want,
       const std::function<void(std::uint64_t page, const record_header&, std::string mapping)>& got) override;
   void note_read(std::uint64_t page, std::uint64_t version) override;
+  bool checks_reads() const override { return options_.serializable && !options_.read_replica; }
   void committing(const std::vector<std::uint64_t>& stored, std::size_t pages) override;
   // A replica's pages change by replication, which sends no invalidations.
   bool coherent() const override { return !options_.read_replica; }

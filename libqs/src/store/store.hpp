@@ -163,6 +163,11 @@ class store {
   // page read ahead and never used is not part of what the transaction
   // read).
   virtual void note_read(std::uint64_t page, std::uint64_t version) { (void)page, (void)version; }
+  // Whether a commit checks what its transaction read (a page server's
+  // serializable transactions): the runtime then watches every page
+  // prefetch brings until its first touch, so that note_read names exactly
+  // the pages used. Elsewhere only what the transaction wrote counts.
+  virtual bool checks_reads() const { return false; }
   // Hands out n new pages on n contiguous frames: returns the first page and
   // the first frame. Inside a transaction; an embedded store takes them back
   // on abort, a shared one may leave a hole.
