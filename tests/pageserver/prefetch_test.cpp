@@ -48,6 +48,13 @@ std::int64_t fan_sum(qs::database& db, const std::string& name) {
   if (write) c->value = v + 1000;
 }
 
+// visit() for every counter of the fan under root "fan0", in the open
+// transaction.
+void visit_fan(qs::database& db, bool write) {
+  Fan* f = db.root<Fan*>("fan0");
+  for (int i = 0; i < fan_size; ++i) visit(f->c[i], write);
+}
+
 }  // namespace
 
 TEST_CASE_METHOD(server_fixture, "a read_pages answer comes in parts, in the order asked, each page once",
@@ -222,19 +229,14 @@ TEST_CASE_METHOD(server_fixture, "prefetched pages the program goes on to write 
     make_fans(db, 1);
   }
   auto db = qs::database::open(s.unix_url(), o);
-  auto pass = [&](bool write) {
-    db.run([&] {
-      Fan* f = db.root<Fan*>("fan0");
-      for (int i = 0; i < fan_size; ++i) visit(f->c[i], write);
-    });
-  };
+  auto pass = [&](bool write) { db.run([&] { visit_fan(db, write); }); };
   const qs::statistics s0 = db.stats();
   pass(true);
   const qs::statistics s1 = db.stats();
   INFO("prefetched " << s1.pages_prefetched - s0.pages_prefetched << ", writable on arrival "
                      << s1.writable_on_arrival - s0.writable_on_arrival << ", write faults "
                      << s1.write_faults - s0.write_faults);
-  // The counters come ahead of their use (watched: a shared store's
+  // The counters come ahead of their use (watched: a serializable
   // transaction reads exactly what it touches), and after the first few,
   // each first touch shows its page writable: the write that follows takes
   // no fault of its own.
@@ -246,8 +248,7 @@ TEST_CASE_METHOD(server_fixture, "prefetched pages the program goes on to write 
   db.release_cache();
   {
     qs::transaction tx(db);
-    Fan* f = db.root<Fan*>("fan0");
-    for (int i = 0; i < fan_size; ++i) visit(f->c[i], true);
+    visit_fan(db, true);
     CHECK(db.stats().writable_on_arrival - s1.writable_on_arrival > fan_size / 2);
     tx.abort();
   }
@@ -276,10 +277,7 @@ TEST_CASE_METHOD(server_fixture, "under snapshot isolation prefetched pages are 
   auto pass = [&](qs::isolation level, bool write) {
     o.isolation_level = level;
     auto db = qs::database::open(s.unix_url(), o);
-    db.run([&] {
-      Fan* f = db.root<Fan*>("fan0");
-      for (int i = 0; i < fan_size; ++i) visit(f->c[i], write);
-    });
+    db.run([&] { visit_fan(db, write); });
     const qs::statistics st = db.stats();
     return counts{st.pages_prefetched, st.prefetch_watched};
   };

@@ -161,7 +161,8 @@ struct options {
   bool map_page_file = true;
   // Hardware mode: a page a read fault brings in comes writable (and so
   // does a watched prefetched page at its first touch: every prefetched
-  // page through qs-pageserver), its before-image the image just read, where the pages read in by that
+  // page of a serializable transaction through qs-pageserver), its
+  // before-image the image just read, where the pages read in by that
   // instruction have mostly been written since (an update traversal), so
   // that the write that follows takes no second fault
   // (statistics::writable_on_arrival). A page made writable and left

@@ -135,12 +135,16 @@ void pager::page_in(page_desc* d, bool writable) {
   } else {
     // Its before-image is the image just read: shown writable, the write
     // to come takes no fault.
-    take_page_before(d, img);
-    d->made_writable(undo_kind::page);
-    add_written(d);
+    arrive_writable(d, img);
     show(d, true, img);
-    ++stats_.writable_on_arrival;
   }
+}
+
+void pager::arrive_writable(page_desc* d, const std::byte* img) {
+  take_page_before(d, img);
+  d->made_writable(undo_kind::page);
+  add_written(d);
+  ++stats_.writable_on_arrival;
 }
 
 void pager::make_current(page_desc* d, std::uint32_t touched, bool writable) {
@@ -180,14 +184,9 @@ void pager::first_use(page_desc* d, bool writable) {
   ++stats_.prefetched_used;
   // Read by the transaction now: a shared store checks it at the commit.
   store_.note_read(d->page, d->hdr.version);
-  if (writable) {
-    // As a page a read fault brings in writable (page_in): the image it
-    // came with is its before-image, and the write to come takes no fault.
-    take_page_before(d, image(d));
-    d->made_writable(undo_kind::page);
-    add_written(d);
-    ++stats_.writable_on_arrival;
-  }
+  // As a page a read fault brings in writable (page_in): the image it came
+  // with is its before-image, and the write to come takes no fault.
+  if (writable) arrive_writable(d, image(d));
   show(d, writable);
 }
 

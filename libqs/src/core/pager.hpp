@@ -220,6 +220,10 @@ class pager {
   // A slot goes back to the pool and the memory of the frame whose image it
   // held to the kernel: the two always go together.
   void free_slot(std::uint32_t slot, std::uint64_t frame);
+  // A page coming in writable (page_in, first_use), before it is shown:
+  // `img`, its image as it came, is its before-image; it is added to the
+  // pages written and counted in statistics::writable_on_arrival.
+  void arrive_writable(page_desc* d, const std::byte* img);
   // A prefetched page's first touch: shown, counted used. `writable`: shown
   // writable, its before-image the image it came with (expects_write said
   // so), counted in statistics::writable_on_arrival.
