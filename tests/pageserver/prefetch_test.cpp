@@ -295,6 +295,20 @@ TEST_CASE_METHOD(server_fixture, "under snapshot isolation prefetched pages are 
   CHECK(snapshot.watched < snapshot.prefetched / 4);
   // Pages shown as they come are written as any other.
   pass(qs::isolation::snapshot, true);
-  auto db = qs::database::open(s.unix_url(), o);
-  CHECK(fan_sum(db, "fan0") == std::int64_t{fan_size} * 1000);
+  {
+    auto db = qs::database::open(s.unix_url(), o);
+    CHECK(fan_sum(db, "fan0") == std::int64_t{fan_size} * 1000);
+  }
+  // QS_ISOLATION sets every open's isolation, whatever the program asked;
+  // anything but the two names is refused, by name.
+  {
+    qs_test::env_var level("QS_ISOLATION", "snapshot");
+    const counts by_env = pass(qs::isolation::serializable, false);
+    REQUIRE(by_env.prefetched > fan_size / 2);
+    CHECK(by_env.watched < by_env.prefetched / 4);
+  }
+  qs_test::env_var level("QS_ISOLATION", "sometimes");
+  CHECK_THROWS_AS(qs::database::open(s.unix_url(), o), qs::invalid_argument);
+  CHECK_THROWS_WITH(qs::database::open(s.unix_url(), o),
+                    Catch::Contains("QS_ISOLATION must be serializable or snapshot, not 'sometimes'"));
 }
