@@ -19,7 +19,10 @@
 //  * A database belongs to the process that opened it: in a child made by
 //    fork() its memory is gone (os/frames.hpp) and every call is refused.
 //
-// Thread-safety: one mutex guards the runtime and the engine. Entry points
+// Thread-safety: one mutex guards the runtime and the engine, biased
+// towards the thread that took it last (os/biased_mutex.hpp: a program's
+// thread that allocates and faults takes it with no atomic instruction
+// until another thread asks for it). Entry points
 // (the fault handler, allocation, transaction begin/commit/abort, roots,
 // indexes, software mode's references, evolution_access) take it; the
 // components assume it is held. While holding it, the runtime reads and
@@ -30,6 +33,7 @@
 
 #include "api/runtime.hpp"
 #include "api/transaction_engine.hpp"
+#include "os/biased_mutex.hpp"
 #include "os/fault_signal.hpp"
 #include "store/store.hpp"
 #include "util/thread_annotations.hpp"
@@ -127,7 +131,7 @@ class database_impl final : public fault_target {
   // Whether `page` is past every page the database has allocated.
   bool beyond_last_page(std::uint64_t page) QS_REQUIRES(mutex_);
 
-  mutable mutex mutex_;
+  mutable biased_mutex mutex_;
   std::unique_ptr<store> store_;
   const std::uint64_t fork_generation_;  // of the process that opened it
   runtime rt_ QS_GUARDED_BY(mutex_);
@@ -146,7 +150,7 @@ class QS_SCOPED_CAPABILITY lock_scope {
   static bool held() noexcept;
 
  private:
-  mutex& mutex_;
+  biased_mutex& mutex_;
 };
 
 template <class F>
